@@ -1,0 +1,406 @@
+// Converse over the Lrts interface: message memory, handlers, sends and broadcasts,
+// the scheduler loop, barrier, start-up and shutdown.
+#include <ucharm/converse.h>
+#include <ucharm/machine.h>
+
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/core.h>
+#include <vector>
+
+#include "converse_internal.h"
+
+namespace ucharm::converse {
+
+PeState g_pe_state;
+
+namespace {
+
+namespace lrts = ucharm::machine;
+
+inline CmiMsgHeader* hdr(void* m) { return static_cast<CmiMsgHeader*>(m); }
+
+void check_pe(int pe, const char* who) {
+  if (pe < 0 || pe >= pe_state().num_pes)
+    CmiAbort("%s: destination PE %d is out of range [0, %d)", who, pe, pe_state().num_pes);
+}
+
+void check_size(std::size_t size, const char* who) {
+  if (size < CmiMsgHeaderSizeBytes)
+    CmiAbort("%s: message size %zu is smaller than the %zu-byte header", who, size,
+             CmiMsgHeaderSizeBytes);
+}
+
+// Queues a message that is now this PE's to run.
+inline void enqueue_local(void* msg) {
+  CmiMsgHeader* h = hdr(msg);
+  pe_state().queue.push(msg, h->prio, (h->flags & CmiMsgExpedited) != 0);
+}
+
+// Takes `msg` (one reference).
+inline void send_owned(int pe, void* msg) {
+  PeState& s = pe_state();
+  if (pe == s.my_pe) enqueue_local(msg);
+  else lrts::LrtsSend(pe, msg, hdr(msg)->size);
+}
+
+void* copy_msg(std::size_t size, const void* msg) {
+  void* m = CmiAlloc(size);
+  std::memcpy(m, msg, size);
+  return m;
+}
+
+// Sends `msg` on to this PE's children in the broadcast tree rooted at the header's
+// srcpe; each send holds its own reference (no copy per target).
+void forward_broadcast(void* msg) {
+  PeState& s = pe_state();
+  const int n = s.num_pes, root = hdr(msg)->srcpe;
+  const int rel = (s.my_pe - root + n) % n;
+  for (int c = rel * CmiBroadcastBranching + 1;
+       c <= rel * CmiBroadcastBranching + CmiBroadcastBranching && c < n; ++c) {
+    CmiReference(msg);
+    lrts::LrtsSend((root + c) % n, msg, hdr(msg)->size);
+  }
+}
+
+// --- machine hooks ---------------------------------------------------------------------
+
+void* hook_alloc(std::size_t bytes) { return CmiAlloc(bytes); }
+
+void hook_deliver(void* msg, std::size_t bytes) {
+  CmiMsgHeader* h = hdr(msg);
+  if (bytes < CmiMsgHeaderSizeBytes || h->size != bytes)
+    CmiAbort("received a corrupted message (%zu bytes, header says %llu)", bytes,
+             static_cast<unsigned long long>(bytes >= CmiMsgHeaderSizeBytes ? h->size : 0));
+  if (h->flags & CmiMsgBroadcast) forward_broadcast(msg);
+  enqueue_local(msg);
+}
+
+void hook_release(void* msg) { CmiFree(msg); }
+
+[[noreturn]] void hook_peer_failed(int pe, const char* why) {
+  CmiAbort("lost PE %d (%s): its process died or became unreachable", pe, why);
+}
+
+// --- internal handlers -------------------------------------------------------------
+
+struct ExitPayload {
+  int code;
+};
+
+void exit_handler(void* msg) {
+  int code = reinterpret_cast<ExitPayload*>(CmiMsgPayload(msg))->code;
+  CmiFree(msg);
+  ConverseExit(code);
+}
+
+struct BarrierPayload {
+  std::uint64_t round;
+};
+
+void barrier_arrive_handler(void* msg) {  // on PE 0
+  PeState& s = pe_state();
+  std::uint64_t round = reinterpret_cast<BarrierPayload*>(CmiMsgPayload(msg))->round;
+  CmiFree(msg);
+  if (++s.barrier_arrivals[round & 1] == s.num_pes) {
+    s.barrier_arrivals[round & 1] = 0;
+    void* rel = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(BarrierPayload));
+    CmiSetHandler(rel, s.h_barrier_release);
+    reinterpret_cast<BarrierPayload*>(CmiMsgPayload(rel))->round = round;
+    CmiSyncBroadcastAllAndFree(CmiMsgHeaderSizeBytes + sizeof(BarrierPayload), rel);
+  }
+}
+
+void barrier_release_handler(void* msg) {
+  PeState& s = pe_state();
+  s.barrier_released = reinterpret_cast<BarrierPayload*>(CmiMsgPayload(msg))->round + 1;
+  CmiFree(msg);
+}
+
+void dispatch(void* msg) {
+  PeState& s = pe_state();
+  CmiMsgHeader* h = hdr(msg);
+  if (h->handler >= s.handlers.size())
+    CmiAbort("message from PE %d names handler %u, but only %zu are registered: register "
+             "handlers in the same order on every PE",
+             h->srcpe, h->handler, s.handlers.size());
+  // A broadcast message may still be read by sends to the children; the handler gets a
+  // private copy in that (rare) case, so it may write to or reuse its message.
+  if ((h->flags & CmiMsgBroadcast) && CmiGetReference(msg) > 1) {
+    void* own = copy_msg(h->size, msg);
+    CmiFree(msg);
+    msg = own;
+  }
+  s.handlers[h->handler](msg);
+}
+
+void stamp(void* msg, std::size_t size) {
+  CmiMsgHeader* h = hdr(msg);
+  h->size = size;
+  h->srcpe = pe_state().my_pe;
+}
+
+void broadcast_owned(std::size_t size, void* msg, bool include_self) {
+  stamp(msg, size);
+  CmiMsgHeader* h = hdr(msg);
+  h->flags |= CmiMsgBroadcast;
+  if (include_self) h->flags |= CmiMsgBroadcastAll;
+  else h->flags &= static_cast<std::uint16_t>(~CmiMsgBroadcastAll);
+  forward_broadcast(msg);
+  if (include_self) enqueue_local(msg);
+  else CmiFree(msg);
+}
+
+}  // namespace
+}  // namespace ucharm::converse
+
+using namespace ucharm::converse;
+namespace lrts = ucharm::machine;
+
+// ---- messages ------------------------------------------------------------------------
+
+void* CmiAlloc(std::size_t bytes) {
+  void* m = pe_state().pool.alloc(bytes < CmiMsgHeaderSizeBytes ? CmiMsgHeaderSizeBytes : bytes);
+  std::memset(m, 0, CmiMsgHeaderSizeBytes);
+  hdr(m)->size = bytes;
+  return m;
+}
+void CmiFree(void* msg) { pe_state().pool.release(msg); }
+void CmiReference(void* msg) { ++prefix_of(msg)->refcount; }
+int CmiGetReference(void* msg) { return prefix_of(msg)->refcount; }
+
+int CmiRegisterHandler(CmiHandler h) {
+  auto& hs = pe_state().handlers;
+  hs.push_back(h);
+  return static_cast<int>(hs.size() - 1);
+}
+
+// ---- sends -----------------------------------------------------------------------------
+
+void CmiSyncSend(int pe, std::size_t size, const void* msg) {
+  check_pe(pe, "CmiSyncSend");
+  check_size(size, "CmiSyncSend");
+  void* m = copy_msg(size, msg);
+  stamp(m, size);
+  send_owned(pe, m);
+}
+
+void CmiSyncSendAndFree(int pe, std::size_t size, void* msg) {
+  check_pe(pe, "CmiSyncSendAndFree");
+  check_size(size, "CmiSyncSendAndFree");
+  if (CmiGetReference(msg) > 1) {  // shared (e.g. still being sent): send a copy
+    CmiSyncSend(pe, size, msg);
+    CmiFree(msg);
+    return;
+  }
+  stamp(msg, size);
+  send_owned(pe, msg);
+}
+
+CmiCommHandle CmiAsyncSend(int pe, std::size_t size, void* msg) {
+  check_pe(pe, "CmiAsyncSend");
+  check_size(size, "CmiAsyncSend");
+  stamp(msg, size);
+  CmiReference(msg);  // the caller keeps its reference; the send holds another
+  send_owned(pe, msg);
+  return msg;
+}
+int CmiAsyncMsgSent(CmiCommHandle h) { return CmiGetReference(h) == 1; }
+void CmiReleaseCommHandle(CmiCommHandle) {}
+
+void CmiSyncBroadcast(std::size_t size, const void* msg) {
+  check_size(size, "CmiSyncBroadcast");
+  broadcast_owned(size, copy_msg(size, msg), false);
+}
+void CmiSyncBroadcastAndFree(std::size_t size, void* msg) {
+  check_size(size, "CmiSyncBroadcastAndFree");
+  broadcast_owned(size, msg, false);
+}
+void CmiSyncBroadcastAll(std::size_t size, const void* msg) {
+  check_size(size, "CmiSyncBroadcastAll");
+  broadcast_owned(size, copy_msg(size, msg), true);
+}
+void CmiSyncBroadcastAllAndFree(std::size_t size, void* msg) {
+  check_size(size, "CmiSyncBroadcastAllAndFree");
+  broadcast_owned(size, msg, true);
+}
+
+// ---- information, output, errors -------------------------------------------------------
+
+int CmiMyPe() { return pe_state().my_pe; }
+int CmiNumPes() { return pe_state().num_pes; }
+double CmiWallTimer() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now() - pe_state().start_time).count();
+}
+
+void CmiPrintf(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::vprintf(fmt, ap);
+  va_end(ap);
+}
+
+void CmiError(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::vfprintf(stderr, fmt, ap);
+  va_end(ap);
+}
+
+void CmiAbort(const char* fmt, ...) {
+  char prefix[64];
+  std::snprintf(prefix, sizeof prefix, "ucharm: PE %d: abort: ", pe_state().my_pe);
+  va_list ap;
+  va_start(ap, fmt);
+  char buf[4096];
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  std::fprintf(stderr, "%s%s\n", prefix, buf);
+  lrts::LrtsAbort(1, buf);
+}
+
+// ---- barrier and exit ----------------------------------------------------------------
+
+void CmiBarrier() {
+  PeState& s = pe_state();
+  if (s.num_pes == 1) return;
+  std::uint64_t round = s.barrier_round++;
+  void* m = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(BarrierPayload));
+  CmiSetHandler(m, s.h_barrier_arrive);
+  CmiSetExpedited(m);
+  reinterpret_cast<BarrierPayload*>(CmiMsgPayload(m))->round = round;
+  CmiSyncSendAndFree(0, CmiMsgHeaderSizeBytes + sizeof(BarrierPayload), m);
+  CsdScheduleUntil([&] { return s.barrier_released > round; });
+}
+
+void CmiExit(int code) {
+  PeState& s = pe_state();
+  if (!s.exiting && s.num_pes > 1) {
+    void* m = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(ExitPayload));
+    CmiSetHandler(m, s.h_exit);
+    CmiSetExpedited(m);
+    reinterpret_cast<ExitPayload*>(CmiMsgPayload(m))->code = code;
+    CmiSyncBroadcastAndFree(CmiMsgHeaderSizeBytes + sizeof(ExitPayload), m);
+  }
+  ConverseExit(code);
+}
+
+void ConverseExit(int code) {
+  PeState& s = pe_state();
+  s.exiting = true;
+  std::fflush(stdout);
+  lrts::LrtsExit();
+  // Messages still queued are discarded (as in Charm++'s CkExit).
+  while (void* m = s.queue.pop()) CmiFree(m);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+
+// ---- scheduler -------------------------------------------------------------------------
+
+void CsdEnqueue(void* msg) { enqueue_local(msg); }
+
+void CsdExitScheduler() { pe_state().stop_scheduler = true; }
+
+void CsdScheduleStep() {
+  PeState& s = pe_state();
+  if (void* msg = s.queue.pop()) {
+    s.idle_since_ns = 0;
+    dispatch(msg);
+    return;
+  }
+  if (lrts::LrtsProgress() > 0) {
+    s.idle_since_ns = 0;
+    return;
+  }
+  // Idle: spin briefly (a reply is often microseconds away), then sleep on the
+  // worker's event fd so that idle PEs leave the cores to busy ones. The clock is read
+  // every 64 idle polls only: it costs as much as a poll.
+  if ((++s.idle_polls & 63) != 0) return;
+  auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  if (s.idle_since_ns == 0) {
+    s.idle_since_ns = now;
+    return;
+  }
+  if (now - s.idle_since_ns < static_cast<long long>(s.options.idle_spin_us) * 1000) return;
+  lrts::LrtsIdleWait(100);  // bounded, so a missed wake-up costs at most 100 ms
+  s.idle_since_ns = 0;
+}
+
+void CsdScheduler(int maxmsgs) {
+  PeState& s = pe_state();
+  s.stop_scheduler = false;
+  if (maxmsgs == 0) {  // poll: handle what is there now
+    lrts::LrtsProgress();
+    for (std::size_t n = s.queue.size(); n > 0 && !s.stop_scheduler; --n)
+      if (void* msg = s.queue.pop()) dispatch(msg);
+    return;
+  }
+  int handled = 0;
+  while (!s.stop_scheduler && (maxmsgs < 0 || handled < maxmsgs)) {
+    if (void* msg = s.queue.pop()) {
+      s.idle_since_ns = 0;
+      dispatch(msg);
+      ++handled;
+    } else {
+      CsdScheduleStep();
+    }
+  }
+  s.stop_scheduler = false;
+}
+
+// ---- start-up --------------------------------------------------------------------------
+
+void ConverseInit(int argc, char** argv, void (*start)(int, char**), int usched, int initret) {
+  PeState& s = pe_state();
+  s.start_time = std::chrono::steady_clock::now();
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach the launcher as they are printed
+  if (auto err = parse_runtime_options(argc, argv, s.options)) {
+    std::fprintf(stderr, "ucharm: %s\n", err->c_str());
+    std::exit(2);
+  }
+  // Internal handlers first, in a fixed order: the same indices on every PE.
+  s.h_exit = CmiRegisterHandler(exit_handler);
+  s.h_barrier_arrive = CmiRegisterHandler(barrier_arrive_handler);
+  s.h_barrier_release = CmiRegisterHandler(barrier_release_handler);
+  s.h_thread_resume = CmiRegisterHandler(thread_resume_handler);
+
+  lrts::Options mo;
+  mo.eager_size = s.options.eager_size;
+  mo.prepost = s.options.prepost;
+  mo.bind = s.options.bind;
+  lrts::LrtsInit(mo, lrts::Hooks{hook_alloc, hook_deliver, hook_release, hook_peer_failed});
+  s.my_pe = lrts::LrtsMyPe();
+  s.num_pes = lrts::LrtsNumPes();
+  if (s.options.verbose) print_banner();
+
+  if (start) start(argc, argv);
+  if (initret) return;
+  if (!usched) CsdScheduler(-1);
+  ConverseExit(0);
+}
+
+namespace ucharm::converse {
+
+void print_banner() {
+  const lrts::Info& in = lrts::LrtsInfo();
+  if (in.my_pe == 0) {
+    lrts::LrtsDescribeTransports(in.num_pes > 1 ? 1 : 0);
+    const PeState& s = pe_state();
+    std::printf("ucharm: %d PE%s on %s, started %s; UCX %s; transports to PE 1: %s; "
+                "eager size %zu B, %d pre-posted receives\n",
+                in.num_pes, in.num_pes == 1 ? "" : "s", in.hostname.c_str(),
+                in.launched ? "under PMIx" : "as a singleton (no launcher)",
+                in.ucx_version.c_str(), in.transports.c_str(), s.options.eager_size,
+                s.options.prepost);
+  }
+  std::printf("ucharm: PE %d on %s: binding %s\n", in.my_pe, in.hostname.c_str(),
+              in.binding.c_str());
+}
+
+}  // namespace ucharm::converse

@@ -1,0 +1,45 @@
+// Converse's per-PE state, reached through one accessor (room for an SMP mode that
+// keeps one PeState per PE thread).
+#pragma once
+
+#include <ucharm/converse.h>
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "options.h"
+#include "pool.h"
+#include "queue.h"
+
+namespace ucharm::converse {
+
+struct PeState {
+  int my_pe = 0;
+  int num_pes = 1;
+  RuntimeOptions options;
+  std::chrono::steady_clock::time_point start_time = std::chrono::steady_clock::now();
+  MsgPool pool;
+  MsgQueue queue;
+  std::vector<CmiHandler> handlers;
+  bool stop_scheduler = false;
+  bool exiting = false;
+  long long idle_since_ns = 0;
+  unsigned idle_polls = 0;
+  // internal handler indices
+  int h_exit = -1, h_barrier_arrive = -1, h_barrier_release = -1, h_thread_resume = -1;
+  // barrier: rounds are numbered; PE 0 counts arrivals of the current and next round
+  std::uint64_t barrier_round = 0;
+  std::uint64_t barrier_released = 0;  // highest released round + 1
+  int barrier_arrivals[2] = {0, 0};
+  // threads
+  CthThread current_thread = nullptr;
+};
+
+// The one PE of this process (non-SMP). An SMP mode would make this thread-local.
+extern PeState g_pe_state;
+inline PeState& pe_state() { return g_pe_state; }
+void thread_resume_handler(void* msg);
+void print_banner();
+
+}  // namespace ucharm::converse

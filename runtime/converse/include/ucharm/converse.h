@@ -1,0 +1,133 @@
+// Converse: messages, handlers, the per-PE scheduler and user-level threads.
+// The names are Charm++'s (CmiMyPe, CmiAlloc, CsdScheduler, CthSuspend, ...), so that
+// Converse users find them where they expect. This header includes no UCX or PMIx type.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+// The library is built with hidden visibility; everything declared here is its API.
+#pragma GCC visibility push(default)
+
+// ---- messages ------------------------------------------------------------------------
+// Every message starts with this header; CmiAlloc'd memory holds header + payload.
+struct CmiMsgHeader {
+  std::uint32_t handler;  // index from CmiRegisterHandler (same on every PE)
+  std::int32_t srcpe;     // sending PE (the root, for a broadcast)
+  std::uint64_t size;     // total bytes, header included
+  std::int32_t prio;      // scheduler priority: smaller runs first, 0 is the default
+  std::uint16_t flags;    // CmiMsgFlag bits
+  std::uint16_t reserved0;
+  std::uint64_t reserved1;
+};
+static_assert(sizeof(CmiMsgHeader) == 32, "the wire header is 32 bytes");
+
+inline constexpr std::size_t CmiMsgHeaderSizeBytes = sizeof(CmiMsgHeader);
+
+enum CmiMsgFlag : std::uint16_t {
+  CmiMsgExpedited = 1u << 0,     // bypasses the queue order
+  CmiMsgBroadcast = 1u << 1,     // travels along the broadcast spanning tree
+  CmiMsgBroadcastAll = 1u << 2,  // ... and the root runs it too
+};
+
+// Allocates a message of `bytes` (header included), reference count 1.
+void* CmiAlloc(std::size_t bytes);
+// Drops one reference; the memory is reused when none is left.
+void CmiFree(void* msg);
+void CmiReference(void* msg);
+int CmiGetReference(void* msg);
+
+inline CmiMsgHeader* CmiMsgHeaderOf(void* msg) { return static_cast<CmiMsgHeader*>(msg); }
+inline void CmiSetHandler(void* msg, int h) { CmiMsgHeaderOf(msg)->handler = static_cast<std::uint32_t>(h); }
+inline int CmiGetHandler(void* msg) { return static_cast<int>(CmiMsgHeaderOf(msg)->handler); }
+inline int CmiMsgSourcePe(void* msg) { return CmiMsgHeaderOf(msg)->srcpe; }
+inline std::size_t CmiMsgSize(void* msg) { return CmiMsgHeaderOf(msg)->size; }
+inline void CmiSetPriority(void* msg, int prio) { CmiMsgHeaderOf(msg)->prio = prio; }
+inline void CmiSetExpedited(void* msg) { CmiMsgHeaderOf(msg)->flags |= CmiMsgExpedited; }
+inline char* CmiMsgPayload(void* msg) { return static_cast<char*>(msg) + CmiMsgHeaderSizeBytes; }
+
+// ---- handlers ------------------------------------------------------------------------
+// A handler owns the message it is given: it must CmiFree it (or send it AndFree).
+using CmiHandler = void (*)(void* msg);
+// Register in the same order on every PE (before the first message can arrive).
+int CmiRegisterHandler(CmiHandler h);
+
+// ---- point-to-point ------------------------------------------------------------------
+// `size` is the total message size, header included. Send to self goes straight to
+// the local queue.
+void CmiSyncSend(int pe, std::size_t size, const void* msg);  // copies; msg stays yours
+void CmiSyncSendAndFree(int pe, std::size_t size, void* msg);  // takes msg
+using CmiCommHandle = void*;
+// No copy: msg must stay unchanged until CmiAsyncMsgSent(handle) is true; then CmiFree it.
+CmiCommHandle CmiAsyncSend(int pe, std::size_t size, void* msg);
+int CmiAsyncMsgSent(CmiCommHandle handle);
+void CmiReleaseCommHandle(CmiCommHandle handle);
+
+// ---- broadcast along a spanning tree (not N sends from the root) ----------------------
+void CmiSyncBroadcast(std::size_t size, const void* msg);        // all but self
+void CmiSyncBroadcastAndFree(std::size_t size, void* msg);
+void CmiSyncBroadcastAll(std::size_t size, const void* msg);     // all, self included
+void CmiSyncBroadcastAllAndFree(std::size_t size, void* msg);
+inline constexpr int CmiBroadcastBranching = 4;
+
+// ---- PE information, timers, output, errors ------------------------------------------
+int CmiMyPe();
+int CmiNumPes();
+double CmiWallTimer();  // seconds since start-up
+void CmiPrintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void CmiError(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// Prints the message and ends every PE with a non-zero exit code.
+[[noreturn]] void CmiAbort(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// Every PE waits until all PEs have called it; messages keep being handled meanwhile.
+void CmiBarrier();
+
+// Ends the program on all PEs with exit code `code` (callable from any one PE):
+// every PE stops, pending sends complete, the network is torn down in order.
+// Messages still queued are discarded.
+[[noreturn]] void CmiExit(int code = 0);
+
+// ---- the scheduler -------------------------------------------------------------------
+// Queues `msg` on this PE by its header's priority and flags.
+void CsdEnqueue(void* msg);
+// maxmsgs < 0: until CsdExitScheduler; 0: handle what is there, then return;
+// n > 0: return after n messages (or CsdExitScheduler).
+void CsdScheduler(int maxmsgs);
+inline void CsdScheduleForever() { CsdScheduler(-1); }
+inline void CsdSchedulePoll() { CsdScheduler(0); }
+void CsdExitScheduler();
+// One scheduling step: run one message, or progress the network, or idle briefly.
+void CsdScheduleStep();
+// Runs the scheduler until `cond()` is true.
+template <class Cond>
+void CsdScheduleUntil(Cond&& cond) {
+  while (!cond()) CsdScheduleStep();
+}
+
+// ---- start-up and shutdown -----------------------------------------------------------
+// Charm++'s ConverseInit: parses and removes the runtime's +options from argv, starts
+// the machine, runs `start(argc, argv)` on every PE; then, unless `initret`, runs the
+// scheduler (unless `usched`) and ends with ConverseExit.
+//   +eager-size=BYTES  +prepost=N  +stacksize=BYTES  +idle-spin-us=N  +nobind  +verbose
+void ConverseInit(int argc, char** argv, void (*start)(int, char**), int usched = 0,
+                  int initret = 0);
+// Collective: every PE must call it. Ends the process with `code`.
+[[noreturn]] void ConverseExit(int code = 0);
+
+// ---- user-level threads ----------------------------------------------------------------
+struct CthThreadStruct;
+using CthThread = CthThreadStruct*;
+using CthVoidFn = void (*)(void*);
+
+// A new thread, suspended; CthAwaken starts it. stacksize 0: the +stacksize default.
+CthThread CthCreate(CthVoidFn fn, void* arg, std::size_t stacksize = 0);
+CthThread CthSelf();  // nullptr outside a thread
+// Suspends the calling thread; it runs again when someone calls CthAwaken on it.
+void CthSuspend();
+// Queues `t` to resume (through the scheduler queue, with priority `prio`).
+void CthAwaken(CthThread t);
+void CthAwakenPrio(CthThread t, int prio);
+// Lets other queued work run, then continues.
+void CthYield();
+
+#pragma GCC visibility pop

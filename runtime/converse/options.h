@@ -1,0 +1,25 @@
+// Runtime options: the launcher's environment (UCHARM_*) first, then +options on the
+// program's command line, which are removed from argv. Parsing is strict: an unknown
+// option or a bad value is an error naming it.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace ucharm::converse {
+
+struct RuntimeOptions {
+  std::size_t eager_size = 32 * 1024;
+  int prepost = 64;
+  std::size_t stack_size = 1 << 20;
+  int idle_spin_us = 50;
+  bool bind = true;
+  bool verbose = false;
+};
+
+// Returns an error message, or nothing on success. `argc`/`argv` are compacted in place.
+std::optional<std::string> parse_runtime_options(int& argc, char** argv, RuntimeOptions& out,
+                                                 const char* const* envp = nullptr);
+
+}  // namespace ucharm::converse

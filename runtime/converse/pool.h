@@ -1,0 +1,81 @@
+// Message memory: size-class free lists in front of malloc, with a reference count in
+// a prefix that never travels. Non-SMP: one pool per PE, no locks. Messages up to
+// kMaxPooled bytes (the eager size and below) are recycled, so steady-state sends and
+// receives allocate nothing from the heap.
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+namespace ucharm::converse {
+
+struct BlockPrefix {
+  std::int32_t refcount;
+  std::int32_t size_class;  // -1: not pooled
+  std::uint64_t capacity;   // bytes usable after the prefix
+};
+static_assert(sizeof(BlockPrefix) == 16, "keeps messages 16-byte aligned");
+
+inline BlockPrefix* prefix_of(void* msg) { return static_cast<BlockPrefix*>(msg) - 1; }
+
+class MsgPool {
+ public:
+  static constexpr unsigned kMinShift = 6;   // 64 B
+  static constexpr unsigned kMaxShift = 20;  // 1 MiB
+  static constexpr std::size_t kMaxPooled = std::size_t{1} << kMaxShift;
+  // Keep up to ~16 MiB per class on the free list (at least 8, at most 4096 blocks).
+  static constexpr std::size_t keep_limit(int cls) {
+    std::size_t n = (std::size_t{16} << 20) >> (cls + kMinShift);
+    return n < 8 ? 8 : (n > 4096 ? 4096 : n);
+  }
+
+  MsgPool() = default;
+  MsgPool(const MsgPool&) = delete;
+  MsgPool& operator=(const MsgPool&) = delete;
+  ~MsgPool() {
+    for (auto& list : free_)
+      for (void* b : list) std::free(b);
+  }
+
+  void* alloc(std::size_t bytes) {
+    int cls = class_of(bytes);
+    BlockPrefix* b = nullptr;
+    if (cls >= 0 && !free_[cls].empty()) {
+      b = static_cast<BlockPrefix*>(free_[cls].back());
+      free_[cls].pop_back();
+    } else {
+      std::size_t cap = cls >= 0 ? (std::size_t{1} << (cls + kMinShift)) : bytes;
+      b = static_cast<BlockPrefix*>(std::malloc(sizeof(BlockPrefix) + cap));
+      if (!b) throw std::bad_alloc();
+      b->size_class = cls;
+      b->capacity = cap;
+    }
+    b->refcount = 1;
+    return b + 1;
+  }
+
+  void release(void* msg) {
+    BlockPrefix* b = prefix_of(msg);
+    if (--b->refcount > 0) return;
+    if (b->size_class >= 0 && free_[b->size_class].size() < keep_limit(b->size_class))
+      free_[b->size_class].push_back(b);
+    else
+      std::free(b);
+  }
+
+  static int class_of(std::size_t bytes) {
+    if (bytes > kMaxPooled) return -1;
+    unsigned shift = bytes <= (std::size_t{1} << kMinShift) ? kMinShift : std::bit_width(bytes - 1);
+    return static_cast<int>(shift - kMinShift);
+  }
+
+ private:
+  std::array<std::vector<void*>, kMaxShift - kMinShift + 1> free_;
+};
+
+}  // namespace ucharm::converse

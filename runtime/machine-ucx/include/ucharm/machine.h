@@ -1,0 +1,85 @@
+// The Lrts interface: what the UCX machine layer offers to Converse (the one layer
+// allowed to call it). No UCX or PMIx type appears here.
+//
+// Non-SMP: one PE per process, one UCP worker per PE. Everything here is called from
+// the PE's own thread, except LrtsNotify, which any thread may call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace ucharm::machine {
+
+struct Options {
+  std::size_t eager_size = 32 * 1024;  // largest message sent with the EAGER tag (bytes)
+  int prepost = 64;                    // pre-posted EAGER receives
+  bool bind = true;                    // bind this PE to its own core when there are enough
+};
+
+// Upcalls into the layer above. Plain function pointers: nothing on the hot path
+// allocates or goes through std::function.
+struct Hooks {
+  // A buffer for an incoming message of `bytes` (the layer above owns its memory).
+  void* (*alloc)(std::size_t bytes);
+  // A complete message: ownership of `msg` passes to the layer above.
+  void (*deliver)(void* msg, std::size_t bytes);
+  // The machine no longer needs the buffer of a send.
+  void (*release)(void* msg);
+  // A peer was lost (its process died or became unreachable). Must not return.
+  [[noreturn]] void (*peer_failed)(int pe, const char* why);
+};
+
+// What start-up found; for the verbose banner.
+struct Info {
+  int my_pe = 0;
+  int num_pes = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  bool launched = false;       // under a PMIx server (else a singleton)
+  std::string hostname;
+  std::string binding;         // e.g. "core 3" or "none (8 PEs on 2 cores)"
+  std::string ucx_version;
+  std::string transports;      // filled by LrtsDescribeTransports
+};
+
+// Bootstraps (PMIx or singleton), creates the UCP context and worker, exchanges
+// worker addresses, pre-posts the EAGER receives. Errors abort with a clear message.
+void LrtsInit(const Options& options, const Hooks& hooks);
+const Info& LrtsInfo();
+int LrtsMyPe();
+int LrtsNumPes();
+
+// Sends `bytes` of `msg` to `pe`. The machine calls hooks.release(msg) once the buffer
+// may be reused (possibly before this returns). Send to self is not handled here.
+void LrtsSend(int pe, void* msg, std::size_t bytes);
+
+// Drives UCX; delivers arrived messages through hooks.deliver. Returns the number of
+// events seen (0: nothing happened).
+int LrtsProgress();
+
+// Sleeps until network activity, LrtsNotify, or `timeout_ms` (-1: no limit). Arms the
+// worker first; returns at once if events are pending.
+void LrtsIdleWait(int timeout_ms);
+
+// Wakes LrtsIdleWait from any thread.
+void LrtsNotify();
+
+// Sends not yet complete (their buffers not released).
+std::size_t LrtsPendingSends();
+
+// Blocks (while progressing UCX) until every PE has called it: a PMIx fence.
+void LrtsBarrier();
+
+// Fills Info::transports by asking UCX which transports reach `pe` (creates the
+// endpoint if needed).
+void LrtsDescribeTransports(int pe);
+
+// Orderly teardown, collective over all PEs: flush sends, fence, cancel pre-posted
+// receives, close endpoints, fence, destroy worker and context, finalize PMIx.
+void LrtsExit();
+
+// Reports `msg` to the launcher (PMIx_Abort) and ends this process with `code`.
+[[noreturn]] void LrtsAbort(int code, const char* msg);
+
+}  // namespace ucharm::machine

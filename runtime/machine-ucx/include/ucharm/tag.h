@@ -1,0 +1,87 @@
+// The 64-bit UCX tag layout (paper section 3.1, Fig. 3), in one place.
+//
+//   bits 0..3   message type (MsgType)
+//   DEVICE:     type | source PE (SrcPeBits) | per-source counter (CounterBits)
+//   CHANNEL:    type | channel id (IdBits)   | per-channel, per-direction counter (CounterBits)
+//   EAGER/PROBE: the type alone; receives match on the full mask.
+//
+// Widths are template parameters so tests can build narrow layouts and exercise
+// counter wrap-around; the runtime uses the defaults below. Counters wrap modulo
+// 2^CounterBits, which is safe while fewer than 2^CounterBits operations are
+// outstanding on one (source, channel).
+#pragma once
+
+#include <cstdint>
+
+namespace ucharm::tag {
+
+using Tag = std::uint64_t;
+
+enum class MsgType : std::uint8_t { Eager = 1, Probe = 2, Device = 3, Channel = 4 };
+
+inline constexpr unsigned kTypeBits = 4;
+inline constexpr Tag kTypeMask = (Tag{1} << kTypeBits) - 1;
+inline constexpr Tag kFullMask = ~Tag{0};
+
+constexpr Tag host_tag(MsgType t) { return static_cast<Tag>(t); }
+constexpr MsgType type_of(Tag t) { return static_cast<MsgType>(t & kTypeMask); }
+
+namespace detail {
+constexpr Tag low_mask(unsigned bits) { return bits >= 64 ? ~Tag{0} : (Tag{1} << bits) - 1; }
+}  // namespace detail
+
+// Two fields after the type: `First` occupies the bits right above the type,
+// `Second` the top bits. Both are stored modulo 2^bits.
+template <MsgType Type, unsigned FirstBits, unsigned SecondBits>
+struct TwoFieldLayout {
+  static_assert(FirstBits > 0 && SecondBits > 0, "tag fields must be non-empty");
+  static_assert(kTypeBits + FirstBits + SecondBits == 64, "tag fields must fill 64 bits");
+  static constexpr unsigned first_bits = FirstBits;
+  static constexpr unsigned second_bits = SecondBits;
+  static constexpr Tag first_mask = detail::low_mask(FirstBits);
+  static constexpr Tag second_mask = detail::low_mask(SecondBits);
+  static constexpr unsigned first_shift = kTypeBits;
+  static constexpr unsigned second_shift = kTypeBits + FirstBits;
+
+  static constexpr Tag encode(std::uint64_t first, std::uint64_t second) {
+    return static_cast<Tag>(Type) | ((first & first_mask) << first_shift) |
+           ((second & second_mask) << second_shift);
+  }
+  static constexpr std::uint64_t first(Tag t) { return (t >> first_shift) & first_mask; }
+  static constexpr std::uint64_t second(Tag t) { return (t >> second_shift) & second_mask; }
+  static constexpr bool is(Tag t) { return type_of(t) == Type; }
+  // The counter value that follows `c` (wraps at 2^SecondBits).
+  static constexpr std::uint64_t next(std::uint64_t c) { return (c + 1) & second_mask; }
+};
+
+// GPU Messaging API: DEVICE | source PE | per-source-PE counter.
+template <unsigned SrcPeBits = 32, unsigned CounterBits = 28>
+struct DeviceTagLayout : TwoFieldLayout<MsgType::Device, SrcPeBits, CounterBits> {
+  using Base = TwoFieldLayout<MsgType::Device, SrcPeBits, CounterBits>;
+  static constexpr Tag make(std::uint64_t src_pe, std::uint64_t counter) {
+    return Base::encode(src_pe, counter);
+  }
+  static constexpr std::uint64_t src_pe(Tag t) { return Base::first(t); }
+  static constexpr std::uint64_t counter(Tag t) { return Base::second(t); }
+};
+
+// Channel API: CHANNEL | channel id | per-channel, per-direction counter.
+template <unsigned IdBits = 28, unsigned CounterBits = 32>
+struct ChannelTagLayout : TwoFieldLayout<MsgType::Channel, IdBits, CounterBits> {
+  using Base = TwoFieldLayout<MsgType::Channel, IdBits, CounterBits>;
+  static constexpr Tag make(std::uint64_t channel_id, std::uint64_t counter) {
+    return Base::encode(channel_id, counter);
+  }
+  static constexpr std::uint64_t channel_id(Tag t) { return Base::first(t); }
+  static constexpr std::uint64_t counter(Tag t) { return Base::second(t); }
+};
+
+using DeviceTag = DeviceTagLayout<>;
+using ChannelTag = ChannelTagLayout<>;
+
+static_assert(DeviceTag::src_pe(DeviceTag::make(7, 9)) == 7);
+static_assert(DeviceTag::counter(DeviceTag::make(7, 9)) == 9);
+static_assert(ChannelTag::channel_id(ChannelTag::make(5, 3)) == 5);
+static_assert(type_of(host_tag(MsgType::Probe)) == MsgType::Probe);
+
+}  // namespace ucharm::tag

@@ -1,0 +1,500 @@
+// UCX machine layer, non-SMP: one UCP context and worker per PE (= process).
+//
+// Host messages: up to the eager size they go with the EAGER tag into pre-posted
+// receives; larger ones go with the PROBE tag and are found with ucp_tag_probe_nb and
+// received with ucp_tag_msg_recv_nbx. UCX callbacks only record completions; delivery
+// to Converse and re-posting happen after ucp_worker_progress returns, so no UCX call
+// is ever made from inside a UCX callback.
+#include <ucharm/machine.h>
+#include <ucharm/tag.h>
+
+#include <hwloc.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <ucp/api/ucp.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/core.h>
+#include <memory>
+#include <vector>
+
+#include "bootstrap.h"
+
+namespace ucharm::machine {
+namespace {
+
+constexpr const char* kAddressKey = "ucharm.ucp.addr";
+
+enum class ReqKind : std::uint8_t { Send, Eager, Probe };
+
+// Per-request state lives in the space UCX reserves in front of each request
+// (ucp_params_t::request_size): nothing is allocated per message.
+struct RequestState {
+  void* msg;
+  std::size_t bytes;
+  int pe;        // destination of a send (for error reports)
+  int slot;      // pre-posted receive slot (Eager)
+  ReqKind kind;
+  bool done;
+  ucs_status_t status;
+};
+
+void request_init(void* request) { std::memset(request, 0, sizeof(RequestState)); }
+
+struct EagerSlot {
+  void* buf = nullptr;
+  RequestState* req = nullptr;  // outstanding receive, or null
+};
+
+struct Completed {
+  int slot;
+  std::size_t bytes;
+};
+
+struct Arrived {
+  void* msg;
+  std::size_t bytes;
+};
+
+struct Machine {
+  Options opt;
+  Hooks hooks{};
+  Info info;
+  std::unique_ptr<Bootstrap> boot;
+  ucp_context_h context = nullptr;
+  ucp_worker_h worker = nullptr;
+  std::vector<ucp_ep_h> eps;
+  std::vector<bool> ep_peer_mode;  // endpoint created with UCP_ERR_HANDLING_MODE_PEER
+  std::vector<EagerSlot> slots;
+  std::vector<Completed> completed;  // filled by callbacks, drained after progress
+  std::vector<int> repost;           // delivered slots waiting to be posted again
+  std::vector<Arrived> probe_arrived;
+  int ucx_fd = -1, wake_fd = -1, epoll_fd = -1;
+  std::size_t pending_sends = 0;
+  std::size_t pending_probe_recvs = 0;
+  bool shutting_down = false;
+};
+
+Machine g_machine;  // this process's PE (non-SMP); reached only through M()
+inline Machine& M() { return g_machine; }
+
+[[noreturn]] void fatal(const std::string& what) {
+  fmt::print(stderr, "ucharm: PE {}: {}\n", M().info.my_pe, what);
+  std::fflush(stderr);
+  LrtsAbort(1, what.c_str());
+}
+
+void check(ucs_status_t s, const char* what) {
+  if (s != UCS_OK) fatal(fmt::format("{} failed: {}", what, ucs_status_string(s)));
+}
+
+// ---- callbacks: record only -------------------------------------------------------
+
+void send_done(void* request, ucs_status_t status, void*) {
+  auto* r = static_cast<RequestState*>(request);
+  Machine& m = M();
+  if (status != UCS_OK && !m.shutting_down)
+    m.hooks.peer_failed(r->pe, ucs_status_string(status));
+  --m.pending_sends;
+  m.hooks.release(r->msg);
+  ucp_request_free(request);
+}
+
+void eager_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void*) {
+  auto* r = static_cast<RequestState*>(request);
+  Machine& m = M();
+  EagerSlot& slot = m.slots[r->slot];
+  slot.req = nullptr;
+  if (status == UCS_OK) {
+    m.completed.push_back({r->slot, info->length});  // capacity == prepost: no realloc
+  } else if (status == UCS_ERR_CANCELED) {
+    m.hooks.release(slot.buf);
+    slot.buf = nullptr;
+  } else if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+    fatal(fmt::format("an EAGER message was larger than this PE's eager size ({} bytes): "
+                      "all PEs must use the same +eager-size", m.opt.eager_size));
+  } else if (!m.shutting_down) {
+    fatal(fmt::format("eager receive failed: {}", ucs_status_string(status)));
+  }
+  ucp_request_free(request);
+}
+
+void probe_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void*) {
+  auto* r = static_cast<RequestState*>(request);
+  Machine& m = M();
+  --m.pending_probe_recvs;
+  if (status != UCS_OK) {
+    if (!m.shutting_down) fatal(fmt::format("large-message receive failed: {}", ucs_status_string(status)));
+    m.hooks.release(r->msg);
+  } else {
+    m.probe_arrived.push_back({r->msg, info->length});
+  }
+  ucp_request_free(request);
+}
+
+void ep_error(void* arg, ucp_ep_h, ucs_status_t status) {
+  Machine& m = M();
+  if (m.shutting_down) return;
+  m.hooks.peer_failed(static_cast<int>(reinterpret_cast<intptr_t>(arg)), ucs_status_string(status));
+}
+
+// ---- receives ---------------------------------------------------------------------
+
+// Posts slot `i`; if a message is already waiting the receive may complete in place,
+// in which case it is delivered and the slot is posted again.
+void post_eager(int i) {
+  Machine& m = M();
+  for (;;) {
+    EagerSlot& slot = m.slots[i];
+    slot.buf = m.hooks.alloc(m.opt.eager_size);
+    ucp_tag_recv_info_t tinfo{};
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_RECV_INFO |
+                     UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    p.cb.recv = eager_done;
+    p.recv_info.tag_info = &tinfo;
+    p.memory_type = UCS_MEMORY_TYPE_HOST;
+    ucs_status_ptr_t sp = ucp_tag_recv_nbx(m.worker, slot.buf, m.opt.eager_size,
+                                           tag::host_tag(tag::MsgType::Eager), tag::kFullMask, &p);
+    if (sp == nullptr) {  // completed in place
+      void* msg = slot.buf;
+      slot.buf = nullptr;
+      m.hooks.deliver(msg, tinfo.length);
+      continue;
+    }
+    if (UCS_PTR_IS_ERR(sp)) fatal(fmt::format("posting an eager receive failed: {}",
+                                              ucs_status_string(UCS_PTR_STATUS(sp))));
+    auto* r = static_cast<RequestState*>(sp);
+    r->kind = ReqKind::Eager;
+    r->slot = i;
+    r->msg = slot.buf;
+    slot.req = r;
+    return;
+  }
+}
+
+int probe_large() {
+  Machine& m = M();
+  int n = 0;
+  for (;;) {
+    ucp_tag_recv_info_t tinfo{};
+    ucp_tag_message_h msg = ucp_tag_probe_nb(m.worker, tag::host_tag(tag::MsgType::Probe),
+                                             tag::kFullMask, 1, &tinfo);
+    if (!msg) return n;
+    ++n;
+    void* buf = m.hooks.alloc(tinfo.length);
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    p.cb.recv = probe_done;
+    p.memory_type = UCS_MEMORY_TYPE_HOST;
+    ucs_status_ptr_t sp = ucp_tag_msg_recv_nbx(m.worker, buf, tinfo.length, msg, &p);
+    if (sp == nullptr) {
+      m.probe_arrived.push_back({buf, tinfo.length});
+    } else if (UCS_PTR_IS_ERR(sp)) {
+      fatal(fmt::format("receiving a large message failed: {}", ucs_status_string(UCS_PTR_STATUS(sp))));
+    } else {
+      auto* r = static_cast<RequestState*>(sp);
+      r->kind = ReqKind::Probe;
+      r->msg = buf;
+      ++m.pending_probe_recvs;
+    }
+  }
+}
+
+// Hands completed receives to Converse. Their slots are re-posted at the start of the
+// next progress call, so that the handler of a message runs before the re-post (the
+// re-post is off the latency path).
+int drain() {
+  Machine& m = M();
+  int n = 0;
+  // Index loops: deliver() may send (broadcast forwarding) but never re-enters progress.
+  for (std::size_t k = 0; k < m.completed.size(); ++k, ++n) {
+    auto [i, bytes] = m.completed[k];
+    void* msg = m.slots[i].buf;
+    m.slots[i].buf = nullptr;
+    m.hooks.deliver(msg, bytes);
+    m.repost.push_back(i);  // capacity == prepost
+  }
+  m.completed.clear();
+  for (std::size_t k = 0; k < m.probe_arrived.size(); ++k, ++n)
+    m.hooks.deliver(m.probe_arrived[k].msg, m.probe_arrived[k].bytes);
+  m.probe_arrived.clear();
+  return n;
+}
+
+void repost_slots() {
+  Machine& m = M();
+  for (std::size_t k = 0; k < m.repost.size(); ++k) post_eager(m.repost[k]);
+  m.repost.clear();
+}
+
+void bind_to_core(Machine& m) {
+  hwloc_topology_t topo;
+  if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {
+    m.info.binding = "none (hwloc could not read the topology)";
+    return;
+  }
+  int cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+  if (!m.opt.bind) {
+    m.info.binding = "none (+nobind)";
+  } else if (cores <= 0 || m.info.local_size > cores) {
+    m.info.binding = fmt::format("none ({} PEs on {} cores)", m.info.local_size, cores);
+  } else {
+    hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, m.info.local_rank);
+    if (core && hwloc_set_cpubind(topo, core->cpuset, HWLOC_CPUBIND_PROCESS) == 0)
+      m.info.binding = fmt::format("core {}", core->logical_index);
+    else
+      m.info.binding = fmt::format("none (binding to core {} failed: {})", m.info.local_rank,
+                                   std::strerror(errno));
+  }
+  hwloc_topology_destroy(topo);
+}
+
+ucp_ep_h endpoint(int pe) {
+  Machine& m = M();
+  ucp_ep_h& ep = m.eps[pe];
+  if (ep) return ep;
+  std::vector<char> addr = m.boot->get(pe, kAddressKey);
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                 UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  p.address = reinterpret_cast<const ucp_address_t*>(addr.data());
+  // UCX's shared-memory transports (posix, sysv) cannot report a dead peer, so PEER mode
+  // would force a same-host pair onto TCP loopback (~20x the latency). Same-host peers use
+  // shared memory and learn of a dead peer from the launcher's PMIx event instead;
+  // peers on other hosts get PEER mode and UCX's own failure reports.
+  const bool peer_mode = !m.boot->is_local(pe);
+  p.err_mode = peer_mode ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+  m.ep_peer_mode[pe] = peer_mode;
+  p.err_handler.cb = ep_error;
+  p.err_handler.arg = reinterpret_cast<void*>(static_cast<intptr_t>(pe));
+  ucs_status_t s = ucp_ep_create(m.worker, &p, &ep);
+  if (s != UCS_OK) fatal(fmt::format("cannot connect to PE {}: {}", pe, ucs_status_string(s)));
+  return ep;
+}
+
+// Waits (progressing) for a request returned by a *_nbx call.
+void wait_request(ucs_status_ptr_t sp, const char* what) {
+  if (sp == nullptr) return;
+  if (UCS_PTR_IS_ERR(sp)) {
+    if (!M().shutting_down) check(UCS_PTR_STATUS(sp), what);
+    return;
+  }
+  while (ucp_request_check_status(sp) == UCS_INPROGRESS) ucp_worker_progress(M().worker);
+  ucp_request_free(sp);
+}
+
+}  // namespace
+
+// ---- the Lrts interface -----------------------------------------------------------
+
+void LrtsInit(const Options& options, const Hooks& hooks) {
+  Machine& m = M();
+  m.opt = options;
+  m.hooks = hooks;
+  m.boot = std::make_unique<Bootstrap>();
+  Bootstrap& b = *m.boot;
+  m.info.my_pe = b.rank();
+  m.info.num_pes = b.size();
+  m.info.local_rank = b.local_rank();
+  m.info.local_size = b.local_size();
+  m.info.launched = b.launched();
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  m.info.hostname = host;
+  m.info.ucx_version = ucp_get_version_string();
+  bind_to_core(m);
+
+  ucp_config_t* config = nullptr;
+  check(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
+                      UCP_PARAM_FIELD_REQUEST_INIT | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                      UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  params.request_size = sizeof(RequestState);
+  params.request_init = request_init;
+  params.mt_workers_shared = 0;
+  params.estimated_num_eps = static_cast<size_t>(m.info.num_pes);
+  params.name = "ucharm";
+  ucs_status_t s = ucp_init(&params, config, &m.context);
+  ucp_config_release(config);
+  check(s, "ucp_init");
+
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+  check(ucp_worker_create(m.context, &wp, &m.worker), "ucp_worker_create");
+
+  // Idle wait: the worker's event fd plus an eventfd for local wake-ups, in one epoll set.
+  check(ucp_worker_get_efd(m.worker, &m.ucx_fd), "ucp_worker_get_efd");
+  m.wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  m.epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+  if (m.wake_fd < 0 || m.epoll_fd < 0) fatal(fmt::format("eventfd/epoll: {}", std::strerror(errno)));
+  for (int fd : {m.ucx_fd, m.wake_fd}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (::epoll_ctl(m.epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
+      fatal(fmt::format("epoll_ctl: {}", std::strerror(errno)));
+  }
+
+  ucp_worker_attr_t wa{};
+  wa.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS;
+  check(ucp_worker_query(m.worker, &wa), "ucp_worker_query");
+  b.put(kAddressKey, wa.address, wa.address_length);
+  ucp_worker_release_address(m.worker, wa.address);
+
+  m.eps.assign(static_cast<std::size_t>(m.info.num_pes), nullptr);
+  m.ep_peer_mode.assign(static_cast<std::size_t>(m.info.num_pes), false);
+  m.slots.assign(static_cast<std::size_t>(m.opt.prepost), EagerSlot{});
+  m.completed.reserve(static_cast<std::size_t>(m.opt.prepost));
+  m.repost.reserve(static_cast<std::size_t>(m.opt.prepost));
+  m.probe_arrived.reserve(64);
+  for (int i = 0; i < m.opt.prepost; ++i) post_eager(i);
+
+  // Every PE's address is known (and its receives posted) once the fence is done.
+  b.fence(true, LrtsProgress);
+}
+
+const Info& LrtsInfo() { return M().info; }
+int LrtsMyPe() { return M().info.my_pe; }
+int LrtsNumPes() { return M().info.num_pes; }
+
+void LrtsSend(int pe, void* msg, std::size_t bytes) {
+  Machine& m = M();
+  ucp_ep_h ep = endpoint(pe);
+  tag::MsgType type = bytes <= m.opt.eager_size ? tag::MsgType::Eager : tag::MsgType::Probe;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  p.cb.send = send_done;
+  p.memory_type = UCS_MEMORY_TYPE_HOST;
+  ucs_status_ptr_t sp = ucp_tag_send_nbx(ep, msg, bytes, tag::host_tag(type), &p);
+  if (sp == nullptr) {
+    m.hooks.release(msg);
+    return;
+  }
+  if (UCS_PTR_IS_ERR(sp)) m.hooks.peer_failed(pe, ucs_status_string(UCS_PTR_STATUS(sp)));
+  auto* r = static_cast<RequestState*>(sp);
+  r->kind = ReqKind::Send;
+  r->msg = msg;
+  r->pe = pe;
+  ++m.pending_sends;
+}
+
+int LrtsProgress() {
+  Machine& m = M();
+  if (!m.repost.empty()) repost_slots();
+  int n = static_cast<int>(ucp_worker_progress(m.worker));
+  // A large message's rendezvous request can only have arrived during a progress call
+  // that reported events, so an idle poll skips the probe.
+  if (n > 0) n += probe_large();
+  if (!m.completed.empty() || !m.probe_arrived.empty()) n += drain();
+  return n;
+}
+
+void LrtsIdleWait(int timeout_ms) {
+  Machine& m = M();
+  ucs_status_t s = ucp_worker_arm(m.worker);
+  if (s == UCS_ERR_BUSY) return;  // events pending: the caller progresses again
+  check(s, "ucp_worker_arm");
+  epoll_event ev[2];
+  int n = ::epoll_wait(m.epoll_fd, ev, 2, timeout_ms);
+  for (int i = 0; i < n; ++i) {
+    if (ev[i].data.fd == m.wake_fd) {
+      std::uint64_t v;
+      [[maybe_unused]] ssize_t r = ::read(m.wake_fd, &v, sizeof v);
+    }
+  }
+}
+
+void LrtsNotify() {
+  std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t r = ::write(M().wake_fd, &one, sizeof one);
+}
+
+std::size_t LrtsPendingSends() { return M().pending_sends; }
+
+void LrtsBarrier() { M().boot->fence(false, LrtsProgress); }
+
+void LrtsDescribeTransports(int pe) {
+  Machine& m = M();
+  if (pe < 0 || pe >= m.info.num_pes || pe == m.info.my_pe) {
+    m.info.transports = "self";
+    return;
+  }
+  ucp_transport_entry_t entries[16];
+  ucp_ep_attr_t attr{};
+  attr.field_mask = UCP_EP_ATTR_FIELD_TRANSPORTS;
+  attr.transports.entries = entries;
+  attr.transports.num_entries = 16;
+  attr.transports.entry_size = sizeof(ucp_transport_entry_t);
+  if (ucp_ep_query(endpoint(pe), &attr) != UCS_OK) {
+    m.info.transports = "unknown";
+    return;
+  }
+  std::string out;
+  for (unsigned i = 0; i < attr.transports.num_entries; ++i) {
+    std::string t = fmt::format("{}/{}", entries[i].transport_name, entries[i].device_name);
+    if (out.find(t) != std::string::npos) continue;
+    if (!out.empty()) out += ", ";
+    out += t;
+  }
+  m.info.transports = out;
+}
+
+void LrtsExit() {
+  Machine& m = M();
+  // 1. Our sends complete, then every PE is past that point.
+  ucp_request_param_t fp{};
+  wait_request(ucp_worker_flush_nbx(m.worker, &fp), "ucp_worker_flush_nbx");
+  m.boot->fence(false, LrtsProgress);
+  m.shutting_down = true;
+  m.repost.clear();
+  // 2. Cancel the pre-posted receives (their callbacks release the buffers).
+  for (EagerSlot& slot : m.slots)
+    if (slot.req) ucp_request_cancel(m.worker, slot.req);
+  for (EagerSlot& slot : m.slots) {
+    while (slot.req) ucp_worker_progress(m.worker);
+  }
+  for (const Completed& c : m.completed) {  // arrived after the fence: nobody will read them
+    m.hooks.release(m.slots[c.slot].buf);
+    m.slots[c.slot].buf = nullptr;
+  }
+  m.completed.clear();
+  // 3. Close endpoints; a second fence keeps every worker alive until all have closed.
+  std::vector<ucs_status_ptr_t> closing;
+  for (std::size_t pe = 0; pe < m.eps.size(); ++pe) {
+    ucp_ep_h& ep = m.eps[pe];
+    if (!ep) continue;
+    ucp_request_param_t cp{};
+    cp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    // FORCE needs PEER mode on both sides; others close with a flush (peers are alive).
+    cp.flags = m.ep_peer_mode[pe] ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    closing.push_back(ucp_ep_close_nbx(ep, &cp));
+    ep = nullptr;
+  }
+  for (ucs_status_ptr_t sp : closing) wait_request(sp, "ucp_ep_close_nbx");
+  m.boot->fence(false, [] { return static_cast<int>(ucp_worker_progress(M().worker)); });
+  ::close(m.epoll_fd);
+  ::close(m.wake_fd);
+  ucp_worker_destroy(m.worker);
+  ucp_cleanup(m.context);
+  m.worker = nullptr;
+  m.context = nullptr;
+  m.boot.reset();
+}
+
+void LrtsAbort(int code, const char* msg) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  Machine& m = M();
+  if (m.boot) m.boot->abort(code, msg);
+  std::_Exit(code);
+}
+
+}  // namespace ucharm::machine

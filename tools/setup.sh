@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs everything ucharm needs on a fresh Debian 12 machine and builds it.
+# Idempotent: packages already present are not reinstalled, the build is incremental.
+#   UCHARM_UCX_ROOT=/prefix  use that UCX instead of the libucx-cu13 wheel
+#   UCHARM_BUILD_DIR=dir     build folder (default: build)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${UCHARM_BUILD_DIR:-$root/build}
+venv=$root/.venv
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+pkgs=(g++ cmake ninja-build pkg-config python3 python3-venv
+      libpmix-dev libhwloc-dev libboost-context-dev libgtest-dev googletest
+      libcli11-dev libfmt-dev openmpi-bin bc)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# UCX 1.22 with CUDA transports comes from PyPI (libucx-cu13) inside the project virtualenv.
+if [ -z "${UCHARM_UCX_ROOT:-}" ]; then
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  if ! "$venv/bin/python" -c 'import libucx' 2>/dev/null; then
+    echo "setup: installing libucx-cu13 into $venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check 'libucx-cu13>=1.22,<1.23'
+  fi
+  UCHARM_UCX_ROOT=$("$venv/bin/python" -c 'import libucx,os;print(os.path.dirname(libucx.__file__))')
+fi
+
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DUCHARM_UCX_ROOT="$UCHARM_UCX_ROOT" >/dev/null
+cmake --build "$build" --parallel "$(nproc)"
