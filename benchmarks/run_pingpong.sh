@@ -31,9 +31,9 @@ echo "== Converse ping-pong table (ucharmrun -n 2 converse_pingpong)"
 ours_lat=() raw_lat=() ours_bw=() raw_bw=()
 for ((i = 0; i < reps; i++)); do
   ours_lat+=("$("$run" -n 2 --timeout 60 "$pp" --min 8 --max 8 --iters 200000 | awk '!/^#/ {print $2}')")
-  raw_lat+=("$(perf_pair tag_lat 8 200000 | awk '{print $3}')")       # 50th percentile, us
+  raw_lat+=("$(perf_pair tag_lat 8 200000 | awk '{print $5}')")  # overall average, us
   ours_bw+=("$("$run" -n 2 --timeout 60 "$pp" --min 4M --max 4M --iters 20000 | awk '!/^#/ {print $2}')")
-  raw_bw+=("$(perf_pair tag_lat 4194304 200 | awk '{print $3}')")
+  raw_bw+=("$(perf_pair tag_lat 4194304 200 | awk '{print $5}')")
 done
 ol=$(printf '%s\n' "${ours_lat[@]}" | median); rl=$(printf '%s\n' "${raw_lat[@]}" | median)
 ob=$(printf '%s\n' "${ours_bw[@]}" | median); rb=$(printf '%s\n' "${raw_bw[@]}" | median)

@@ -32,6 +32,8 @@ void check_size(std::size_t size, const char* who) {
   if (size < CmiMsgHeaderSizeBytes)
     CmiAbort("%s: message size %zu is smaller than the %zu-byte header", who, size,
              CmiMsgHeaderSizeBytes);
+  if (size > UINT32_MAX)
+    CmiAbort("%s: message size %zu exceeds the 4 GiB limit of a Converse message", who, size);
 }
 
 // Queues a message that is now this PE's to run.
@@ -68,13 +70,14 @@ void forward_broadcast(void* msg) {
 
 // --- machine hooks ---------------------------------------------------------------------
 
-void* hook_alloc(std::size_t bytes) { return CmiAlloc(bytes); }
+// Receive buffers: UCX writes the header, so none is initialised here.
+void* hook_alloc(std::size_t bytes) { return pe_state().pool.alloc(bytes); }
 
 void hook_deliver(void* msg, std::size_t bytes) {
   CmiMsgHeader* h = hdr(msg);
   if (bytes < CmiMsgHeaderSizeBytes || h->size != bytes)
-    CmiAbort("received a corrupted message (%zu bytes, header says %llu)", bytes,
-             static_cast<unsigned long long>(bytes >= CmiMsgHeaderSizeBytes ? h->size : 0));
+    CmiAbort("received a corrupted message (%zu bytes, header says %u)", bytes,
+             bytes >= CmiMsgHeaderSizeBytes ? h->size : 0u);
   if (h->flags & CmiMsgBroadcast) forward_broadcast(msg);
   enqueue_local(msg);
 }
@@ -124,9 +127,9 @@ void dispatch(void* msg) {
   PeState& s = pe_state();
   CmiMsgHeader* h = hdr(msg);
   if (h->handler >= s.handlers.size())
-    CmiAbort("message from PE %d names handler %u, but only %zu are registered: register "
+    CmiAbort("message from PE %d names handler %d, but only %zu are registered: register "
              "handlers in the same order on every PE",
-             h->srcpe, h->handler, s.handlers.size());
+             h->srcpe, static_cast<int>(h->handler), s.handlers.size());
   // A broadcast message may still be read by sends to the children; the handler gets a
   // private copy in that (rare) case, so it may write to or reuse its message.
   if ((h->flags & CmiMsgBroadcast) && CmiGetReference(msg) > 1) {
@@ -139,7 +142,7 @@ void dispatch(void* msg) {
 
 void stamp(void* msg, std::size_t size) {
   CmiMsgHeader* h = hdr(msg);
-  h->size = size;
+  h->size = static_cast<std::uint32_t>(size);
   h->srcpe = pe_state().my_pe;
 }
 
@@ -163,9 +166,10 @@ namespace lrts = ucharm::machine;
 // ---- messages ------------------------------------------------------------------------
 
 void* CmiAlloc(std::size_t bytes) {
+  if (bytes > UINT32_MAX) CmiAbort("CmiAlloc: %zu bytes exceeds the 4 GiB message limit", bytes);
   void* m = pe_state().pool.alloc(bytes < CmiMsgHeaderSizeBytes ? CmiMsgHeaderSizeBytes : bytes);
   std::memset(m, 0, CmiMsgHeaderSizeBytes);
-  hdr(m)->size = bytes;
+  hdr(m)->size = static_cast<std::uint32_t>(bytes);
   return m;
 }
 void CmiFree(void* msg) { pe_state().pool.release(msg); }
@@ -174,6 +178,7 @@ int CmiGetReference(void* msg) { return prefix_of(msg)->refcount; }
 
 int CmiRegisterHandler(CmiHandler h) {
   auto& hs = pe_state().handlers;
+  if (hs.size() > UINT16_MAX) CmiAbort("CmiRegisterHandler: more than 65535 handlers");
   hs.push_back(h);
   return static_cast<int>(hs.size() - 1);
 }

@@ -1,7 +1,7 @@
 // Message memory: size-class free lists in front of malloc, with a reference count in
 // a prefix that never travels. Non-SMP: one pool per PE, no locks. Messages up to
-// kMaxPooled bytes (the eager size and below) are recycled, so steady-state sends and
-// receives allocate nothing from the heap.
+// kMaxPooled bytes are recycled, so steady-state sends and receives allocate nothing
+// from the heap.
 #pragma once
 
 #include <array>
@@ -26,12 +26,13 @@ inline BlockPrefix* prefix_of(void* msg) { return static_cast<BlockPrefix*>(msg)
 class MsgPool {
  public:
   static constexpr unsigned kMinShift = 6;   // 64 B
-  static constexpr unsigned kMaxShift = 20;  // 1 MiB
+  static constexpr unsigned kMaxShift = 26;  // 64 MiB
   static constexpr std::size_t kMaxPooled = std::size_t{1} << kMaxShift;
-  // Keep up to ~16 MiB per class on the free list (at least 8, at most 4096 blocks).
+  // Keep up to ~32 MiB per class on the free list (at least 2, at most 4096 blocks):
+  // large blocks are reused too, since a fresh multi-MiB malloc costs page faults.
   static constexpr std::size_t keep_limit(int cls) {
-    std::size_t n = (std::size_t{16} << 20) >> (cls + kMinShift);
-    return n < 8 ? 8 : (n > 4096 ? 4096 : n);
+    std::size_t n = (std::size_t{32} << 20) >> (cls + kMinShift);
+    return n < 2 ? 2 : (n > 4096 ? 4096 : n);
   }
 
   MsgPool() = default;

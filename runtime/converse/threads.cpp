@@ -77,7 +77,7 @@ void CthAwakenPrio(CthThread t, int prio) {
   CmiReference(t->resume_msg);  // the queue's reference; the handler must not free it
   CmiMsgHeader* h = CmiMsgHeaderOf(t->resume_msg);
   h->prio = prio;
-  h->size = CmiMsgHeaderSizeBytes + sizeof(CthThread);
+  h->size = static_cast<std::uint32_t>(CmiMsgHeaderSizeBytes + sizeof(CthThread));
   CsdEnqueue(t->resume_msg);
 }
 

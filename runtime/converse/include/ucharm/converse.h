@@ -12,15 +12,14 @@
 // ---- messages ------------------------------------------------------------------------
 // Every message starts with this header; CmiAlloc'd memory holds header + payload.
 struct CmiMsgHeader {
-  std::uint32_t handler;  // index from CmiRegisterHandler (same on every PE)
-  std::int32_t srcpe;     // sending PE (the root, for a broadcast)
-  std::uint64_t size;     // total bytes, header included
-  std::int32_t prio;      // scheduler priority: smaller runs first, 0 is the default
+  std::uint16_t handler;  // index from CmiRegisterHandler (same on every PE)
   std::uint16_t flags;    // CmiMsgFlag bits
-  std::uint16_t reserved0;
-  std::uint64_t reserved1;
+  std::int32_t srcpe;     // sending PE (the root, for a broadcast)
+  std::uint32_t size;     // total bytes, header included (messages < 4 GiB)
+  std::int32_t prio;      // scheduler priority: smaller runs first, 0 is the default
 };
-static_assert(sizeof(CmiMsgHeader) == 32, "the wire header is 32 bytes");
+// Small on purpose: at 8-byte payloads the header is most of what travels.
+static_assert(sizeof(CmiMsgHeader) == 16, "the wire header is 16 bytes");
 
 inline constexpr std::size_t CmiMsgHeaderSizeBytes = sizeof(CmiMsgHeader);
 
@@ -38,7 +37,7 @@ void CmiReference(void* msg);
 int CmiGetReference(void* msg);
 
 inline CmiMsgHeader* CmiMsgHeaderOf(void* msg) { return static_cast<CmiMsgHeader*>(msg); }
-inline void CmiSetHandler(void* msg, int h) { CmiMsgHeaderOf(msg)->handler = static_cast<std::uint32_t>(h); }
+inline void CmiSetHandler(void* msg, int h) { CmiMsgHeaderOf(msg)->handler = static_cast<std::uint16_t>(h); }
 inline int CmiGetHandler(void* msg) { return static_cast<int>(CmiMsgHeaderOf(msg)->handler); }
 inline int CmiMsgSourcePe(void* msg) { return CmiMsgHeaderOf(msg)->srcpe; }
 inline std::size_t CmiMsgSize(void* msg) { return CmiMsgHeaderOf(msg)->size; }
@@ -49,11 +48,12 @@ inline char* CmiMsgPayload(void* msg) { return static_cast<char*>(msg) + CmiMsgH
 // ---- handlers ------------------------------------------------------------------------
 // A handler owns the message it is given: it must CmiFree it (or send it AndFree).
 using CmiHandler = void (*)(void* msg);
-// Register in the same order on every PE (before the first message can arrive).
+// Register in the same order on every PE (before the first message can arrive);
+// at most 65535 handlers.
 int CmiRegisterHandler(CmiHandler h);
 
 // ---- point-to-point ------------------------------------------------------------------
-// `size` is the total message size, header included. Send to self goes straight to
+// `size` is the total message size, header included, below 4 GiB. Send to self goes straight to
 // the local queue.
 void CmiSyncSend(int pe, std::size_t size, const void* msg);  // copies; msg stays yours
 void CmiSyncSendAndFree(int pe, std::size_t size, void* msg);  // takes msg
