@@ -78,20 +78,34 @@ void check(pmix_status_t rc, const char* what) {
 
 // ---- PMIx server upcalls (PMIx's thread) ------------------------------------------------
 
-std::mutex g_abort_mu;
-std::vector<std::string>* g_abort_msgs = nullptr;  // per rank; set before any client starts
+// What PMIx told us about each rank; written on PMIx's thread, read by the main loop.
+struct ClientState {
+  bool connected = false;  // called PMIx_Init
+  bool finalized = false;  // called PMIx_Finalize: an orderly end, whatever the exit code
+  std::string abort_msg;   // called PMIx_Abort
+};
+std::mutex g_clients_mu;
+std::vector<ClientState>* g_clients = nullptr;  // set before any client starts
 
-pmix_status_t up_connected(const pmix_proc_t*, void*, pmix_op_cbfunc_t, void*) {
+template <class F>
+void with_client(const pmix_proc_t* proc, F&& f) {
+  std::lock_guard lk(g_clients_mu);
+  if (g_clients && proc && proc->rank < g_clients->size()) f((*g_clients)[proc->rank]);
+}
+
+pmix_status_t up_connected(const pmix_proc_t* proc, void*, pmix_op_cbfunc_t, void*) {
+  with_client(proc, [](ClientState& c) { c.connected = true; });
   return PMIX_OPERATION_SUCCEEDED;
 }
-pmix_status_t up_finalized(const pmix_proc_t*, void*, pmix_op_cbfunc_t, void*) {
+pmix_status_t up_finalized(const pmix_proc_t* proc, void*, pmix_op_cbfunc_t, void*) {
+  with_client(proc, [](ClientState& c) { c.finalized = true; });
   return PMIX_OPERATION_SUCCEEDED;
 }
 pmix_status_t up_abort(const pmix_proc_t* proc, void*, int status, const char msg[],
                        pmix_proc_t*, size_t, pmix_op_cbfunc_t, void*) {
-  std::lock_guard lk(g_abort_mu);
-  if (g_abort_msgs && proc->rank < g_abort_msgs->size())
-    (*g_abort_msgs)[proc->rank] = fmt::format("{} (status {})", msg ? msg : "", status);
+  with_client(proc, [&](ClientState& c) {
+    c.abort_msg = fmt::format("{} (status {})", msg ? msg : "", status);
+  });
   return PMIX_OPERATION_SUCCEEDED;  // the client exits by itself; SIGCHLD does the rest
 }
 // All ranks are local: the data the server collected is already complete.
@@ -187,8 +201,8 @@ class Launcher {
     check(PMIx_server_init(&module, info, 2), "PMIx_server_init");
     PMIX_INFO_DESTRUCT(&info[0]);
     PMIX_INFO_DESTRUCT(&info[1]);
-    g_abort_msgs = &abort_msgs_;
-    abort_msgs_.assign(static_cast<size_t>(opt_.np), std::string());
+    clients_.assign(static_cast<size_t>(opt_.np), ClientState{});
+    g_clients = &clients_;
   }
 
   void register_job() {
@@ -314,6 +328,7 @@ class Launcher {
   }
 
   static std::string describe(int status) {
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "exited (code 0) without finishing the job";
     if (WIFSIGNALED(status))
       return fmt::format("was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
     return fmt::format("exited with code {}", WEXITSTATUS(status));
@@ -329,8 +344,8 @@ class Launcher {
       std::string why = describe(status);
       std::string amsg;
       {
-        std::lock_guard lk(g_abort_mu);
-        amsg = abort_msgs_[static_cast<size_t>(r)];
+        std::lock_guard lk(g_clients_mu);
+        amsg = clients_[static_cast<size_t>(r)].abort_msg;
       }
       fmt::print(stderr, "ucharmrun: rank {} (pid {}) {}{}; stopping the job\n", r,
                  ranks_[static_cast<size_t>(r)].pid, why,
@@ -373,7 +388,20 @@ class Launcher {
         rk.exited = true;
         rk.status = status;
         ++exited_;
-        if (code_of(status) != 0 && !interrupted_) fail(static_cast<int>(r), status);
+        ClientState c;
+        {
+          std::lock_guard lk(g_clients_mu);
+          c = clients_[r];
+        }
+        if (interrupted_) continue;
+        // After PMIx_Finalize the rank ended in order (CmiExit(code)); a rank that joined
+        // the job and left without finalizing has failed, even with code 0, since its
+        // peers would wait for it forever.
+        if (c.finalized || (!c.connected && code_of(status) == 0)) {
+          if (code_of(status) != 0 && !orderly_code_) orderly_code_ = code_of(status);
+        } else {
+          fail(static_cast<int>(r), status);
+        }
       }
     }
   }
@@ -430,12 +458,12 @@ class Launcher {
     if (timed_out_) return 124;
     if (first_failure_) return *first_failure_;
     if (interrupted_) return 128 + interrupted_;
-    return 0;
+    return orderly_code_.value_or(0);
   }
 
   Options opt_;
   std::vector<Rank> ranks_;
-  std::vector<std::string> abort_msgs_;
+  std::vector<ClientState> clients_;
   char nspace_[PMIX_MAX_NSLEN + 1] = {};
   std::string tmpdir_;
   sigset_t old_mask_{};
@@ -444,6 +472,7 @@ class Launcher {
   int interrupted_ = 0;
   bool timed_out_ = false;
   std::optional<int> first_failure_;
+  std::optional<int> orderly_code_;
   std::optional<Clock::time_point> kill_deadline_;
 };
 

@@ -1,0 +1,237 @@
+// Real multi-process runs of converse_testprog through ucharmrun at 1, 2 and 4 PEs,
+// plus start-up without a launcher and under OpenMPI's mpirun.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "../common/run.h"
+
+using ucharm::test::describe;
+using ucharm::test::Result;
+using ucharm::test::run;
+
+namespace {
+
+const std::string kRun = UCHARMRUN_PATH;
+const std::string kProg = TESTPROG_PATH;
+
+Result job(int n, std::vector<std::string> args, double limit = 60,
+           std::vector<std::string> launcher_opts = {}) {
+  std::vector<std::string> argv = {kRun, "-n", std::to_string(n), "--timeout", "50"};
+  argv.insert(argv.end(), launcher_opts.begin(), launcher_opts.end());
+  argv.push_back(kProg);
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv, limit);
+}
+
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+// Any process whose command line contains `token` (an orphan left by a job).
+bool process_with_token(const std::string& token) {
+  DIR* d = ::opendir("/proc");
+  bool found = false;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::ifstream f(std::string("/proc/") + e->d_name + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (has(cmd, token) && std::to_string(::getpid()) != e->d_name) found = true;
+  }
+  ::closedir(d);
+  return found;
+}
+
+std::string unique_token() {
+  std::random_device rd;
+  return "tok" + std::to_string(rd()) + std::to_string(::getpid());
+}
+
+class ConverseJob : public ::testing::TestWithParam<int> {
+ protected:
+  int n() const { return GetParam(); }
+};
+
+TEST_P(ConverseJob, PingPongEverySizeWithPayloadChecks) {
+  Result r = job(n(), {"pingpong"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, "pingpong ok")) << describe(r);
+}
+
+TEST_P(ConverseJob, AllToAllStormLosesNothing) {
+  Result r = job(n(), {"storm"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, "storm ok")) << describe(r);
+}
+
+TEST_P(ConverseJob, StormWithFewPrepostedReceivesAndSmallEagerSize) {
+  Result r = job(n(), {"storm", "+prepost=4", "+eager-size=1k"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, "storm ok")) << describe(r);
+}
+
+TEST_P(ConverseJob, BroadcastsReachEveryPeOnce) {
+  Result r = job(n(), {"bcast"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, "bcast ok")) << describe(r);
+}
+
+TEST_P(ConverseJob, BarrierHoldsEveryPe) {
+  std::string path = "/tmp/ucharm-barrier-" + unique_token();
+  Result r = job(n(), {"barrier", path});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, "barrier ok")) << describe(r);
+}
+
+TEST_P(ConverseJob, ThreadSuspendedUntilAMessageAwakensIt) {
+  Result r = job(n(), {"thread"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, "thread ok")) << describe(r);
+}
+
+TEST_P(ConverseJob, ExitCodeFromAnyPeReachesTheLauncher) {
+  Result r = job(n(), {"exitcode"});
+  EXPECT_EQ(r.code, 3) << describe(r);
+  EXPECT_FALSE(has(r.err, "died")) << describe(r);
+}
+
+TEST_P(ConverseJob, AbortEndsEveryPeWithItsMessage) {
+  Result r = job(n(), {"abort"}, 30);
+  EXPECT_NE(r.code, 0) << describe(r);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_LT(r.seconds, 15) << describe(r);
+  const int last = n() - 1;
+  EXPECT_TRUE(has(r.err, "PE " + std::to_string(last) + ": abort: test abort requested")) << describe(r);
+  for (int pe = 0; pe < last; ++pe)
+    EXPECT_TRUE(has(r.err, "PE " + std::to_string(pe) + ": PE " + std::to_string(last) + " died"))
+        << describe(r);
+}
+
+TEST_P(ConverseJob, KilledPeerIsReportedByEveryOtherPe) {
+  if (n() == 1) GTEST_SKIP() << "needs a peer to kill";
+  std::string token = unique_token();
+  Result r = job(n(), {"killpeer", token}, 30);
+  const int last = n() - 1;
+  EXPECT_EQ(r.code, 128 + 9) << describe(r);
+  EXPECT_LT(r.seconds, 15) << describe(r);
+  EXPECT_TRUE(has(r.err, "rank " + std::to_string(last))) << describe(r);
+  EXPECT_TRUE(has(r.err, "killed by signal 9")) << describe(r);
+  for (int pe = 0; pe < last; ++pe)
+    EXPECT_TRUE(has(r.err, "PE " + std::to_string(pe) + ": PE " + std::to_string(last) + " died"))
+        << describe(r);
+  EXPECT_FALSE(process_with_token(token)) << "orphan processes left";
+}
+
+INSTANTIATE_TEST_SUITE_P(Pes, ConverseJob, ::testing::Values(1, 2, 4),
+                         [](const auto& info) { return std::to_string(info.param) + "pe"; });
+
+TEST(Converse, QueueOrderThroughTheScheduler) {
+  Result r = job(1, {"queue"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, "queue ok")) << describe(r);
+}
+
+TEST(Converse, IdlePesSleepInsteadOfSpinning) {
+  Result r = job(4, {"idle"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, "idle ok")) << describe(r);
+}
+
+TEST(Converse, SingletonStartWithoutALauncher) {
+  Result r = run({kProg, "pingpong"}, 60);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, "pingpong ok")) << describe(r);
+}
+
+TEST(Converse, StartsUnderMpirun) {
+  if (::access("/usr/bin/mpirun", X_OK) != 0) GTEST_SKIP() << "OpenMPI's mpirun is not installed";
+  Result r = run({"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", kProg, "pingpong"}, 90);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, "pingpong ok")) << describe(r);
+  Result s = run({"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3", kProg, "bcast"}, 90);
+  EXPECT_EQ(s.code, 0) << describe(s);
+  EXPECT_TRUE(has(s.out, "bcast ok")) << describe(s);
+}
+
+TEST(Converse, SendToAPeOutOfRangeIsReported) {
+  Result r = job(2, {"badpe"}, 30);
+  EXPECT_NE(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.err, "destination PE 2 is out of range [0, 2)")) << describe(r);
+}
+
+TEST(Converse, UnknownHandlerIndexIsReported) {
+  Result r = job(2, {"badhandler"}, 30);
+  EXPECT_NE(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.err, "names handler 999")) << describe(r);
+}
+
+TEST(Converse, SuspendOutsideAThreadIsReported) {
+  Result r = job(1, {"suspendmain"}, 30);
+  EXPECT_NE(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.err, "CthSuspend called outside a user-level thread")) << describe(r);
+}
+
+TEST(Converse, BadRuntimeOptionsAreRejected) {
+  Result r = run({kProg, "hello", "+eager-size=abc"}, 30);
+  EXPECT_EQ(r.code, 2) << describe(r);
+  EXPECT_TRUE(has(r.err, "bad value 'abc' for 'eager-size'")) << describe(r);
+  Result u = job(2, {"hello", "+bogus"}, 30);
+  EXPECT_NE(u.code, 0) << describe(u);
+  EXPECT_TRUE(has(u.err, "unknown runtime option 'bogus'")) << describe(u);
+}
+
+TEST(Launcher, VerboseBannerShowsPesUcxTransportsAndBinding) {
+  Result r = job(2, {"hello"}, 30, {"--verbose"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, "ucharm: 2 PEs on")) << describe(r);
+  EXPECT_TRUE(has(r.out, "UCX 1.")) << describe(r);
+  EXPECT_TRUE(has(r.out, "transports to PE 1:")) << describe(r);
+  if (::sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
+    EXPECT_TRUE(has(r.out, "PE 1 on") && has(r.out, "binding core")) << describe(r);
+  }
+  Result nb = job(2, {"hello"}, 30, {"--verbose", "--no-bind"});
+  EXPECT_EQ(nb.code, 0) << describe(nb);
+  EXPECT_TRUE(has(nb.out, "binding none (+nobind)")) << describe(nb);
+}
+
+TEST(Launcher, PrefixesOutputWithTheRank) {
+  Result r = job(2, {"hello"}, 30, {"--prefix"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, "[0] hello from PE 0 of 2")) << describe(r);
+  EXPECT_TRUE(has(r.out, "[1] hello from PE 1 of 2")) << describe(r);
+}
+
+TEST(Launcher, BadCommandLinesAreRejected) {
+  Result none = run({kRun, kProg}, 10);
+  EXPECT_NE(none.code, 0) << describe(none);
+  EXPECT_TRUE(has(none.err + none.out, "--np is required")) << describe(none);
+  Result zero = run({kRun, "-n", "0", kProg}, 10);
+  EXPECT_NE(zero.code, 0) << describe(zero);
+  Result noprog = run({kRun, "-n", "2"}, 10);
+  EXPECT_NE(noprog.code, 0) << describe(noprog);
+  EXPECT_TRUE(has(noprog.err, "no program given")) << describe(noprog);
+  Result missing = run({kRun, "-n", "2", "/nonexistent/program"}, 10);
+  EXPECT_EQ(missing.code, 127) << describe(missing);
+  EXPECT_TRUE(has(missing.err, "cannot run '/nonexistent/program'")) << describe(missing);
+}
+
+TEST(Launcher, TimeoutStopsAHungJob) {
+  std::string token = unique_token();
+  Result r = run({kRun, "-n", "2", "--timeout", "2", kProg, "wait", token}, 30);
+  EXPECT_EQ(r.code, 124) << describe(r);
+  EXPECT_LT(r.seconds, 10) << describe(r);
+  EXPECT_FALSE(process_with_token(token)) << "orphan processes left";
+}
+
+TEST(Launcher, ForwardsSigint) {
+  std::string token = unique_token();
+  // coreutils' timeout delivers SIGINT to ucharmrun, which passes it to the ranks.
+  Result r = run({"timeout", "--preserve-status", "-s", "INT", "2", kRun, "-n", "2", kProg, "wait", token}, 30);
+  EXPECT_EQ(r.code, 128 + 2) << describe(r);
+  EXPECT_TRUE(has(r.out, "waiting")) << describe(r);
+  EXPECT_FALSE(process_with_token(token)) << "orphan processes left";
+}
+
+}  // namespace

@@ -1,0 +1,81 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "options.h"
+
+using ucharm::converse::parse_runtime_options;
+using ucharm::converse::RuntimeOptions;
+
+namespace {
+struct Args {
+  std::vector<std::string> store;
+  std::vector<char*> argv;
+  int argc = 0;
+  explicit Args(std::vector<std::string> a) : store(std::move(a)) {
+    for (auto& s : store) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    argc = static_cast<int>(store.size());
+  }
+};
+const char* const kNoEnv[] = {nullptr};
+
+std::optional<std::string> parse(Args& a, RuntimeOptions& o, const char* const* env = kNoEnv) {
+  return parse_runtime_options(a.argc, a.argv.data(), o, env);
+}
+}  // namespace
+
+TEST(RuntimeOptions, ParsesAndRemovesPlusOptions) {
+  Args a({"prog", "x", "+eager-size=8k", "+prepost=16", "y", "+nobind", "+verbose",
+          "+stacksize=2M", "+idle-spin-us=0"});
+  RuntimeOptions o;
+  EXPECT_FALSE(parse(a, o));
+  EXPECT_EQ(a.argc, 3);
+  EXPECT_STREQ(a.argv[1], "x");
+  EXPECT_STREQ(a.argv[2], "y");
+  EXPECT_EQ(a.argv[3], nullptr);
+  EXPECT_EQ(o.eager_size, 8u * 1024);
+  EXPECT_EQ(o.prepost, 16);
+  EXPECT_FALSE(o.bind);
+  EXPECT_TRUE(o.verbose);
+  EXPECT_EQ(o.stack_size, 2u << 20);
+  EXPECT_EQ(o.idle_spin_us, 0);
+}
+
+TEST(RuntimeOptions, EnvironmentFromTheLauncherThenCommandLineWins) {
+  const char* env[] = {"UCHARM_VERBOSE=1", "UCHARM_BIND=0", "UCHARM_EAGER_SIZE=4096", nullptr};
+  Args a({"prog", "+eager-size=2048"});
+  RuntimeOptions o;
+  EXPECT_FALSE(parse(a, o, env));
+  EXPECT_TRUE(o.verbose);
+  EXPECT_FALSE(o.bind);
+  EXPECT_EQ(o.eager_size, 2048u);
+}
+
+TEST(RuntimeOptions, ErrorsNameTheOptionAndTheProblem) {
+  struct Case { const char* arg; const char* expect; };
+  const Case cases[] = {
+      {"+eager-size=abc", "bad value 'abc' for 'eager-size'"},
+      {"+eager-size=10", "from 256 to 1M"},
+      {"+eager-size", "needs a value"},
+      {"+prepost=0", "bad value '0' for 'prepost'"},
+      {"+prepost=-3", "bad value '-3' for 'prepost'"},
+      {"+stacksize=1", "bad value '1' for 'stacksize'"},
+      {"+nobind=maybe", "expected 0 or 1"},
+      {"+frobnicate", "unknown runtime option 'frobnicate'"},
+  };
+  for (const Case& c : cases) {
+    Args a({"prog", c.arg});
+    RuntimeOptions o;
+    auto err = parse(a, o);
+    ASSERT_TRUE(err) << c.arg;
+    EXPECT_NE(err->find(c.expect), std::string::npos) << *err;
+  }
+  const char* env[] = {"UCHARM_PREPOST=lots", nullptr};
+  Args a({"prog"});
+  RuntimeOptions o;
+  auto err = parse(a, o, env);
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->find("UCHARM_PREPOST"), std::string::npos) << *err;
+}

@@ -1,0 +1,458 @@
+// Multi-process Converse checks, one mode per run: converse_testprog MODE [args].
+// Each mode verifies its own results and ends with "MODE ok" printed by PE 0 and exit
+// code 0, or aborts with a message naming what went wrong. Driven by test_multiprocess.cpp
+// through ucharmrun (and mpirun, and with no launcher at all).
+#include <ucharm/converse.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string g_mode;
+std::vector<std::string> g_args;
+
+// Deterministic payload bytes for (a, b, i): any corruption or misdelivery shows up.
+inline std::uint8_t pattern(std::uint64_t a, std::uint64_t b, std::size_t i) {
+  return static_cast<std::uint8_t>((a * 131 + b * 7919 + i * 31 + (i >> 8)) & 0xff);
+}
+void fill(char* p, std::size_t n, std::uint64_t a, std::uint64_t b) {
+  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<char>(pattern(a, b, i));
+}
+bool matches(const char* p, std::size_t n, std::uint64_t a, std::uint64_t b) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (static_cast<std::uint8_t>(p[i]) != pattern(a, b, i)) return false;
+  return true;
+}
+
+template <class T>
+T& payload(void* msg) { return *reinterpret_cast<T*>(CmiMsgPayload(msg)); }
+
+template <class T>
+void* make_msg(int handler, const T& body, std::size_t extra = 0) {
+  void* m = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(T) + extra);
+  CmiSetHandler(m, handler);
+  payload<T>(m) = body;
+  return m;
+}
+template <class T>
+constexpr std::size_t msg_size(std::size_t extra = 0) { return CmiMsgHeaderSizeBytes + sizeof(T) + extra; }
+
+// ------------------------------------------------------------------------------------
+// pingpong: PE 0 exchanges messages of every size with each PE (itself when alone),
+// crossing the eager/probe boundary; both ends check every byte.
+namespace pingpong {
+struct Head { std::uint64_t size, round; };
+int h_ping, h_pong;
+std::vector<std::size_t> sizes;
+std::size_t idx = 0;
+int partner = 0, rounds_left = 0;
+
+void send(int pe, int h, std::size_t size, std::uint64_t round) {
+  void* m = make_msg(h, Head{size, round}, size);
+  fill(CmiMsgPayload(m) + sizeof(Head), size, size, round);
+  CmiSyncSendAndFree(pe, msg_size<Head>(size), m);
+}
+void check(void* msg, const char* where) {
+  Head h = payload<Head>(msg);
+  if (CmiMsgSize(msg) != msg_size<Head>(h.size))
+    CmiAbort("pingpong %s: size %zu, expected %zu", where, CmiMsgSize(msg), msg_size<Head>(h.size));
+  if (!matches(CmiMsgPayload(msg) + sizeof(Head), h.size, h.size, h.round))
+    CmiAbort("pingpong %s: payload of %llu bytes corrupted", where, (unsigned long long)h.size);
+}
+void next();
+void ping(void* msg) {  // partner: check and answer with a fresh message of the same size
+  check(msg, "ping");
+  Head h = payload<Head>(msg);
+  CmiFree(msg);
+  send(0, h_pong, h.size, h.round + 1);
+}
+void pong(void* msg) {  // PE 0
+  check(msg, "pong");
+  CmiFree(msg);
+  if (--rounds_left > 0) send(partner, h_ping, sizes[idx], 2 * rounds_left);
+  else next();
+}
+void next() {
+  if (++idx == sizes.size()) {  // all sizes done with this partner
+    idx = 0;
+    if (++partner >= CmiNumPes()) {
+      CmiPrintf("pingpong ok\n");
+      CmiExit(0);
+    }
+  }
+  rounds_left = sizes[idx] >= (1u << 20) ? 2 : 5;
+  send(partner, h_ping, sizes[idx], 2 * rounds_left);
+}
+void start() {
+  h_ping = CmiRegisterHandler(ping);
+  h_pong = CmiRegisterHandler(pong);
+  const std::size_t eager = 32 * 1024, over = CmiMsgHeaderSizeBytes + sizeof(Head);
+  sizes = {0, 1, 7, 8, 100, 4096, eager - over - 1, eager - over, eager - over + 1,
+           65536, 1 << 20, 16 << 20};
+  if (CmiMyPe() != 0) return;
+  partner = CmiNumPes() > 1 ? 1 : 0;  // alone: PE 0 plays both ends
+  idx = 0;
+  rounds_left = 5;
+  send(partner, h_ping, sizes[0], 10);
+}
+}  // namespace pingpong
+
+// ------------------------------------------------------------------------------------
+// storm: every PE sends its share of >= 100,000 messages of random sizes to random PEs.
+// Receivers replay every sender's generator to know exactly what must arrive, and check
+// sequence numbers (no loss, no duplicate) and checksums (no corruption).
+namespace storm {
+constexpr std::uint64_t kTotal = 100000;
+struct Head { std::uint32_t src, seq; std::uint64_t len; };
+int h_data, h_pump, h_done;
+std::uint64_t per_pe = 0, sent = 0, got = 0, expected = 0;
+bool reported = false;
+std::vector<std::vector<bool>> seen;  // [src][seq]
+int done_count = 0;
+
+struct Plan { int dst; std::size_t len; };
+Plan draw(std::mt19937_64& rng) {
+  int dst = static_cast<int>(rng() % static_cast<std::uint64_t>(CmiNumPes()));
+  std::uint64_t r = rng() % 1000;
+  std::size_t len = r < 900 ? rng() % 257 : r < 990 ? 256 + rng() % 8192 : 8192 + rng() % 100000;
+  return {dst, len};
+}
+void maybe_done() {
+  if (!reported && got == expected && sent == per_pe) {
+    reported = true;
+    void* m = make_msg(h_done, 0);
+    CmiSyncSendAndFree(0, msg_size<int>(), m);
+  }
+}
+void data(void* msg) {
+  Head h = payload<Head>(msg);
+  if (h.src >= static_cast<std::uint32_t>(CmiNumPes()) || h.seq >= per_pe)
+    CmiAbort("storm: bad header src=%u seq=%u", h.src, h.seq);
+  if (seen[h.src][h.seq]) CmiAbort("storm: duplicate message %u from PE %u", h.seq, h.src);
+  seen[h.src][h.seq] = true;
+  if (CmiMsgSize(msg) != msg_size<Head>(h.len) ||
+      !matches(CmiMsgPayload(msg) + sizeof(Head), h.len, h.src, h.seq))
+    CmiAbort("storm: message %u from PE %u corrupted", h.seq, h.src);
+  CmiFree(msg);
+  if (++got > expected) CmiAbort("storm: more messages arrived than were sent to PE %d", CmiMyPe());
+  maybe_done();
+}
+std::mt19937_64 my_rng;
+void pump(void* msg) {  // sends a batch, then queues itself again: sending and receiving interleave
+  for (int k = 0; k < 200 && sent < per_pe; ++k, ++sent) {
+    Plan p = draw(my_rng);
+    void* m = make_msg(h_data, Head{static_cast<std::uint32_t>(CmiMyPe()),
+                                    static_cast<std::uint32_t>(sent), p.len}, p.len);
+    fill(CmiMsgPayload(m) + sizeof(Head), p.len, static_cast<std::uint64_t>(CmiMyPe()), sent);
+    CmiSyncSendAndFree(p.dst, msg_size<Head>(p.len), m);
+  }
+  if (sent < per_pe) CmiSyncSendAndFree(CmiMyPe(), CmiMsgSize(msg), msg);
+  else { CmiFree(msg); maybe_done(); }
+}
+void done(void* msg) {
+  CmiFree(msg);
+  if (++done_count == CmiNumPes()) {
+    CmiPrintf("storm ok: %llu messages\n", (unsigned long long)(per_pe * CmiNumPes()));
+    CmiExit(0);
+  }
+}
+void start() {
+  h_data = CmiRegisterHandler(data);
+  h_pump = CmiRegisterHandler(pump);
+  h_done = CmiRegisterHandler(done);
+  const int n = CmiNumPes();
+  per_pe = (kTotal + n - 1) / n;
+  seen.assign(static_cast<std::size_t>(n), std::vector<bool>(per_pe, false));
+  for (int src = 0; src < n; ++src) {  // what will reach me
+    std::mt19937_64 rng(1234 + src);
+    for (std::uint64_t i = 0; i < per_pe; ++i)
+      if (draw(rng).dst == CmiMyPe()) ++expected;
+  }
+  my_rng.seed(1234 + CmiMyPe());
+  void* m = make_msg(h_pump, 0);
+  CmiSyncSendAndFree(CmiMyPe(), msg_size<int>(), m);
+}
+}  // namespace storm
+
+// ------------------------------------------------------------------------------------
+// bcast: rounds of broadcasts from changing roots, all-but-self and all, small and
+// large; every PE must see each round exactly once (and the root only for "all").
+namespace bcast {
+constexpr int kRounds = 40;
+struct Head { int round, root; std::uint64_t len; int all; };
+int h_data, h_ack, h_go;
+std::vector<int> seen_count;
+int acks = 0;
+
+std::size_t len_of(int round) { return round % 4 == 3 ? 100000 : static_cast<std::size_t>(round * 37); }
+bool includes_root(int round) { return round % 2 == 0; }
+int root_of(int round) { return round % CmiNumPes(); }
+int receivers(int round) { return CmiNumPes() - (includes_root(round) ? 0 : 1); }
+
+void issue(int round) {
+  Head h{round, root_of(round), len_of(round), includes_root(round)};
+  std::size_t size = msg_size<Head>(h.len);
+  void* m = make_msg(h_data, h, h.len);
+  fill(CmiMsgPayload(m) + sizeof(Head), h.len, static_cast<std::uint64_t>(round), 7);
+  if (round % 3 == 0) {  // the copying variants
+    if (h.all) CmiSyncBroadcastAll(size, m); else CmiSyncBroadcast(size, m);
+    CmiFree(m);
+  } else {
+    if (h.all) CmiSyncBroadcastAllAndFree(size, m); else CmiSyncBroadcastAndFree(size, m);
+  }
+}
+void data(void* msg) {
+  Head h = payload<Head>(msg);
+  if (h.round < 0 || h.round >= kRounds) CmiAbort("bcast: bad round %d", h.round);
+  if (!h.all && CmiMyPe() == h.root) CmiAbort("bcast: all-but-self reached its root %d", h.root);
+  if (CmiMsgSourcePe(msg) != h.root) CmiAbort("bcast: source %d, root %d", CmiMsgSourcePe(msg), h.root);
+  if (!matches(CmiMsgPayload(msg) + sizeof(Head), h.len, static_cast<std::uint64_t>(h.round), 7))
+    CmiAbort("bcast: round %d payload corrupted", h.round);
+  if (++seen_count[h.round] != 1) CmiAbort("bcast: round %d delivered twice", h.round);
+  CmiFree(msg);
+  void* ack = make_msg(h_ack, h.round);
+  CmiSyncSendAndFree(0, msg_size<int>(), ack);
+}
+void ack(void* msg);
+void go(void* msg) {  // on the round's root
+  int round = payload<int>(msg);
+  issue(round);
+  CmiFree(msg);
+  if (receivers(round) == 0) {  // all-but-self on one PE reaches nobody: move on
+    void* a = make_msg(h_ack, round);
+    CmiSyncSendAndFree(0, msg_size<int>(), a);
+  }
+}
+void ack(void* msg) {  // on PE 0: all receivers acked -> next round
+  int round = payload<int>(msg);
+  CmiFree(msg);
+  if (++acks < std::max(receivers(round), 1)) return;
+  acks = 0;
+  if (round + 1 == kRounds) {
+    CmiPrintf("bcast ok: %d rounds\n", kRounds);
+    CmiExit(0);
+  }
+  void* g = make_msg(h_go, round + 1);
+  CmiSyncSendAndFree(root_of(round + 1), msg_size<int>(), g);
+}
+void start() {
+  h_data = CmiRegisterHandler(data);
+  h_ack = CmiRegisterHandler(ack);
+  h_go = CmiRegisterHandler(go);
+  seen_count.assign(kRounds, 0);
+  if (CmiMyPe() == 0) {
+    void* g = make_msg(h_go, 0);
+    CmiSyncSendAndFree(0, msg_size<int>(), g);
+  }
+}
+}  // namespace bcast
+
+// ------------------------------------------------------------------------------------
+// barrier: before barrier k every PE adds 1 to a counter in a shared file; after it,
+// the counter must be at least N*(k+1) on every PE (nobody left early).
+namespace barrier {
+void start() {
+  if (g_args.empty()) CmiAbort("barrier: needs a shared file path argument");
+  int fd = ::open(g_args[0].c_str(), O_RDWR | O_CREAT, 0600);
+  if (fd < 0 || ::ftruncate(fd, 4096) != 0) CmiAbort("barrier: cannot open %s", g_args[0].c_str());
+  void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  auto* counter = static_cast<std::atomic<std::int64_t>*>(p);
+  const int n = CmiNumPes(), rounds = 100;
+  for (int k = 0; k < rounds; ++k) {
+    counter->fetch_add(1);
+    CmiBarrier();
+    std::int64_t c = counter->load();
+    if (c < static_cast<std::int64_t>(n) * (k + 1))
+      CmiAbort("barrier %d: left with counter %lld < %lld", k, (long long)c, (long long)n * (k + 1));
+  }
+  CmiBarrier();
+  if (CmiMyPe() == 0) {
+    CmiPrintf("barrier ok: %d rounds\n", rounds);
+    ::unlink(g_args[0].c_str());
+    CmiExit(0);
+  }
+}
+}  // namespace barrier
+
+// ------------------------------------------------------------------------------------
+// thread: on every PE a thread suspends until a message from the previous PE awakens it;
+// it yields in between; a second thread proves CthYield lets others run.
+namespace thread {
+int h_token, h_finish;
+CthThread waiter = nullptr;
+int token = -1, finished = 0;
+bool other_ran = false;
+
+void waiter_body(void*) {
+  if (CthSelf() != waiter) CmiAbort("thread: CthSelf is wrong");
+  while (token < 0) CthSuspend();  // awakened by the token handler
+  if (token != (CmiMyPe() + CmiNumPes() - 1) % CmiNumPes())
+    CmiAbort("thread: token from %d, expected the previous PE", token);
+  CthYield();
+  if (!other_ran) CmiAbort("thread: CthYield did not let the other thread run");
+  void* m = make_msg(h_finish, CmiMyPe());
+  CmiSyncSendAndFree(0, msg_size<int>(), m);
+}
+void other_body(void*) { other_ran = true; }
+void on_token(void* msg) {
+  token = payload<int>(msg);
+  CmiFree(msg);
+  CthAwaken(waiter);
+  CthAwaken(waiter);  // twice is harmless
+}
+void on_finish(void* msg) {
+  CmiFree(msg);
+  if (++finished == CmiNumPes()) {
+    CmiPrintf("thread ok\n");
+    CmiExit(0);
+  }
+}
+void start() {
+  h_token = CmiRegisterHandler(on_token);
+  h_finish = CmiRegisterHandler(on_finish);
+  waiter = CthCreate(waiter_body, nullptr, 64 * 1024);
+  CthAwaken(waiter);
+  CthAwaken(CthCreate(other_body, nullptr));
+  void* m = make_msg(h_token, CmiMyPe());
+  CmiSyncSendAndFree((CmiMyPe() + 1) % CmiNumPes(), msg_size<int>(), m);
+}
+}  // namespace thread
+
+// ------------------------------------------------------------------------------------
+// queue: priorities and expedited messages through the real scheduler on one PE.
+namespace queue {
+int h_rec;
+std::vector<int> order;
+void rec(void* msg) {
+  order.push_back(payload<int>(msg));
+  CmiFree(msg);
+  if (order.size() == 6) {
+    const std::vector<int> want = {5, 3, 1, 2, 4, 6};
+    if (order != want) CmiAbort("queue: wrong order");
+    CmiPrintf("queue ok\n");
+    CmiExit(0);
+  }
+}
+void start() {
+  h_rec = CmiRegisterHandler(rec);
+  if (CmiMyPe() != 0) return;
+  auto put = [](int tag, int prio, bool exp) {
+    void* m = make_msg(h_rec, tag);
+    CmiSetPriority(m, prio);
+    if (exp) CmiSetExpedited(m);
+    CmiSyncSendAndFree(0, msg_size<int>(), m);
+  };
+  put(1, 0, false); put(2, 0, false); put(3, -5, false);
+  put(4, 7, false); put(5, 9, true); put(6, 8, false);
+}
+}  // namespace queue
+
+// ------------------------------------------------------------------------------------
+// idle: PE 0 computes for one second while the others wait in the scheduler; each idle
+// PE then reports the CPU time it used meanwhile, which must be far below a second.
+namespace idle {
+int h_report, h_measure;
+int reports = 0;
+double worst = 0;
+double cpu_seconds() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+double cpu_at_barrier = 0;
+void report(void* msg) {
+  double used = payload<double>(msg);
+  CmiFree(msg);
+  worst = std::max(worst, used);
+  if (++reports == CmiNumPes() - 1) {
+    CmiPrintf("idle: the busiest idle PE used %.3f s of CPU in 1 s\n", worst);
+    if (worst > 0.3) CmiAbort("idle: idle PEs burn CPU (%.3f s in 1 s)", worst);
+    CmiPrintf("idle ok\n");
+    CmiExit(0);
+  }
+}
+void measure(void* msg) {  // on idle PEs, after PE 0's second of work
+  CmiFree(msg);
+  void* m = make_msg(h_report, cpu_seconds() - cpu_at_barrier);
+  CmiSyncSendAndFree(0, msg_size<double>(), m);
+}
+void start() {
+  h_report = CmiRegisterHandler(report);
+  h_measure = CmiRegisterHandler(measure);
+  CmiBarrier();
+  cpu_at_barrier = cpu_seconds();
+  if (CmiMyPe() != 0) return;
+  if (CmiNumPes() == 1) { CmiPrintf("idle ok\n"); CmiExit(0); }
+  double t0 = CmiWallTimer();
+  volatile double x = 0;
+  while (CmiWallTimer() - t0 < 1.0) x = x + 1;  // PE 0's work
+  void* m = make_msg(h_measure, 0);
+  CmiSyncBroadcastAndFree(msg_size<int>(), m);
+}
+}  // namespace idle
+
+// ------------------------------------------------------------------------------------
+// Failure modes: each must end every PE with a clear message and a non-zero exit.
+void fail_start() {
+  const int last = CmiNumPes() - 1;
+  CmiBarrier();
+  if (g_mode == "abort" && CmiMyPe() == last) CmiAbort("test abort requested on PE %d", last);
+  if (g_mode == "killpeer" && CmiMyPe() == last) ::raise(SIGKILL);
+  if (g_mode == "exitcode" && CmiMyPe() == last) CmiExit(3);
+  if (g_mode == "badpe" && CmiMyPe() == 0) {
+    void* m = make_msg(0, 0);
+    CmiSyncSendAndFree(CmiNumPes(), msg_size<int>(), m);
+  }
+  if (g_mode == "badhandler" && CmiMyPe() == 0) {
+    void* m = make_msg(999, 0);
+    CmiSyncSendAndFree(last, msg_size<int>(), m);
+  }
+  if (g_mode == "suspendmain" && CmiMyPe() == 0) CthSuspend();
+}
+
+void start(int argc, char** argv) {
+  if (argc < 2) {
+    CmiError("usage: converse_testprog MODE [args]\n");
+    std::exit(2);
+  }
+  g_mode = argv[1];
+  g_args.assign(argv + 2, argv + argc);
+  if (g_mode == "pingpong") pingpong::start();
+  else if (g_mode == "storm") storm::start();
+  else if (g_mode == "bcast") bcast::start();
+  else if (g_mode == "barrier") barrier::start();
+  else if (g_mode == "thread") thread::start();
+  else if (g_mode == "queue") queue::start();
+  else if (g_mode == "idle") idle::start();
+  else if (g_mode == "abort" || g_mode == "killpeer" || g_mode == "exitcode" ||
+           g_mode == "badpe" || g_mode == "badhandler" || g_mode == "suspendmain")
+    fail_start();
+  else if (g_mode == "wait") {
+    // Sits in the scheduler until stopped from outside (signal and timeout tests).
+    if (CmiMyPe() == 0) CmiPrintf("waiting\n");
+  } else if (g_mode == "hello") {
+    CmiPrintf("hello from PE %d of %d\n", CmiMyPe(), CmiNumPes());
+    CmiBarrier();
+    if (CmiMyPe() == 0) CmiExit(0);
+  } else {
+    CmiError("converse_testprog: unknown mode '%s'\n", g_mode.c_str());
+    std::exit(2);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { ConverseInit(argc, argv, start); }
