@@ -58,12 +58,15 @@ TEST_P(ConverseJob, PingPongEverySizeWithPayloadChecks) {
   Result r = job(n(), {"pingpong"});
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_TRUE(has(r.out, "pingpong ok")) << describe(r);
+  // Clean shutdown after every size: UCX prints nothing (no warning, error or assertion).
+  EXPECT_FALSE(has(r.err, "UCX")) << describe(r);
 }
 
 TEST_P(ConverseJob, AllToAllStormLosesNothing) {
   Result r = job(n(), {"storm"});
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_TRUE(has(r.out, "storm ok")) << describe(r);
+  EXPECT_FALSE(has(r.err, "UCX")) << describe(r);
 }
 
 TEST_P(ConverseJob, StormWithFewPrepostedReceivesAndSmallEagerSize) {
