@@ -397,9 +397,10 @@ void print_banner() {
   if (in.my_pe == 0) {
     lrts::LrtsDescribeTransports(in.num_pes > 1 ? 1 : 0);
     const PeState& s = pe_state();
-    std::printf("ucharm: %d PE%s on %s, started %s; UCX %s; transports to PE 1: %s; "
-                "eager size %zu B, %d pre-posted receives\n",
-                in.num_pes, in.num_pes == 1 ? "" : "s", in.hostname.c_str(),
+    std::printf("ucharm: %d PE%s on %d host%s (PE 0 on %s), started %s; UCX %s; "
+                "transports to PE 1: %s; eager size %zu B, %d pre-posted receives\n",
+                in.num_pes, in.num_pes == 1 ? "" : "s", in.num_hosts,
+                in.num_hosts == 1 ? "" : "s", in.hostname.c_str(),
                 in.launched ? "under PMIx" : "as a singleton (no launcher)",
                 in.ucx_version.c_str(), in.transports.c_str(), s.options.eager_size,
                 s.options.prepost);

@@ -302,6 +302,7 @@ void LrtsInit(const Options& options, const Hooks& hooks) {
   m.info.num_pes = b.size();
   m.info.local_rank = b.local_rank();
   m.info.local_size = b.local_size();
+  m.info.num_hosts = b.num_nodes();
   m.info.launched = b.launched();
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);

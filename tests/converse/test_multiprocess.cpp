@@ -94,6 +94,18 @@ TEST_P(ConverseJob, ThreadSuspendedUntilAMessageAwakensIt) {
   EXPECT_TRUE(has(r.out, "thread ok")) << describe(r);
 }
 
+TEST_P(ConverseJob, AsyncSendCompletesAndReleasesTheBuffer) {
+  Result r = job(n(), {"async"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, "async ok")) << describe(r);
+}
+
+TEST_P(ConverseJob, SchedulerRunsCountPollAndUntil) {
+  Result r = job(n(), {"sched"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, "sched ok")) << describe(r);
+}
+
 TEST_P(ConverseJob, ExitCodeFromAnyPeReachesTheLauncher) {
   Result r = job(n(), {"exitcode"});
   EXPECT_EQ(r.code, 3) << describe(r);
@@ -129,6 +141,14 @@ TEST_P(ConverseJob, KilledPeerIsReportedByEveryOtherPe) {
 
 INSTANTIATE_TEST_SUITE_P(Pes, ConverseJob, ::testing::Values(1, 2, 4),
                          [](const auto& info) { return std::to_string(info.param) + "pe"; });
+
+TEST(Converse, HotPathAllocatesNothingFromTheHeap) {
+  for (int n : {1, 2, 4}) {
+    Result r = run({kRun, "-n", std::to_string(n), "--timeout", "50", ALLOCPROG_PATH}, 60);
+    EXPECT_EQ(r.code, 0) << n << " PEs: " << describe(r);
+    EXPECT_TRUE(has(r.out, "alloc ok")) << describe(r);
+  }
+}
 
 TEST(Converse, QueueOrderThroughTheScheduler) {
   Result r = job(1, {"queue"});
@@ -185,10 +205,18 @@ TEST(Converse, BadRuntimeOptionsAreRejected) {
   EXPECT_TRUE(has(u.err, "unknown runtime option 'bogus'")) << describe(u);
 }
 
+TEST(Converse, PmixFailureIsReportedNotHung) {
+  // A PMIx namespace in the environment but no server behind it.
+  Result r = run({kProg, "hello"}, 30, {"PMIX_NAMESPACE=ucharm-no-such-job", "PMIX_RANK=0"});
+  EXPECT_NE(r.code, 0) << describe(r);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_TRUE(has(r.err, "PMIx bootstrap failed: PMIx_Init")) << describe(r);
+}
+
 TEST(Launcher, VerboseBannerShowsPesUcxTransportsAndBinding) {
   Result r = job(2, {"hello"}, 30, {"--verbose"});
   EXPECT_EQ(r.code, 0) << describe(r);
-  EXPECT_TRUE(has(r.out, "ucharm: 2 PEs on")) << describe(r);
+  EXPECT_TRUE(has(r.out, "ucharm: 2 PEs on 1 host")) << describe(r);
   EXPECT_TRUE(has(r.out, "UCX 1.")) << describe(r);
   EXPECT_TRUE(has(r.out, "transports to PE 1:")) << describe(r);
   if (::sysconf(_SC_NPROCESSORS_ONLN) >= 2) {

@@ -361,6 +361,76 @@ void start() {
 }  // namespace queue
 
 // ------------------------------------------------------------------------------------
+// async: CmiAsyncSend of eager and rendezvous-size messages to the next PE (itself when
+// alone); the sender keeps the buffer until CmiAsyncMsgSent says the send is done.
+namespace async {
+struct Head { std::uint64_t len; int src; };
+int h_data, h_done;
+int received = 0, done = 0;
+void data(void* msg) {
+  Head h = payload<Head>(msg);
+  if (!matches(CmiMsgPayload(msg) + sizeof(Head), h.len, h.len, static_cast<std::uint64_t>(h.src)))
+    CmiAbort("async: payload of %llu bytes corrupted", (unsigned long long)h.len);
+  CmiFree(msg);
+  if (++received == 2) {
+    void* m = make_msg(h_done, 0);
+    CmiSyncSendAndFree(0, msg_size<int>(), m);
+  }
+}
+void on_done(void* msg) {
+  CmiFree(msg);
+  if (++done == CmiNumPes()) {
+    CmiPrintf("async ok\n");
+    CmiExit(0);
+  }
+}
+void start() {
+  h_data = CmiRegisterHandler(data);
+  h_done = CmiRegisterHandler(on_done);
+  const int to = (CmiMyPe() + 1) % CmiNumPes();
+  for (std::size_t len : {std::size_t{100}, std::size_t{4} << 20}) {
+    void* m = make_msg(h_data, Head{len, CmiMyPe()}, len);
+    fill(CmiMsgPayload(m) + sizeof(Head), len, len, static_cast<std::uint64_t>(CmiMyPe()));
+    CmiCommHandle h = CmiAsyncSend(to, msg_size<Head>(len), m);
+    CsdScheduleUntil([&] { return CmiAsyncMsgSent(h) != 0; });
+    CmiReleaseCommHandle(h);
+    if (CmiGetReference(m) != 1) CmiAbort("async: the send still holds the message");
+    CmiFree(m);
+  }
+}
+}  // namespace async
+
+// ------------------------------------------------------------------------------------
+// sched: CsdScheduler(n) runs exactly n messages, CsdSchedulePoll the rest, and
+// CsdScheduleUntil stops as soon as its condition holds.
+namespace sched {
+int h_count;
+int count = 0;
+void counter(void* msg) { ++count; CmiFree(msg); }
+void send_self(int k) {
+  for (int i = 0; i < k; ++i) CmiSyncSendAndFree(CmiMyPe(), msg_size<int>(), make_msg(h_count, i));
+}
+void start() {
+  h_count = CmiRegisterHandler(counter);
+  send_self(10);
+  CsdScheduler(3);
+  if (count != 3) CmiAbort("sched: CsdScheduler(3) ran %d messages", count);
+  CsdSchedulePoll();
+  if (count != 10) CmiAbort("sched: CsdSchedulePoll left %d messages", 10 - count);
+  send_self(5);
+  CsdScheduleUntil([] { return count == 12; });
+  if (count != 12) CmiAbort("sched: CsdScheduleUntil ran past its condition (%d)", count);
+  CsdSchedulePoll();
+  if (count != 15) CmiAbort("sched: %d messages lost", 15 - count);
+  CmiBarrier();
+  if (CmiMyPe() == 0) {
+    CmiPrintf("sched ok\n");
+    CmiExit(0);
+  }
+}
+}  // namespace sched
+
+// ------------------------------------------------------------------------------------
 // idle: PE 0 computes for one second while the others wait in the scheduler; each idle
 // PE then reports the CPU time it used meanwhile, which must be far below a second.
 namespace idle {
@@ -436,6 +506,8 @@ void start(int argc, char** argv) {
   else if (g_mode == "barrier") barrier::start();
   else if (g_mode == "thread") thread::start();
   else if (g_mode == "queue") queue::start();
+  else if (g_mode == "async") async::start();
+  else if (g_mode == "sched") sched::start();
   else if (g_mode == "idle") idle::start();
   else if (g_mode == "abort" || g_mode == "killpeer" || g_mode == "exitcode" ||
            g_mode == "badpe" || g_mode == "badhandler" || g_mode == "suspendmain")

@@ -10,4 +10,5 @@ cmake -S "$src" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/nul
 cmake --build "$work/consumer" >/dev/null
 out=$("$work/prefix/bin/ucharmrun" -n 2 --timeout 30 "$work/consumer/consumer")
 echo "$out"
-grep -q "consumer: PE 1 of 2" <<<"$out"
+grep -q "PE 1 got .hi. from PE 0" <<<"$out"
+grep -q "PE 0 got .hi. from PE 1" <<<"$out"

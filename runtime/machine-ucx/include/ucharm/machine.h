@@ -36,6 +36,7 @@ struct Info {
   int num_pes = 1;
   int local_rank = 0;
   int local_size = 1;
+  int num_hosts = 1;
   bool launched = false;       // under a PMIx server (else a singleton)
   std::string hostname;
   std::string binding;         // e.g. "core 3" or "none (8 PEs on 2 cores)"
