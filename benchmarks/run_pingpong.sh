@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Converse ping-pong next to raw UCX (ucx_perftest tag_lat / tag_bw from the same UCX),
 # measured alternately in one run; prints the full Converse table once, then medians
-# and ratios of the repeated 8-byte and 4 MiB figures.
+# and ratios of repeated 8 B, 64 KiB and 4 MiB figures.
 #   benchmarks/run_pingpong.sh [build-dir] [repeats]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,17 +28,23 @@ echo "== machine: $(nproc) cores, $(uname -r); UCX $(LD_LIBRARY_PATH="$ucx_root/
 echo "== Converse ping-pong table (ucharmrun -n 2 converse_pingpong)"
 "$run" -n 2 --timeout 120 "$pp"
 
-ours_lat=() raw_lat=() ours_bw=() raw_bw=()
+# size label, converse args, perftest size, perftest iterations
+cases=("8 B|8|8|200000" "64 KiB|64k|65536|20000" "4 MiB|4M|4194304|200")
+declare -A ours raw
 for ((i = 0; i < reps; i++)); do
-  ours_lat+=("$("$run" -n 2 --timeout 60 "$pp" --min 8 --max 8 --iters 200000 | awk '!/^#/ {print $2}')")
-  raw_lat+=("$(perf_pair tag_lat 8 200000 | awk '{print $5}')")  # overall average, us
-  ours_bw+=("$("$run" -n 2 --timeout 60 "$pp" --min 4M --max 4M --iters 20000 | awk '!/^#/ {print $2}')")
-  raw_bw+=("$(perf_pair tag_lat 4194304 200 | awk '{print $5}')")
+  for c in "${cases[@]}"; do
+    IFS='|' read -r label csize psize piters <<<"$c"
+    citers=$((piters < 1000 ? 20000 : piters))
+    ours[$label]+="$("$run" -n 2 --timeout 60 "$pp" --min "$csize" --max "$csize" --iters "$citers" | awk '!/^#/ {print $2}') "
+    raw[$label]+="$(perf_pair tag_lat "$psize" "$piters" | awk '{print $5}') "   # overall average, us
+  done
 done
-ol=$(printf '%s\n' "${ours_lat[@]}" | median); rl=$(printf '%s\n' "${raw_lat[@]}" | median)
-ob=$(printf '%s\n' "${ours_bw[@]}" | median); rb=$(printf '%s\n' "${raw_bw[@]}" | median)
-echo "== medians of $reps alternating runs (one-way latency, us)"
-printf '%-34s %10s %10s %8s\n' "" "ucharm" "raw UCX" "ratio"
-printf '%-34s %10.3f %10.3f %8.2f\n' "8 B   (converse vs tag_lat)" "$ol" "$rl" "$(echo "$ol / $rl" | bc -l)"
-printf '%-34s %10.1f %10.1f %8.2f\n' "4 MiB (converse vs tag_lat)" "$ob" "$rb" "$(echo "$ob / $rb" | bc -l)"
-echo "runs: ucharm 8B: ${ours_lat[*]} | raw 8B: ${raw_lat[*]}"
+echo "== medians of $reps alternating runs (one-way latency, us; ucx_perftest overall average)"
+printf '%-10s %12s %12s %8s\n' "size" "ucharm" "raw UCX" "ratio"
+for c in "${cases[@]}"; do
+  label=${c%%|*}
+  o=$(tr ' ' '\n' <<<"${ours[$label]}" | grep . | median)
+  r=$(tr ' ' '\n' <<<"${raw[$label]}" | grep . | median)
+  printf '%-10s %12.3f %12.3f %8.2f\n' "$label" "$o" "$r" "$(echo "$o / $r" | bc -l)"
+  echo "           runs: ucharm ${ours[$label]}| raw ${raw[$label]}"
+done

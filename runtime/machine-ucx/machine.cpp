@@ -371,7 +371,11 @@ void LrtsSend(int pe, void* msg, std::size_t bytes) {
   ucp_ep_h ep = endpoint(pe);
   tag::MsgType type = bytes <= m.opt.eager_size ? tag::MsgType::Eager : tag::MsgType::Probe;
   ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  // FAST_CMPL: a host send only needs its buffer back, so UCX may pick copy protocols
+  // up to 256 KiB over shared memory instead of a CMA rendezvous (measured: 16 KiB
+  // one-way 4.7 -> 3.3 us, 64 KiB 12.5 -> 7.9 us; small and large sizes unchanged).
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_MEMORY_TYPE |
+                   UCP_OP_ATTR_FLAG_FAST_CMPL;
   p.cb.send = send_done;
   p.memory_type = UCS_MEMORY_TYPE_HOST;
   ucs_status_ptr_t sp = ucp_tag_send_nbx(ep, msg, bytes, tag::host_tag(type), &p);
