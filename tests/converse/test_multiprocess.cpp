@@ -1,6 +1,8 @@
 // Real multi-process runs of converse_testprog through ucharmrun at 1, 2 and 4 PEs,
 // plus start-up without a launcher and under OpenMPI's mpirun.
 #include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -254,6 +256,36 @@ TEST(Launcher, TimeoutStopsAHungJob) {
   EXPECT_EQ(r.code, 124) << describe(r);
   EXPECT_LT(r.seconds, 10) << describe(r);
   EXPECT_FALSE(process_with_token(token)) << "orphan processes left";
+}
+
+TEST(Launcher, KillingTheLauncherLeavesNoOrphans) {
+  std::string token = unique_token();
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::execl(kRun.c_str(), kRun.c_str(), "-n", "3", kProg.c_str(), "wait", token.c_str(), nullptr);
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string seen;
+  char buf[256];
+  while (!has(seen, "waiting")) {  // PE 0 is in its scheduler: the job is up
+    ssize_t n = ::read(out[0], buf, sizeof buf);
+    ASSERT_GT(n, 0) << "the job ended before it started waiting: " << seen;
+    seen.append(buf, static_cast<size_t>(n));
+  }
+  ASSERT_TRUE(process_with_token(token));
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ::close(out[0]);
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {  // up to 5 s
+    gone = !process_with_token(token);
+    if (!gone) ::usleep(50000);
+  }
+  EXPECT_TRUE(gone) << "ranks outlived a killed launcher";
 }
 
 TEST(Launcher, ForwardsSigint) {
