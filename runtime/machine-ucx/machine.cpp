@@ -34,13 +34,10 @@ enum class ReqKind : std::uint8_t { Send, Eager, Probe };
 // Per-request state lives in the space UCX reserves in front of each request
 // (ucp_params_t::request_size): nothing is allocated per message.
 struct RequestState {
-  void* msg;
-  std::size_t bytes;
+  void* msg;     // the send buffer, or the receive buffer of a probed message
   int pe;        // destination of a send (for error reports)
   int slot;      // pre-posted receive slot (Eager)
   ReqKind kind;
-  bool done;
-  ucs_status_t status;
 };
 
 void request_init(void* request) { std::memset(request, 0, sizeof(RequestState)); }

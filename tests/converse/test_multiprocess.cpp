@@ -51,6 +51,12 @@ std::string unique_token() {
   return "tok" + std::to_string(rd()) + std::to_string(::getpid());
 }
 
+// A mode that must end with exit code 0 and print "<marker>" (e.g. "storm ok").
+void expect_ok(const Result& r, const std::string& marker) {
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, marker)) << describe(r);
+}
+
 class ConverseJob : public ::testing::TestWithParam<int> {
  protected:
   int n() const { return GetParam(); }
@@ -58,54 +64,46 @@ class ConverseJob : public ::testing::TestWithParam<int> {
 
 TEST_P(ConverseJob, PingPongEverySizeWithPayloadChecks) {
   Result r = job(n(), {"pingpong"});
-  EXPECT_EQ(r.code, 0) << describe(r);
-  EXPECT_TRUE(has(r.out, "pingpong ok")) << describe(r);
+  expect_ok(r, "pingpong ok");
   // Clean shutdown after every size: UCX prints nothing (no warning, error or assertion).
   EXPECT_FALSE(has(r.err, "UCX")) << describe(r);
 }
 
 TEST_P(ConverseJob, AllToAllStormLosesNothing) {
   Result r = job(n(), {"storm"});
-  EXPECT_EQ(r.code, 0) << describe(r);
-  EXPECT_TRUE(has(r.out, "storm ok")) << describe(r);
+  expect_ok(r, "storm ok");
   EXPECT_FALSE(has(r.err, "UCX")) << describe(r);
 }
 
 TEST_P(ConverseJob, StormWithFewPrepostedReceivesAndSmallEagerSize) {
   Result r = job(n(), {"storm", "+prepost=4", "+eager-size=1k"});
-  EXPECT_EQ(r.code, 0) << describe(r);
-  EXPECT_TRUE(has(r.out, "storm ok")) << describe(r);
+  expect_ok(r, "storm ok");
 }
 
 TEST_P(ConverseJob, BroadcastsReachEveryPeOnce) {
   Result r = job(n(), {"bcast"});
-  EXPECT_EQ(r.code, 0) << describe(r);
-  EXPECT_TRUE(has(r.out, "bcast ok")) << describe(r);
+  expect_ok(r, "bcast ok");
 }
 
 TEST_P(ConverseJob, BarrierHoldsEveryPe) {
   std::string path = "/tmp/ucharm-barrier-" + unique_token();
   Result r = job(n(), {"barrier", path});
-  EXPECT_EQ(r.code, 0) << describe(r);
-  EXPECT_TRUE(has(r.out, "barrier ok")) << describe(r);
+  expect_ok(r, "barrier ok");
 }
 
 TEST_P(ConverseJob, ThreadSuspendedUntilAMessageAwakensIt) {
   Result r = job(n(), {"thread"});
-  EXPECT_EQ(r.code, 0) << describe(r);
-  EXPECT_TRUE(has(r.out, "thread ok")) << describe(r);
+  expect_ok(r, "thread ok");
 }
 
 TEST_P(ConverseJob, AsyncSendCompletesAndReleasesTheBuffer) {
   Result r = job(n(), {"async"});
-  EXPECT_EQ(r.code, 0) << describe(r);
-  EXPECT_TRUE(has(r.out, "async ok")) << describe(r);
+  expect_ok(r, "async ok");
 }
 
 TEST_P(ConverseJob, SchedulerRunsCountPollAndUntil) {
   Result r = job(n(), {"sched"});
-  EXPECT_EQ(r.code, 0) << describe(r);
-  EXPECT_TRUE(has(r.out, "sched ok")) << describe(r);
+  expect_ok(r, "sched ok");
 }
 
 TEST_P(ConverseJob, ExitCodeFromAnyPeReachesTheLauncher) {
@@ -147,37 +145,31 @@ INSTANTIATE_TEST_SUITE_P(Pes, ConverseJob, ::testing::Values(1, 2, 4),
 TEST(Converse, HotPathAllocatesNothingFromTheHeap) {
   for (int n : {1, 2, 4}) {
     Result r = run({kRun, "-n", std::to_string(n), "--timeout", "50", ALLOCPROG_PATH}, 60);
-    EXPECT_EQ(r.code, 0) << n << " PEs: " << describe(r);
-    EXPECT_TRUE(has(r.out, "alloc ok")) << describe(r);
+    expect_ok(r, "alloc ok");
   }
 }
 
 TEST(Converse, QueueOrderThroughTheScheduler) {
   Result r = job(1, {"queue"});
-  EXPECT_EQ(r.code, 0) << describe(r);
-  EXPECT_TRUE(has(r.out, "queue ok")) << describe(r);
+  expect_ok(r, "queue ok");
 }
 
 TEST(Converse, IdlePesSleepInsteadOfSpinning) {
   Result r = job(4, {"idle"});
-  EXPECT_EQ(r.code, 0) << describe(r);
-  EXPECT_TRUE(has(r.out, "idle ok")) << describe(r);
+  expect_ok(r, "idle ok");
 }
 
 TEST(Converse, SingletonStartWithoutALauncher) {
   Result r = run({kProg, "pingpong"}, 60);
-  EXPECT_EQ(r.code, 0) << describe(r);
-  EXPECT_TRUE(has(r.out, "pingpong ok")) << describe(r);
+  expect_ok(r, "pingpong ok");
 }
 
 TEST(Converse, StartsUnderMpirun) {
   if (::access("/usr/bin/mpirun", X_OK) != 0) GTEST_SKIP() << "OpenMPI's mpirun is not installed";
   Result r = run({"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", kProg, "pingpong"}, 90);
-  EXPECT_EQ(r.code, 0) << describe(r);
-  EXPECT_TRUE(has(r.out, "pingpong ok")) << describe(r);
+  expect_ok(r, "pingpong ok");
   Result s = run({"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3", kProg, "bcast"}, 90);
-  EXPECT_EQ(s.code, 0) << describe(s);
-  EXPECT_TRUE(has(s.out, "bcast ok")) << describe(s);
+  expect_ok(s, "bcast ok");
 }
 
 TEST(Converse, SendToAPeOutOfRangeIsReported) {
@@ -217,22 +209,19 @@ TEST(Converse, PmixFailureIsReportedNotHung) {
 
 TEST(Launcher, VerboseBannerShowsPesUcxTransportsAndBinding) {
   Result r = job(2, {"hello"}, 30, {"--verbose"});
-  EXPECT_EQ(r.code, 0) << describe(r);
-  EXPECT_TRUE(has(r.out, "ucharm: 2 PEs on 1 host")) << describe(r);
+  expect_ok(r, "ucharm: 2 PEs on 1 host");
   EXPECT_TRUE(has(r.out, "UCX 1.")) << describe(r);
   EXPECT_TRUE(has(r.out, "transports to PE 1:")) << describe(r);
   if (::sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
     EXPECT_TRUE(has(r.out, "PE 1 on") && has(r.out, "binding core")) << describe(r);
   }
   Result nb = job(2, {"hello"}, 30, {"--verbose", "--no-bind"});
-  EXPECT_EQ(nb.code, 0) << describe(nb);
-  EXPECT_TRUE(has(nb.out, "binding none (+nobind)")) << describe(nb);
+  expect_ok(nb, "binding none (+nobind)");
 }
 
 TEST(Launcher, PrefixesOutputWithTheRank) {
   Result r = job(2, {"hello"}, 30, {"--prefix"});
-  EXPECT_EQ(r.code, 0) << describe(r);
-  EXPECT_TRUE(has(r.out, "[0] hello from PE 0 of 2")) << describe(r);
+  expect_ok(r, "[0] hello from PE 0 of 2");
   EXPECT_TRUE(has(r.out, "[1] hello from PE 1 of 2")) << describe(r);
 }
 
