@@ -61,6 +61,15 @@ void assign(std::vector<std::pair<Registered, T>>& in, std::vector<T>& out) {
   }
 }
 
+// "&Main::done" out of a registration name (a __PRETTY_FUNCTION__), for messages.
+std::string entry_name(const char* registered) {
+  std::string s = registered;
+  auto at = s.find("X = ");
+  if (at == std::string::npos) return s;
+  auto end = s.find_first_of(";]", at);
+  return s.substr(at + 4, end == std::string::npos ? std::string::npos : end - at - 4);
+}
+
 std::string demangle(const char* name) {
   int status = 0;
   char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
@@ -86,6 +95,7 @@ struct Collection {
   const std::type_info* cls = nullptr;
   std::unordered_map<Index, ChareBase*, IndexHash> elements;
   std::vector<ChareBase*> local;  // in construction order (broadcasts walk this)
+  ChareBase* single = nullptr;    // a group's or chare's one local element: no hash lookup
   std::unordered_map<Index, std::vector<void*>, IndexHash> waiting;  // for elements not yet here
   // Reduction tree over the PEs that hold elements (bulk arrays and groups).
   bool reducible = false;
@@ -132,6 +142,10 @@ Core& core() {
   static Core c;
   return c;
 }
+
+// The entry table, without the function-static guard of registry() on the hot path.
+const EntryInfo* g_entries = nullptr;
+inline const EntryInfo* core_entries() { return g_entries; }
 
 Collection* find_collection(std::uint32_t id) {
   Core& k = core();
@@ -195,16 +209,20 @@ void flush_waiting(std::vector<void*>& msgs) {
   for (void* m : todo) dispatch(m);
 }
 
+// Creation messages: the CollectionRef, then the constructor's arguments.
+const CollectionRef& creation_ref(void* msg) { return *reinterpret_cast<const CollectionRef*>(args_of(msg)); }
+
 void construct_element(Collection& c, const Index& idx, void* msg) {
   Core& k = core();
   const Envelope& e = envelope(msg);
   if (c.elements.count(idx))
     CkAbort("element %s of collection %u is inserted twice", idx.str().c_str(), c.ref.id);
   k.constructing = Constructing{c.ref, idx};
-  PUP::er p = PUP::er::unpacker(args_of(msg), args_len(msg));
+  PUP::er p = PUP::er::unpacker(args_of(msg) + sizeof(CollectionRef), args_len(msg) - sizeof(CollectionRef));
   ChareBase* obj = registry().ctors[e.entry].make(p);
   c.elements.emplace(idx, obj);
   c.local.push_back(obj);
+  if (c.ref.kind != Kind::Array) c.single = obj;
   auto w = c.waiting.find(idx);
   if (w != c.waiting.end()) {
     std::vector<void*> msgs = std::move(w->second);
@@ -235,7 +253,8 @@ void try_complete_reduction(std::uint32_t id, std::uint32_t round);
 void create_collection(void* msg) {
   const Envelope& e = envelope(msg);
   const CtorInfo& ctor = registry().ctors[e.entry];
-  Collection& c = ensure_collection(e.target, ctor.cls);
+  const CollectionRef ref = creation_ref(msg);
+  Collection& c = ensure_collection(ref, ctor.cls);
   switch (e.kind) {
     case MsgKind::CreateChare:
       construct_element(c, Index{}, msg);
@@ -246,12 +265,12 @@ void create_collection(void* msg) {
       break;
     case MsgKind::CreateArray:
       setup_reduction_tree(c);
-      for_each_index(e.target.shape, [&](const Index& i) {
+      for_each_index(ref.shape, [&](const Index& i) {
         if (home_pe(c.ref, i) == CmiMyPe()) construct_element(c, i, msg);
       });
       break;
     case MsgKind::Insert:
-      construct_element(c, e.index, msg);
+      construct_element(c, e.index(), msg);
       break;
     default:
       break;
@@ -278,7 +297,7 @@ struct ThreadCall {
 
 void run_entry(ChareBase* obj, std::uint32_t entry, void* msg) {
   PUP::er p = PUP::er::unpacker(args_of(msg), args_len(msg));
-  registry().entries[entry].invoke(obj, p);
+  core_entries()[entry].invoke(obj, p);
 }
 
 void thread_body(void* arg) {
@@ -290,14 +309,14 @@ void thread_body(void* arg) {
 // Runs entry `entry` on obj; a threaded entry gets its own thread (holding a reference to msg).
 void call_entry(Collection& c, ChareBase* obj, void* msg) {
   const Envelope& e = envelope(msg);
-  const EntryInfo& info = registry().entries[e.entry];
+  const EntryInfo& info = core_entries()[e.entry];
   // Same class: the common case, no dynamic_cast. Otherwise the entry may belong to a base.
   if (info.cls != c.cls && *info.cls != *c.cls && !info.accepts(obj))
-    CkAbort("entry method %s called on an element of %s, a different chare class", info.name,
-            demangle(c.cls->name()).c_str());
+    CkAbort("entry method %s called on an element of %s, a different chare class",
+            entry_name(info.name).c_str(), demangle(c.cls->name()).c_str());
   if (info.sig != e.sig)
     CkAbort("entry method %s takes (%s) but was sent other argument types (a callback of the wrong type?)",
-            info.name, info.sig_names().c_str());
+            entry_name(info.name).c_str(), info.sig_names().c_str());
   if (info.threaded) {
     CmiReference(msg);
     CthAwaken(CthCreate(thread_body, new ThreadCall{obj, e.entry, msg}));
@@ -311,8 +330,8 @@ void call_function(void* msg) {
   const Envelope& e = envelope(msg);
   const EntryInfo& info = registry().entries[e.entry];
   if (info.sig != e.sig)
-    CkAbort("callback function %s takes (%s) but was sent other argument types", info.name,
-            info.sig_names().c_str());
+    CkAbort("callback function %s takes (%s) but was sent other argument types",
+            entry_name(info.name).c_str(), info.sig_names().c_str());
   run_entry(nullptr, e.entry, msg);
 }
 
@@ -338,10 +357,10 @@ void dispatch(void* msg) {
     default:
       break;
   }
-  Collection* c = find_collection(e.target.id);
-  if (!c && e.kind == MsgKind::Insert) c = &ensure_collection(e.target, registry().ctors[e.entry].cls);
+  Collection* c = find_collection(e.collection);
+  if (!c && e.kind == MsgKind::Insert) c = &ensure_collection(creation_ref(msg), registry().ctors[e.entry].cls);
   if (!c) {  // created elsewhere, creation message not here yet
-    k.waiting[e.target.id].push_back(msg);
+    k.waiting[e.collection].push_back(msg);
     return;
   }
   if (e.kind == MsgKind::Insert) {
@@ -355,13 +374,17 @@ void dispatch(void* msg) {
     CmiFree(msg);
     return;
   }
-  auto it = c->elements.find(e.index);
-  if (it == c->elements.end()) {  // inserted, but not yet
-    c->waiting[e.index].push_back(msg);
-    return;
+  ChareBase* obj = c->single;
+  if (!obj) {
+    auto it = c->elements.find(e.index());
+    if (it == c->elements.end()) {  // inserted, but not yet
+      c->waiting[e.index()].push_back(msg);
+      return;
+    }
+    obj = it->second;
   }
   ++k.processed;
-  call_entry(*c, it->second, msg);
+  call_entry(*c, obj, msg);
   CmiFree(msg);
 }
 
@@ -639,6 +662,7 @@ void core_start(int argc, char** argv) {
   assign(r.ctors_in, r.ctors);
   assign(r.maps_in, r.maps);
   assign(r.reducers_in, r.reducers);
+  g_entries = r.entries.data();
   if (CmiMyPe() != 0) return;  // the rest waits for the readonly values
   // The main chare: collection 0, a singleton on PE 0, built before anything else runs.
   CollectionRef ref;
@@ -740,7 +764,7 @@ void* local_branch(const CollectionRef& c, const Index& idx) {
   return it == col->elements.end() ? nullptr : it->second;
 }
 
-void send_msg(void* msg, std::size_t total, const SendOpts& o) {
+void send_msg(void* msg, std::size_t total, const CollectionRef& ref, const SendOpts& o) {
   Core& k = core();
   Envelope& e = envelope(msg);
   CmiSetHandler(msg, k.h_core);
@@ -748,7 +772,7 @@ void send_msg(void* msg, std::size_t total, const SendOpts& o) {
   if (o.expedited) CmiSetExpedited(msg);
   switch (e.kind) {
     case MsgKind::Broadcast:
-      if (e.target.kind == Kind::Chare) CkAbort("broadcast to a singleton chare: use its element proxy");
+      if (ref.kind == Kind::Chare) CkAbort("broadcast to a singleton chare: use its element proxy");
       [[fallthrough]];
     case MsgKind::CreateGroup:
     case MsgKind::CreateArray:
@@ -758,11 +782,11 @@ void send_msg(void* msg, std::size_t total, const SendOpts& o) {
     case MsgKind::CallFunction:
     case MsgKind::FutureSet:
       ++k.sent;
-      CmiSyncSendAndFree(e.index.x[0], total, msg);
+      CmiSyncSendAndFree(e.x[0], total, msg);
       return;
     default:
       ++k.sent;
-      CmiSyncSendAndFree(home_pe(e.target, e.index), total, msg);
+      CmiSyncSendAndFree(home_pe(ref, e.index()), total, msg);
   }
 }
 
@@ -801,8 +825,8 @@ void future_set(int pe, std::uint32_t id, void* msg, std::size_t total, std::uin
   e.kind = MsgKind::FutureSet;
   e.entry = id;
   e.sig = sig;
-  e.index = Index{{pe, 0, 0}, 0};
-  send_msg(msg, total, SendOpts{});
+  e.set_index(Index{{pe, 0, 0}, 0});
+  send_msg(msg, total, CollectionRef{}, SendOpts{});
 }
 
 void* future_wait(std::uint32_t id, std::uint32_t sig, const char* type_names) {
@@ -812,7 +836,7 @@ void* future_wait(std::uint32_t id, std::uint32_t sig, const char* type_names) {
   if (!it->second.msg) {
     if (!CthSelf())
       CkAbort("Future::get would block outside a thread: call it from a threaded entry method "
-              "(static constexpr auto threaded_entries = ck::entries<&C::method>;)");
+              "(static constexpr auto threaded_entries() { return ck::entries<&C::method>; })");
     it->second.waiter = CthSelf();
     while (!k.futures[id].msg) CthSuspend();
   }
@@ -853,17 +877,17 @@ void CkCallback::deliver(void* msg, std::size_t total, std::uint32_t sig) const 
       return;
     case Target::Element:
     case Target::Broadcast:
-      e.target = ref_;
-      e.index = index_;
+      e.collection = ref_.id;
+      e.set_index(index_);
       e.entry = entry_;
       e.kind = target_ == Target::Element ? detail::MsgKind::Invoke : detail::MsgKind::Broadcast;
-      detail::send_msg(msg, total, SendOpts{});
+      detail::send_msg(msg, total, ref_, SendOpts{});
       return;
     case Target::Function:
       e.entry = entry_;
       e.kind = detail::MsgKind::CallFunction;
-      e.index = Index{{pe_, 0, 0}, 0};
-      detail::send_msg(msg, total, SendOpts{});
+      e.set_index(Index{{pe_, 0, 0}, 0});
+      detail::send_msg(msg, total, ref_, SendOpts{});
       return;
     case Target::Future:
       detail::future_set(pe_, entry_, msg, total, sig);
@@ -905,9 +929,8 @@ void CkPrintf(const char* fmt, ...) {
 }
 
 namespace PUP {
-void er::check(std::size_t n) const {
-  if (pos_ + n > limit_)
-    CkAbort("unpacking read past the end of a message (%zu + %zu > %zu bytes): sender and receiver "
+void er::overrun(std::size_t n) const {
+  CkAbort("unpacking read past the end of a message (%zu + %zu > %zu bytes): sender and receiver "
             "disagree on the argument types",
             pos_, n, limit_);
 }

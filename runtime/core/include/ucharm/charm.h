@@ -126,8 +126,11 @@ struct sig_of;
 template <class... A>
 struct sig_of<std::tuple<A...>> {
   static std::uint32_t hash() {
-    static const std::type_info* t[] = {&typeid(typename wire<A>::type)..., nullptr};
-    return type_list_hash(t, sizeof...(A));
+    static const std::uint32_t h = [] {  // computed once: sends use it on every message
+      const std::type_info* t[] = {&typeid(typename wire<A>::type)..., nullptr};
+      return type_list_hash(t, sizeof...(A));
+    }();
+    return h;
   }
   static std::string names() {
     static const std::type_info* t[] = {&typeid(typename wire<A>::type)..., nullptr};
@@ -164,8 +167,9 @@ constexpr bool same_entry() {
 
 }  // namespace detail
 
-// A class lists its threaded entry methods (they run in a user-level thread and may block):
-//   static constexpr auto threaded_entries = ck::entries<&Main::run>;
+// A class lists its threaded entry methods (they run in a user-level thread and may block)
+// in a static member function (its body may name members declared later in the class):
+//   static constexpr auto threaded_entries() { return ck::entries<&Main::run>; }
 template <auto... Eps>
 struct EntryList {
   template <auto Ep>
@@ -178,8 +182,8 @@ namespace detail {
 
 template <class C, auto Ep>
 constexpr bool is_threaded() {
-  if constexpr (requires { C::threaded_entries; })
-    return std::remove_cvref_t<decltype(C::threaded_entries)>::template contains<Ep>();
+  if constexpr (requires { C::threaded_entries(); })
+    return std::remove_cvref_t<decltype(C::threaded_entries())>::template contains<Ep>();
   else
     return false;
 }
@@ -286,14 +290,27 @@ const bool UserMap<F>::registered = [] {
 // Message = Converse header + Envelope + packed arguments.
 enum class MsgKind : std::uint8_t { Invoke, Broadcast, CreateChare, CreateGroup, CreateArray, Insert,
                                     CallFunction, FutureSet };
+// Small on purpose: with an 8-byte argument an entry message stays under UCX's
+// shared-memory eager-short limit. Creation messages carry the full CollectionRef in
+// front of the constructor arguments; every other kind names the collection by id.
 struct Envelope {
-  CollectionRef target;
-  Index index;
-  std::uint32_t entry;  // entry, constructor or function index
+  std::uint32_t collection;
+  std::uint32_t entry;  // entry, constructor or function index (future id for FutureSet)
+  std::int32_t x[3];    // element index (a PE for groups, functions and futures)
   std::uint32_t sig;    // hash of the packed argument types
   MsgKind kind;
-  std::uint8_t pad[7];
+  std::uint8_t dims;
+  std::uint16_t reserved0;
+  std::uint32_t reserved1;
+  Index index() const { return Index{{x[0], x[1], x[2]}, dims}; }
+  void set_index(const Index& i) {
+    x[0] = i.x[0];
+    x[1] = i.x[1];
+    x[2] = i.x[2];
+    dims = static_cast<std::uint8_t>(i.dims);
+  }
 };
+static_assert(sizeof(Envelope) == 32);
 static_assert(sizeof(Envelope) % 8 == 0);
 
 template <class Tuple>
@@ -308,8 +325,9 @@ void* pack_tuple(Tuple& t, std::size_t& total) {
 }
 inline Envelope& envelope(void* msg) { return *reinterpret_cast<Envelope*>(CmiMsgPayload(msg)); }
 
-// Sends a packed message (its envelope filled by the caller): routing, buffering, counts.
-void send_msg(void* msg, std::size_t total, const SendOpts& o);
+// Sends a packed message (its envelope filled by the caller) to where `c` and the
+// envelope's index say: routing, priorities, counts for quiescence detection.
+void send_msg(void* msg, std::size_t total, const CollectionRef& c, const SendOpts& o);
 std::uint32_t new_collection_id();
 int home_pe(const CollectionRef& c, const Index& idx);
 int next_chare_pe();
@@ -321,12 +339,12 @@ void send_entry(const CollectionRef& c, const Index& idx, MsgKind kind, const Se
   std::size_t total;
   void* msg = pack_tuple(args, total);
   Envelope& e = envelope(msg);
-  e.target = c;
-  e.index = idx;
+  e.collection = c.id;
+  e.set_index(idx);
   e.entry = Entry<Ep>::id();
   e.sig = sig_of<typename member_traits<decltype(Ep)>::args>::hash();
   e.kind = kind;
-  send_msg(msg, total, o);
+  send_msg(msg, total, c, o);
 }
 
 template <auto Ep, class Proxy, class... Args>
@@ -348,15 +366,15 @@ void create(const CollectionRef& c, const Index& idx, MsgKind kind, Args&&... ar
   static_assert(std::is_constructible_v<C, std::decay_t<Args>...>,
                 "no constructor of this chare class takes these arguments");
   using Id = Ctor<C, std::decay_t<Args>...>;
-  std::tuple<std::decay_t<Args>...> packed(std::forward<Args>(args)...);
+  std::tuple<CollectionRef, std::decay_t<Args>...> packed(c, std::forward<Args>(args)...);
   std::size_t total;
   void* msg = pack_tuple(packed, total);
   Envelope& e = envelope(msg);
-  e.target = c;
-  e.index = idx;
+  e.collection = c.id;
+  e.set_index(idx);
   e.entry = Id::id();
   e.kind = kind;
-  send_msg(msg, total, SendOpts{});
+  send_msg(msg, total, c, SendOpts{});
 }
 
 // The element being constructed: its base class reads this.

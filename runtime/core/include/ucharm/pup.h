@@ -60,7 +60,10 @@ class er {
 
  private:
   er(Mode m, char* buf, std::size_t len) : mode_(m), buf_(buf), limit_(len) {}
-  void check(std::size_t n) const;  // aborts on reading past the end
+  void check(std::size_t n) const {
+    if (pos_ + n > limit_) [[unlikely]] overrun(n);
+  }
+  [[noreturn]] void overrun(std::size_t n) const;  // aborts: reading past the end
   Mode mode_;
   char* buf_;
   std::size_t limit_;
@@ -74,6 +77,18 @@ template <class T>
 struct is_span : std::false_type {};
 template <class T, std::size_t E>
 struct is_span<std::span<T, E>> : std::true_type {};
+template <class T>
+struct is_vector : std::false_type {};
+template <class T, class A>
+struct is_vector<std::vector<T, A>> : std::true_type {};
+template <class T>
+struct is_std_array : std::false_type {};
+template <class T, std::size_t N>
+struct is_std_array<std::array<T, N>> : std::true_type {};
+template <class T>
+struct is_pair : std::false_type {};
+template <class A, class B>
+struct is_pair<std::pair<A, B>> : std::true_type {};
 
 template <class T>
 void operator|(er& p, T& v);
@@ -97,9 +112,7 @@ void operator|(er& p, T& v) {
   } else if constexpr (std::is_same_v<U, std::string>) {
     detail::pup_size(p, v);
     if (!v.empty()) p.bytes(v.data(), v.size());
-  } else if constexpr (requires { typename U::value_type; typename U::allocator_type; } &&
-                       std::is_same_v<U, std::vector<typename U::value_type,
-                                                     typename U::allocator_type>>) {
+  } else if constexpr (is_vector<U>::value) {
     using E = typename U::value_type;
     detail::pup_size(p, v);
     if constexpr (std::is_trivially_copyable_v<E> && !has_pup<E> && !std::is_same_v<E, bool>) {
@@ -114,10 +127,9 @@ void operator|(er& p, T& v) {
     } else {
       for (auto& e : v) p | e;
     }
-  } else if constexpr (requires { std::tuple_size<U>::value; typename U::value_type; } &&
-                       std::is_same_v<U, std::array<typename U::value_type, std::tuple_size<U>::value>>) {
+  } else if constexpr (is_std_array<U>::value) {
     for (auto& e : v) p | e;
-  } else if constexpr (requires { typename U::first_type; typename U::second_type; }) {
+  } else if constexpr (is_pair<U>::value) {
     p | v.first;
     p | v.second;
   } else if constexpr (is_span<U>::value) {

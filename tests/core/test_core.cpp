@@ -1,0 +1,85 @@
+// The core megatest through ucharmrun at 1, 2 and 4 PEs, its error modes, and the
+// examples that docs/programming-guide.md is built from.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "../common/run.h"
+
+using ucharm::test::describe;
+using ucharm::test::Result;
+using ucharm::test::run;
+
+namespace {
+
+const std::string kRun = UCHARMRUN_PATH;
+
+Result job(int n, const std::string& prog, std::vector<std::string> args, double limit = 60) {
+  std::vector<std::string> argv = {kRun, "-n", std::to_string(n), "--timeout", "50", prog};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv, limit);
+}
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+class Megatest : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(Megatest, ModePasses) {
+  auto [mode, n] = GetParam();
+  Result r = job(n, MEGATEST_PATH, {mode});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, mode + " ok")) << describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Core, Megatest,
+    ::testing::Combine(::testing::Values("marshal", "chares", "groups", "arrays", "fifo", "priority",
+                                         "callbacks", "reductions", "futures", "qd"),
+                       ::testing::Values(1, 2, 4)),
+    [](const auto& info) { return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "pe"; });
+
+struct BadUse {
+  const char* mode;
+  const char* message;
+};
+
+class MegatestErrors : public ::testing::TestWithParam<BadUse> {};
+
+TEST_P(MegatestErrors, ReportedClearly) {
+  Result r = job(2, MEGATEST_PATH, {GetParam().mode}, 30);
+  EXPECT_NE(r.code, 0) << describe(r);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_TRUE(has(r.err, GetParam().message)) << describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Core, MegatestErrors,
+    ::testing::Values(
+        BadUse{"oob", "index (1, 2, 0) is outside the chare array's bounds (2, 2, 2)"},
+        BadUse{"redmismatch", "contributors disagree"},
+        BadUse{"getoutside", "Future::get would block outside a thread"},
+        BadUse{"charecontribute", "contribute() is for group and array elements, not singleton chares"},
+        BadUse{"cbtype", "Main::cb_value takes (std::__cxx11::basic_string"}),
+    [](const auto& info) { return std::string(info.param.mode); });
+
+TEST(Core, CkExitCodeReachesTheLauncher) {
+  Result r = job(2, MEGATEST_PATH, {"exit"});
+  EXPECT_EQ(r.code, 5) << describe(r);
+}
+
+TEST(Examples, HelloReducesACountToMain) {
+  for (int n : {1, 2, 4}) {
+    Result r = job(n, HELLO_PATH, {"10"});
+    EXPECT_EQ(r.code, 0) << describe(r);
+    EXPECT_TRUE(has(r.out, "All 10 elements said hello")) << describe(r);
+  }
+}
+
+TEST(Examples, TutorialFutures) {
+  for (int n : {1, 2, 4}) {
+    Result r = job(n, TUTORIAL_PATH, {});
+    EXPECT_EQ(r.code, 0) << describe(r);
+    EXPECT_TRUE(has(r.out, "sum of squares 0..99 = 328350")) << describe(r);
+  }
+}
+
+}  // namespace
