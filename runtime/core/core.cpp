@@ -191,6 +191,23 @@ char* args_of(void* msg) { return CmiMsgPayload(msg) + sizeof(Envelope); }
 
 void dispatch(void* msg);
 
+// ---- element location -------------------------------------------------------------------------
+// The one place that says where an element lives, finds it here, or holds its messages
+// until it exists. Elements stay on their home PE (the map's choice) today; migration
+// would change this class (a home PE that knows and forwards to the current PE) and
+// nothing in proxies or senders.
+class LocationManager {
+ public:
+  static int pe_of(const CollectionRef& c, const Index& idx) { return home_pe(c, idx); }
+  static ChareBase* find_local(Collection& c, const Index& idx) {
+    if (c.single) return c.single;  // a group's or chare's one element
+    auto it = c.elements.find(idx);
+    return it == c.elements.end() ? nullptr : it->second;
+  }
+  static void hold(Collection& c, const Index& idx, void* msg) { c.waiting[idx].push_back(msg); }
+  static void hold(std::uint32_t collection, void* msg) { core().waiting[collection].push_back(msg); }
+};
+
 // ---- element construction ---------------------------------------------------------------------
 Collection& ensure_collection(const CollectionRef& ref, const std::type_info* cls) {
   Core& k = core();
@@ -239,7 +256,9 @@ void setup_reduction_tree(Collection& c) {
     for (int pe = 0; pe < n; ++pe) c.red_pes.push_back(pe);
   } else {
     std::vector<char> holds(static_cast<std::size_t>(n), 0);
-    for_each_index(c.ref.shape, [&](const Index& i) { holds[static_cast<std::size_t>(home_pe(c.ref, i))] = 1; });
+    for_each_index(c.ref.shape, [&](const Index& i) {
+      holds[static_cast<std::size_t>(LocationManager::pe_of(c.ref, i))] = 1;
+    });
     for (int pe = 0; pe < n; ++pe)
       if (holds[static_cast<std::size_t>(pe)]) c.red_pes.push_back(pe);
   }
@@ -266,7 +285,7 @@ void create_collection(void* msg) {
     case MsgKind::CreateArray:
       setup_reduction_tree(c);
       for_each_index(ref.shape, [&](const Index& i) {
-        if (home_pe(c.ref, i) == CmiMyPe()) construct_element(c, i, msg);
+        if (LocationManager::pe_of(c.ref, i) == CmiMyPe()) construct_element(c, i, msg);
       });
       break;
     case MsgKind::Insert:
@@ -360,7 +379,7 @@ void dispatch(void* msg) {
   Collection* c = find_collection(e.collection);
   if (!c && e.kind == MsgKind::Insert) c = &ensure_collection(creation_ref(msg), registry().ctors[e.entry].cls);
   if (!c) {  // created elsewhere, creation message not here yet
-    k.waiting[e.collection].push_back(msg);
+    LocationManager::hold(e.collection, msg);
     return;
   }
   if (e.kind == MsgKind::Insert) {
@@ -374,14 +393,10 @@ void dispatch(void* msg) {
     CmiFree(msg);
     return;
   }
-  ChareBase* obj = c->single;
-  if (!obj) {
-    auto it = c->elements.find(e.index());
-    if (it == c->elements.end()) {  // inserted, but not yet
-      c->waiting[e.index()].push_back(msg);
-      return;
-    }
-    obj = it->second;
+  ChareBase* obj = LocationManager::find_local(*c, e.index());
+  if (!obj) {  // inserted, but not yet
+    LocationManager::hold(*c, e.index(), msg);
+    return;
   }
   ++k.processed;
   call_entry(*c, obj, msg);
@@ -760,7 +775,7 @@ int home_pe(const CollectionRef& c, const Index& idx) {
 void* local_branch(const CollectionRef& c, const Index& idx) {
   Collection* col = find_collection(c.id);
   if (!col) return nullptr;
-  auto it = col->elements.find(idx);
+  auto it = col->elements.find(idx);  // not find_local: a group's branch is asked by index too
   return it == col->elements.end() ? nullptr : it->second;
 }
 
@@ -786,7 +801,7 @@ void send_msg(void* msg, std::size_t total, const CollectionRef& ref, const Send
       return;
     default:
       ++k.sent;
-      CmiSyncSendAndFree(home_pe(ref, e.index()), total, msg);
+      CmiSyncSendAndFree(LocationManager::pe_of(ref, e.index()), total, msg);
   }
 }
 

@@ -67,6 +67,7 @@ int diagonal_map(const ck::Index& i, const ck::Index&, int npes) { return (i.x[0
 
 struct Cell2 : ck::ArrayElement<Cell2, 2> {
   int expected_pe;
+  int kind;
   explicit Cell2(int kind);
   void ping(int round);
 };
@@ -226,7 +227,11 @@ struct Main : ck::MainChare<Main> {
       sp.insert(ck::index(id), std::string("elem") + std::to_string(id));
     }
   }
-  void array_ack(int) {
+  std::set<std::string> acked;
+  // Each (array, element, round) must ack exactly once: broadcasts and point-to-point
+  // sends reach every element, and none twice.
+  void array_ack(std::string who) {
+    if (!acked.insert(who).second) CkAbort("%s delivered twice", who.c_str());
     if (--pending == 0) finish("arrays");
   }
 
@@ -477,22 +482,25 @@ void plain_function(int value, std::string text) {
   mainProxy->send<&Main::cb_arrived>(value);
 }
 
-Cell2::Cell2(int kind) {
+Cell2::Cell2(int k) : kind(k) {
   const int n = CkNumPes();
   if (kind == 2) expected_pe = (thisIndex[0] + thisIndex[1]) % n;
   else expected_pe = (thisIndex[0] * 2 + thisIndex[1]) * n / 8;  // block over 4x2
   if (CkMyPe() != expected_pe) CkAbort("element (%d, %d) on PE %d, map says %d", thisIndex[0], thisIndex[1], CkMyPe(), expected_pe);
 }
-void Cell2::ping(int round) { mainProxy->send<&Main::array_ack>(round); }
+void Cell2::ping(int round) {
+  mainProxy->send<&Main::array_ack>(std::string(kind == 2 ? "diag" : "block") +
+                                    std::to_string(thisIndex[0]) + "," + std::to_string(thisIndex[1]) + "/" + std::to_string(round));
+}
 void Cell3::ping(int round) {
   int lin = (thisIndex[0] * 3 + thisIndex[1]) * 4 + thisIndex[2];
   if (CkMyPe() != lin % CkNumPes()) CkAbort("round-robin placed (%d,%d,%d) on PE %d", thisIndex[0], thisIndex[1], thisIndex[2], CkMyPe());
   expect(w == 0.5, "constructor argument");
-  mainProxy->send<&Main::array_ack>(round);
+  mainProxy->send<&Main::array_ack>("c3:" + std::to_string(lin) + "/" + std::to_string(round));
 }
 void Sparse::ask(int token) {
   expect(name == "elem" + std::to_string(token) && thisIndex == token, "inserted element got its message");
-  mainProxy->send<&Main::array_ack>(token);
+  mainProxy->send<&Main::array_ack>("sparse" + std::to_string(token));
 }
 
 void Orderer::start(int count) {
