@@ -138,10 +138,8 @@ struct Core {
   std::uint64_t qd_sum_sent = 0, qd_sum_processed = 0, qd_prev_sent = UINT64_MAX, qd_prev_processed = 0;
   bool qd_running = false;
 };
-Core& core() {
-  static Core c;
-  return c;
-}
+Core g_core;  // this PE's core state (non-SMP); reached only through core()
+inline Core& core() { return g_core; }
 
 // The entry table, without the function-static guard of registry() on the hot path.
 const EntryInfo* g_entries = nullptr;
