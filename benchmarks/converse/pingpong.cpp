@@ -5,6 +5,8 @@
 #include <ucharm/converse.h>
 
 #include <CLI/CLI.hpp>
+
+#include "../common/sizes.h"
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -21,22 +23,8 @@ struct Bench {
 };
 Bench b;
 
-std::size_t parse_bytes(const std::string& s) {
-  std::size_t end = 0;
-  std::size_t v = std::stoull(s, &end);
-  std::string rest = s.substr(end);
-  if (rest == "k" || rest == "K") return v << 10;
-  if (rest == "m" || rest == "M") return v << 20;
-  if (!rest.empty()) throw std::invalid_argument(s);
-  return v;
-}
-
-int iters_for(std::size_t size) {
-  // Fewer round trips for large messages keeps the whole table to a few seconds.
-  if (size >= (1u << 20)) return std::max(50, b.iters / 100);
-  if (size >= (64u << 10)) return std::max(200, b.iters / 10);
-  return b.iters;
-}
+using ucharm::bench::parse_bytes;
+int iters_for(std::size_t size) { return ucharm::bench::iterations_for(size, b.iters); }
 
 void send_ping(void* msg) {
   CmiSetHandler(msg, b.h_ping);

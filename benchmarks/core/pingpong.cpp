@@ -5,6 +5,8 @@
 #include <ucharm/charm.h>
 
 #include <CLI/CLI.hpp>
+
+#include "../common/sizes.h"
 #include <span>
 #include <string>
 #include <vector>
@@ -20,11 +22,7 @@ struct Settings {
   std::string kind = "both";
 };
 
-int iters_for(const Settings& s, std::size_t size) {
-  if (size >= (1u << 20)) return std::max(50, s.iters / 100);
-  if (size >= (64u << 10)) return std::max(200, s.iters / 10);
-  return s.iters;
-}
+int iters_for(const Settings& s, std::size_t size) { return ucharm::bench::iterations_for(size, s.iters); }
 
 // Both kinds share the bouncing logic; `Peer` is the proxy to the other side.
 template <class Self>
@@ -60,8 +58,8 @@ struct Main : ck::MainChare<Main> {
     app.add_option("--kind", s.kind)->check(CLI::IsMember({"group", "array", "both"}));
     try {
       app.parse(args.argc, args.argv);
-      s.min = parse(min);
-      s.max = parse(max);
+      s.min = ucharm::bench::parse_bytes(min);
+      s.max = ucharm::bench::parse_bytes(max);
     } catch (const CLI::ParseError& e) {
       std::exit(app.exit(e));
     } catch (const std::exception&) {
@@ -76,15 +74,6 @@ struct Main : ck::MainChare<Main> {
     size = s.min;
     array_phase = s.kind == "array";
     start();
-  }
-  static std::size_t parse(const std::string& v) {
-    std::size_t end = 0;
-    std::size_t n = std::stoull(v, &end);
-    std::string rest = v.substr(end);
-    if (rest == "k" || rest == "K") return n << 10;
-    if (rest == "m" || rest == "M") return n << 20;
-    if (!rest.empty()) throw std::invalid_argument(v);
-    return n;
   }
   void start() {
     std::vector<char> data(size, 'x');

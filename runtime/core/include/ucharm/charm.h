@@ -159,6 +159,19 @@ void register_map(const char* name, int (*fn)(const Index&, const Index&, int), 
 template <auto X>
 const char* name_of() { return __PRETTY_FUNCTION__; }
 
+// One registered thing per template instance. `index` is filled in at start-up; naming
+// `registered` from id() makes sure the static initialiser that registers it exists.
+template <class Derived>
+struct Registration {
+  static std::uint32_t index;
+  static std::uint32_t id() {
+    (void)Derived::registered;
+    return index;
+  }
+};
+template <class Derived>
+std::uint32_t Registration<Derived>::index = UINT32_MAX;
+
 template <auto A, auto B>
 constexpr bool same_entry() {
   if constexpr (std::is_same_v<decltype(A), decltype(B)>) return A == B;
@@ -201,16 +214,9 @@ template <class C>
 bool accepts(ChareBase* obj) { return dynamic_cast<C*>(obj) != nullptr; }
 
 template <auto Ep>
-struct Entry {
-  static std::uint32_t index;
+struct Entry : Registration<Entry<Ep>> {
   static const bool registered;
-  static std::uint32_t id() {
-    (void)registered;
-    return index;
-  }
 };
-template <auto Ep>
-std::uint32_t Entry<Ep>::index = UINT32_MAX;
 template <auto Ep>
 const bool Entry<Ep>::registered = [] {
   using T = member_traits<decltype(Ep)>;
@@ -229,16 +235,9 @@ void invoke_function(ChareBase*, PUP::er& p) {
   std::apply([&](auto&... a) { F(std::move(a)...); }, args);
 }
 template <auto F>
-struct Function {
-  static std::uint32_t index;
+struct Function : Registration<Function<F>> {
   static const bool registered;
-  static std::uint32_t id() {
-    (void)registered;
-    return index;
-  }
 };
-template <auto F>
-std::uint32_t Function<F>::index = UINT32_MAX;
 template <auto F>
 const bool Function<F>::registered = [] {
   using T = function_traits<decltype(F)>;
@@ -257,16 +256,9 @@ ChareBase* construct(PUP::er& p) {
 template <class C, class... A>
 const char* ctor_name() { return __PRETTY_FUNCTION__; }
 template <class C, class... A>
-struct Ctor {
-  static std::uint32_t index;
+struct Ctor : Registration<Ctor<C, A...>> {
   static const bool registered;
-  static std::uint32_t id() {
-    (void)registered;
-    return index;
-  }
 };
-template <class C, class... A>
-std::uint32_t Ctor<C, A...>::index = UINT32_MAX;
 template <class C, class... A>
 const bool Ctor<C, A...>::registered = [] {
   register_ctor(ctor_name<C, A...>(), &construct<C, A...>, &typeid(C), &Ctor<C, A...>::index);
@@ -274,12 +266,9 @@ const bool Ctor<C, A...>::registered = [] {
 }();
 
 template <int (*F)(const Index&, const Index&, int)>
-struct UserMap {
-  static std::uint32_t index;
+struct UserMap : Registration<UserMap<F>> {
   static const bool registered;
 };
-template <int (*F)(const Index&, const Index&, int)>
-std::uint32_t UserMap<F>::index = UINT32_MAX;
 template <int (*F)(const Index&, const Index&, int)>
 const bool UserMap<F>::registered = [] {
   register_map(name_of<F>(), F, &UserMap<F>::index);
@@ -689,12 +678,9 @@ void combine_user(const char* a, std::size_t alen, const char* b, std::size_t bl
   p | r;
 }
 template <auto F>
-struct Reducer_ {
-  static std::uint32_t index;
+struct Reducer_ : Registration<Reducer_<F>> {
   static const bool registered;
 };
-template <auto F>
-std::uint32_t Reducer_<F>::index = UINT32_MAX;
 template <auto F>
 const bool Reducer_<F>::registered = [] {
   register_reducer(name_of<F>(), &combine_user<F>, &Reducer_<F>::index);
@@ -747,9 +733,8 @@ class ChareBase {
     std::vector<char> buf(s.size());
     PUP::er p = PUP::er::packer(buf.data(), buf.size());
     p | v;
-    detail::Contribution c{Reducer::user, detail::RType::Packed, true, detail::Reducer_<F>::index, 1,
+    detail::Contribution c{Reducer::user, detail::RType::Packed, true, detail::Reducer_<F>::id(), 1,
                            detail::sig_of<std::tuple<T>>::hash(), 0};
-    (void)detail::Reducer_<F>::registered;
     detail::contribute(this, c, buf.data(), buf.size(), cb);
   }
 
@@ -850,8 +835,7 @@ int start(int argc, char** argv) {
 
 template <int (*F)(const Index&, const Index&, int)>
 Map Map::user() {
-  (void)detail::UserMap<F>::registered;
-  return Map{MapKind::User, detail::UserMap<F>::index};
+  return Map{MapKind::User, detail::UserMap<F>::id()};
 }
 
 }  // namespace ck
