@@ -300,9 +300,13 @@ void create_collection(void* msg) {
     k.waiting.erase(w);
     flush_waiting(msgs);
   }
-  // Child partials may have arrived before this PE knew the collection.
-  for (auto& [key, st] : k.reductions)
-    if (key.first == c.ref.id) try_complete_reduction(key.first, key.second);
+  // Child partials may have arrived before this PE knew the collection. Completing a
+  // round erases it from the map, so collect the rounds first.
+  std::vector<std::uint32_t> rounds;
+  for (auto it = k.reductions.lower_bound({c.ref.id, 0});
+       it != k.reductions.end() && it->first.first == c.ref.id; ++it)
+    rounds.push_back(it->first.second);
+  for (std::uint32_t r : rounds) try_complete_reduction(c.ref.id, r);
 }
 
 // ---- invocation -----------------------------------------------------------------------------------

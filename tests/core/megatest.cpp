@@ -58,6 +58,9 @@ struct Counter : ck::Chare<Counter> {
 
 struct Forwarder : ck::Group<Forwarder> {
   void poke(ck::ChareProxy<Counter> c) { c.send<&Counter::add>(10, thisIndex); }
+  // Creates and runs the reductions array from this PE: the reduction tree's root (the
+  // lowest PE holding elements) may then get partial results before it knows the array.
+  void spawn_reducers(int rounds);
   void hello(int round);
   std::vector<int> rounds;
 };
@@ -140,6 +143,7 @@ struct Main : ck::MainChare<Main> {
     else if (m == "priority") priority();
     else if (m == "callbacks") thisProxy.send<&Main::callbacks_thread>();
     else if (m == "reductions") reductions();
+    else if (m == "reductions_remote") reductions(true);
     else if (m == "futures") thisProxy.send<&Main::futures>();
     else if (m == "qd") qd();
     else if (m == "exit") CkExit(5);
@@ -302,10 +306,14 @@ struct Main : ck::MainChare<Main> {
   }
 
   // -- reductions
-  void reductions() {
-    auto r = ck::ArrayProxy<Reducers>::create(ck::dims(7), ck::Map::round_robin);
+  void reductions(bool from_last_pe = false) {
     pending = 5 * 14 + 3;  // 5 rounds x 14 reductions + group (3)
-    r.send<&Reducers::run>(5);
+    if (from_last_pe) {
+      ck::GroupProxy<Forwarder>::create()[CkNumPes() - 1].send<&Forwarder::spawn_reducers>(5);
+    } else {
+      auto r = ck::ArrayProxy<Reducers>::create(ck::dims(7), ck::Map::round_robin);
+      r.send<&Reducers::run>(5);
+    }
     ck::GroupProxy<GroupRed>::create().send<&GroupRed::run>();
   }
   void check_int(const char* what, long value, long want) {
@@ -319,7 +327,7 @@ struct Main : ck::MainChare<Main> {
     if (--pending > 0) return;
     for (int r = 0; r < 5; ++r)
       if (by_round[7 * r] != 1) CkAbort("round %d's tagged sum arrived %d times", r, by_round[7 * r]);
-    finish("reductions");
+    finish(mode->c_str());
   }
   void r_sum_int(int v) {  // r*1000 + i over 7 elements: 7000 r + 21
     check_int("sum int", v % 1000, 21);
@@ -475,6 +483,10 @@ void Forwarder::hello(int round) {
   }
   expect(thisProxy.ckLocalBranch() == this, "ckLocalBranch is this element");
   mainProxy->send<&Main::group_hello>(thisIndex, round);
+}
+
+void Forwarder::spawn_reducers(int rounds) {
+  ck::ArrayProxy<Reducers>::create(ck::dims(7), ck::Map::round_robin).send<&Reducers::run>(rounds);
 }
 
 void plain_function(int value, std::string text) {

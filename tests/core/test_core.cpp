@@ -33,7 +33,7 @@ TEST_P(Megatest, ModePasses) {
 INSTANTIATE_TEST_SUITE_P(
     Core, Megatest,
     ::testing::Combine(::testing::Values("marshal", "chares", "groups", "arrays", "fifo", "priority",
-                                         "callbacks", "reductions", "futures", "qd"),
+                                         "callbacks", "reductions", "reductions_remote", "futures", "qd"),
                        ::testing::Values(1, 2, 4)),
     [](const auto& info) { return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "pe"; });
 
