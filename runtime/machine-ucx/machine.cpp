@@ -29,7 +29,7 @@ namespace {
 
 constexpr const char* kAddressKey = "ucharm.ucp.addr";
 
-enum class ReqKind : std::uint8_t { Send, Eager, Probe };
+enum class ReqKind : std::uint8_t { Send, Eager, Probe, OpSend, DeviceRecv, ChannelRecv };
 
 // Per-request state lives in the space UCX reserves in front of each request
 // (ucp_params_t::request_size): nothing is allocated per message.
@@ -38,6 +38,20 @@ struct RequestState {
   int pe;        // destination of a send (for error reports)
   int slot;      // pre-posted receive slot (Eager)
   ReqKind kind;
+  DeviceRecvType rtype;
+  Completion done;        // OpSend, ChannelRecv
+  DeviceRdmaOp* op;       // DeviceRecv
+  std::size_t capacity;   // receive buffer size (truncation reports)
+  std::uint64_t tag;
+  RequestState* prev;     // outstanding device/channel receives, cancelled at exit
+  RequestState* next;
+};
+
+// A device/channel completion waiting to run after progress.
+struct PendingDone {
+  Completion done;
+  DeviceRdmaOp* op;  // a device receive (handled by its type's handler) or nullptr
+  DeviceRecvType rtype;
 };
 
 void request_init(void* request) { std::memset(request, 0, sizeof(RequestState)); }
@@ -74,6 +88,12 @@ struct Machine {
   std::size_t pending_sends = 0;
   std::size_t pending_probe_recvs = 0;
   bool shutting_down = false;
+  // device and channel operations
+  std::vector<PendingDone> done;  // run after progress
+  DeviceRecvHandler recv_handlers[kDeviceRecvTypes] = {};
+  std::uint64_t device_counter = 0;
+  RequestState* open_recvs = nullptr;  // intrusive list
+  std::vector<char> my_address;        // for the endpoint to self (device data to self)
 };
 
 Machine g_machine;  // this process's PE (non-SMP); reached only through M()
@@ -220,6 +240,19 @@ int drain() {
   for (std::size_t k = 0; k < m.probe_arrived.size(); ++k, ++n)
     m.hooks.deliver(m.probe_arrived[k].msg, m.probe_arrived[k].bytes);
   m.probe_arrived.clear();
+  // Completions may start operations that complete in place (appending): index loop.
+  for (std::size_t k = 0; k < m.done.size(); ++k, ++n) {
+    PendingDone d = m.done[k];
+    if (d.op) {
+      DeviceRecvHandler h = m.recv_handlers[static_cast<int>(d.rtype)];
+      if (!h) fatal(fmt::format("a device receive completed, but no handler is set for its type {}",
+                                static_cast<int>(d.rtype)));
+      h(d.op);
+    } else if (d.done.fn) {
+      d.done.fn(d.done.ctx);
+    }
+  }
+  m.done.clear();
   return n;
 }
 
@@ -227,6 +260,108 @@ void repost_slots() {
   Machine& m = M();
   for (std::size_t k = 0; k < m.repost.size(); ++k) post_eager(m.repost[k]);
   m.repost.clear();
+}
+
+// ---- device and channel operations -------------------------------------------------------
+
+ucp_ep_h endpoint(int pe);
+
+ucs_memory_type_t ucs_type(MemoryType t) {
+  return t == MemoryType::Cuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+}
+
+void op_send_done(void* request, ucs_status_t status, void*) {
+  auto* r = static_cast<RequestState*>(request);
+  Machine& m = M();
+  if (status != UCS_OK && !m.shutting_down) m.hooks.peer_failed(r->pe, ucs_status_string(status));
+  --m.pending_sends;
+  if (status == UCS_OK) m.done.push_back({r->done, nullptr, DeviceRecvType::Converse});
+  ucp_request_free(request);
+}
+
+void unlink_recv(RequestState* r) {
+  Machine& m = M();
+  if (r->prev) r->prev->next = r->next;
+  else m.open_recvs = r->next;
+  if (r->next) r->next->prev = r->prev;
+}
+
+std::string describe_tag(std::uint64_t t) {
+  if (tag::DeviceTag::is(t))
+    return fmt::format("GPU Messaging data from PE {} (counter {})", tag::DeviceTag::src_pe(t),
+                       tag::DeviceTag::counter(t));
+  return fmt::format("channel {} data (counter {})", tag::ChannelTag::channel_id(t), tag::ChannelTag::counter(t));
+}
+
+// A receive completed (in a callback or in place): queue its completion.
+void recv_finished(RequestState* r, ucs_status_t status, std::size_t length) {
+  Machine& m = M();
+  if (status == UCS_ERR_CANCELED) return;
+  if (status == UCS_ERR_MESSAGE_TRUNCATED)
+    fatal(fmt::format("{} does not fit: the receive buffer holds {} bytes, the incoming data is "
+                      "{} bytes", describe_tag(r->tag), r->capacity, length));
+  if (status != UCS_OK) {
+    if (!m.shutting_down) fatal(fmt::format("{}: receive failed: {}", describe_tag(r->tag), ucs_status_string(status)));
+    return;
+  }
+  if (r->kind == ReqKind::DeviceRecv) m.done.push_back({{}, r->op, r->rtype});
+  else m.done.push_back({r->done, nullptr, DeviceRecvType::Converse});
+}
+
+void op_recv_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void*) {
+  auto* r = static_cast<RequestState*>(request);
+  unlink_recv(r);
+  recv_finished(r, status, info ? info->length : 0);
+  ucp_request_free(request);
+}
+
+void tagged_send(int pe, const void* ptr, std::size_t size, MemoryType mem, std::uint64_t t, Completion done) {
+  Machine& m = M();
+  if (pe < 0 || pe >= m.info.num_pes) fatal(fmt::format("device send to PE {}, outside [0, {})", pe, m.info.num_pes));
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  p.cb.send = op_send_done;
+  p.memory_type = ucs_type(mem);
+  ucs_status_ptr_t sp = ucp_tag_send_nbx(endpoint(pe), ptr, size, t, &p);
+  if (sp == nullptr) {
+    m.done.push_back({done, nullptr, DeviceRecvType::Converse});
+    return;
+  }
+  if (UCS_PTR_IS_ERR(sp)) m.hooks.peer_failed(pe, ucs_status_string(UCS_PTR_STATUS(sp)));
+  auto* r = static_cast<RequestState*>(sp);
+  r->kind = ReqKind::OpSend;
+  r->pe = pe;
+  r->done = done;
+  ++m.pending_sends;
+}
+
+// Posts a full-mask receive; `setup` fills the request's own fields.
+template <class Setup>
+void tagged_recv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t t, ReqKind kind, Setup&& setup) {
+  Machine& m = M();
+  ucp_tag_recv_info_t tinfo{};
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FIELD_RECV_INFO;
+  p.cb.recv = op_recv_done;
+  p.memory_type = ucs_type(mem);
+  p.recv_info.tag_info = &tinfo;
+  ucs_status_ptr_t sp = ucp_tag_recv_nbx(m.worker, ptr, size, t, tag::kFullMask, &p);
+  if (UCS_PTR_IS_ERR(sp) && UCS_PTR_STATUS(sp) != UCS_ERR_MESSAGE_TRUNCATED)
+    fatal(fmt::format("posting a receive for {} failed: {}", describe_tag(t), ucs_status_string(UCS_PTR_STATUS(sp))));
+  RequestState local{};
+  RequestState* r = (sp == nullptr || UCS_PTR_IS_ERR(sp)) ? &local : static_cast<RequestState*>(sp);
+  r->kind = kind;
+  r->capacity = size;
+  r->tag = t;
+  setup(*r);
+  if (r == &local) {  // completed in place (or truncated at once)
+    recv_finished(r, sp == nullptr ? UCS_OK : UCS_PTR_STATUS(sp), tinfo.length);
+    return;
+  }
+  r->prev = nullptr;
+  r->next = m.open_recvs;
+  if (m.open_recvs) m.open_recvs->prev = r;
+  m.open_recvs = r;
 }
 
 void bind_to_core(Machine& m) {
@@ -255,7 +390,7 @@ ucp_ep_h endpoint(int pe) {
   Machine& m = M();
   ucp_ep_h& ep = m.eps[pe];
   if (ep) return ep;
-  std::vector<char> addr = m.boot->get(pe, kAddressKey);
+  std::vector<char> addr = pe == m.info.my_pe ? m.my_address : m.boot->get(pe, kAddressKey);
   ucp_ep_params_t p{};
   p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
@@ -345,6 +480,8 @@ void LrtsInit(const Options& options, const Hooks& hooks) {
   wa.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS;
   check(ucp_worker_query(m.worker, &wa), "ucp_worker_query");
   b.put(kAddressKey, wa.address, wa.address_length);
+  const char* a = reinterpret_cast<const char*>(wa.address);
+  m.my_address.assign(a, a + wa.address_length);
   ucp_worker_release_address(m.worker, wa.address);
 
   m.eps.assign(static_cast<std::size_t>(m.info.num_pes), nullptr);
@@ -353,6 +490,7 @@ void LrtsInit(const Options& options, const Hooks& hooks) {
   m.completed.reserve(static_cast<std::size_t>(m.opt.prepost));
   m.repost.reserve(static_cast<std::size_t>(m.opt.prepost));
   m.probe_arrived.reserve(64);
+  m.done.reserve(256);
   for (int i = 0; i < m.opt.prepost; ++i) post_eager(i);
 
   // Every PE's address is known (and its receives posted) once the fence is done.
@@ -395,7 +533,7 @@ int LrtsProgress() {
   // A large message's rendezvous request can only have arrived during a progress call
   // that reported events, so an idle poll skips the probe.
   if (n > 0) n += probe_large();
-  if (!m.completed.empty() || !m.probe_arrived.empty()) n += drain();
+  if (!m.completed.empty() || !m.probe_arrived.empty() || !m.done.empty()) n += drain();
   return n;
 }
 
@@ -449,6 +587,34 @@ void LrtsDescribeTransports(int pe) {
   m.info.transports = out;
 }
 
+void LrtsDeviceSend(int dest_pe, const void* ptr, std::size_t size, MemoryType mem, std::uint64_t& t,
+                    Completion done) {
+  Machine& m = M();
+  t = tag::DeviceTag::make(static_cast<std::uint64_t>(m.info.my_pe), m.device_counter);
+  m.device_counter = tag::DeviceTag::next(m.device_counter);
+  tagged_send(dest_pe, ptr, size, mem, t, done);
+}
+
+void LrtsSetDeviceRecvHandler(DeviceRecvType type, DeviceRecvHandler h) {
+  M().recv_handlers[static_cast<int>(type)] = h;
+}
+
+void LrtsDeviceRecv(DeviceRdmaOp* op, DeviceRecvType type) {
+  tagged_recv(op->dest_ptr, op->size, op->mem, op->tag, ReqKind::DeviceRecv, [&](RequestState& r) {
+    r.op = op;
+    r.rtype = type;
+  });
+}
+
+void LrtsChannelSend(int dest_pe, const void* ptr, std::size_t size, MemoryType mem, std::uint64_t t,
+                     Completion done) {
+  tagged_send(dest_pe, ptr, size, mem, t, done);
+}
+
+void LrtsChannelRecv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t t, Completion done) {
+  tagged_recv(ptr, size, mem, t, ReqKind::ChannelRecv, [&](RequestState& r) { r.done = done; });
+}
+
 void LrtsExit() {
   Machine& m = M();
   // 1. Our sends complete, then every PE is past that point.
@@ -457,7 +623,11 @@ void LrtsExit() {
   m.boot->fence(false, LrtsProgress);
   m.shutting_down = true;
   m.repost.clear();
-  // 2. Cancel the pre-posted receives (their callbacks release the buffers).
+  // 2. Cancel receives nobody sent to, and the pre-posted ones (their callbacks release
+  //    the buffers).
+  for (RequestState* r = m.open_recvs; r; r = r->next) ucp_request_cancel(m.worker, r);
+  while (m.open_recvs) ucp_worker_progress(m.worker);
+  m.done.clear();
   for (EagerSlot& slot : m.slots)
     if (slot.req) ucp_request_cancel(m.worker, slot.req);
   for (EagerSlot& slot : m.slots) {

@@ -76,6 +76,52 @@ void LrtsBarrier();
 // endpoint if needed).
 void LrtsDescribeTransports(int pe);
 
+// ---- memory types ------------------------------------------------------------------------
+// Where a buffer lives. Every UCX call is given it, so UCX never has to guess (its own
+// detection misses memory allocated before it started, static CUDA and custom pools).
+enum class MemoryType : std::uint8_t { Host = 0, Cuda = 1 };
+// Host or CUDA, from CUDA's pointer attributes through a range cache that drops a range
+// when its memory is freed (so a reused address is asked about again). Without CUDA
+// (not built in, or no driver) everything is host.
+MemoryType LrtsMemoryType(const void* ptr);
+const char* LrtsMemoryTypeName(MemoryType t);
+std::size_t LrtsMemoryTypeCachedRanges();  // for tests: device ranges in the cache
+
+// ---- GPU Messaging API (tag: DEVICE | source PE | per-source counter) ----------------------
+// A completion: `fn(ctx)` runs on this PE after progress (never inside UCX), once the
+// operation's buffer may be reused (send) or holds the data (receive).
+struct Completion {
+  void (*fn)(void* ctx) = nullptr;
+  void* ctx = nullptr;
+};
+// Sends `size` bytes at `ptr` to `dest_pe`; returns the tag it used in `tag` (the layer
+// above tells the receiver, in its metadata message).
+void LrtsDeviceSend(int dest_pe, const void* ptr, std::size_t size, MemoryType mem,
+                    std::uint64_t& tag, Completion done);
+
+// Who handles a completed device receive: the core now, the MPI shim and Python later.
+enum class DeviceRecvType : std::uint8_t { Converse = 0, Core = 1, Ampi = 2, Python = 3 };
+inline constexpr int kDeviceRecvTypes = 4;
+struct DeviceRdmaOp {
+  int src_pe = 0;
+  void* dest_ptr = nullptr;
+  std::size_t size = 0;  // capacity of dest_ptr; more incoming data is an error
+  std::uint64_t tag = 0;
+  MemoryType mem = MemoryType::Host;
+  void* user = nullptr;  // for the handler
+};
+using DeviceRecvHandler = void (*)(DeviceRdmaOp* op);
+void LrtsSetDeviceRecvHandler(DeviceRecvType type, DeviceRecvHandler h);
+// Posts the receive (full tag mask); the handler for `type` gets `op` when the data is in.
+void LrtsDeviceRecv(DeviceRdmaOp* op, DeviceRecvType type);
+
+// ---- Channel API (tag: CHANNEL | channel id | per-channel, per-direction counter) ----------
+// The layer above builds the tags; no metadata message travels.
+void LrtsChannelSend(int dest_pe, const void* ptr, std::size_t size, MemoryType mem,
+                     std::uint64_t tag, Completion done);
+void LrtsChannelRecv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t tag,
+                     Completion done);
+
 // Orderly teardown, collective over all PEs: flush sends, fence, cancel pre-posted
 // receives, close endpoints, fence, destroy worker and context, finalize PMIx.
 void LrtsExit();

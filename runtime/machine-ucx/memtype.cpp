@@ -1,0 +1,95 @@
+// Host or CUDA for a pointer. The CUDA driver is opened at run time (dlopen), so the
+// same binary runs where there is no GPU or driver: then everything is host.
+// Device ranges are cached (start -> end, buffer id) and dropped when UCX's memory hooks
+// report that memory freed, so an address reused by a new allocation is asked about
+// again (the reference implementation's cache never evicts). Without the free events
+// nothing is cached. Non-SMP: the cache belongs to the PE's thread, which is also the one
+// that frees (UCM calls its handlers in the freeing thread).
+#include <ucharm/machine.h>
+
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <map>
+
+#ifdef UCHARM_HAVE_CUDA
+#include <cuda.h>
+#include <ucm/api/ucm.h>
+#endif
+
+namespace ucharm::machine {
+namespace {
+
+class MemoryTypeCache {
+ public:
+  MemoryType query(const void* p) {
+#ifdef UCHARM_HAVE_CUDA
+    if (!init_done_) init();
+    if (!cuda_) return MemoryType::Host;
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    auto it = device_.upper_bound(a);
+    if (it != device_.begin()) {
+      --it;
+      if (a < it->second) return MemoryType::Cuda;
+    }
+    CUmemorytype type{};
+    CUdeviceptr start = 0;
+    std::size_t size = 0;
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    void* out[] = {&type, &start, &size};
+    if (get_attrs_(3, attrs, out, static_cast<CUdeviceptr>(a)) != CUDA_SUCCESS || type != CU_MEMORYTYPE_DEVICE)
+      return MemoryType::Host;
+    if (evictable_ && size) device_[static_cast<std::uintptr_t>(start)] = static_cast<std::uintptr_t>(start) + size;
+    return MemoryType::Cuda;
+#else
+    (void)p;
+    return MemoryType::Host;
+#endif
+  }
+
+  void evict(std::uintptr_t addr, std::size_t len) {
+    // Drop every cached range overlapping [addr, addr + len).
+    auto it = device_.upper_bound(addr);
+    if (it != device_.begin()) --it;
+    while (it != device_.end() && it->first < addr + (len ? len : 1)) {
+      if (it->second > addr) it = device_.erase(it);
+      else ++it;
+    }
+  }
+
+  std::size_t cached() const { return device_.size(); }
+
+ private:
+#ifdef UCHARM_HAVE_CUDA
+  static void on_free(ucm_event_type_t, ucm_event_t* ev, void* arg) {
+    static_cast<MemoryTypeCache*>(arg)->evict(reinterpret_cast<std::uintptr_t>(ev->mem_type.address),
+                                              ev->mem_type.size);
+  }
+  void init() {
+    init_done_ = true;
+    void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return;
+    auto cu_init = reinterpret_cast<CUresult (*)(unsigned)>(::dlsym(lib, "cuInit"));
+    get_attrs_ = reinterpret_cast<decltype(get_attrs_)>(::dlsym(lib, "cuPointerGetAttributes"));
+    if (!cu_init || !get_attrs_ || cu_init(0) != CUDA_SUCCESS) return;  // no GPU: all host
+    cuda_ = true;
+    evictable_ = ucm_set_event_handler(UCM_EVENT_MEM_TYPE_FREE, 0, on_free, this) == UCS_OK;
+  }
+  CUresult (*get_attrs_)(unsigned, CUpointer_attribute*, void**, CUdeviceptr) = nullptr;
+#endif
+  bool init_done_ = false;
+  bool cuda_ = false;
+  bool evictable_ = false;
+  std::map<std::uintptr_t, std::uintptr_t> device_;  // start -> end
+};
+
+MemoryTypeCache g_memtypes;
+
+}  // namespace
+
+MemoryType LrtsMemoryType(const void* ptr) { return g_memtypes.query(ptr); }
+std::size_t LrtsMemoryTypeCachedRanges() { return g_memtypes.cached(); }
+const char* LrtsMemoryTypeName(MemoryType t) { return t == MemoryType::Cuda ? "cuda" : "host"; }
+
+}  // namespace ucharm::machine
