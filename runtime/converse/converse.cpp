@@ -382,6 +382,7 @@ void ConverseInit(int argc, char** argv, void (*start)(int, char**), int usched,
   lrts::LrtsInit(mo, lrts::Hooks{hook_alloc, hook_deliver, hook_release, hook_peer_failed});
   s.my_pe = lrts::LrtsMyPe();
   s.num_pes = lrts::LrtsNumPes();
+  device_init();
   if (s.options.verbose) print_banner();
 
   if (start) start(argc, argv);

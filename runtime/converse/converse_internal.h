@@ -41,5 +41,6 @@ extern PeState g_pe_state;
 inline PeState& pe_state() { return g_pe_state; }
 void thread_resume_handler(void* msg);
 void print_banner();
+void device_init();
 
 }  // namespace ucharm::converse

@@ -106,6 +106,18 @@ TEST_P(ConverseJob, SchedulerRunsCountPollAndUntil) {
   expect_ok(r, "sched ok");
 }
 
+TEST_P(ConverseJob, DeviceBuffersOfEverySizeArriveIntact) {
+  Result r = job(n(), {"device"});
+  expect_ok(r, "device ok");
+  EXPECT_FALSE(has(r.err, "UCX")) << describe(r);
+}
+
+TEST_P(ConverseJob, ChannelsBetweenEveryPairInBothArrivalOrders) {
+  Result r = job(n(), {"channel"});
+  expect_ok(r, "channel ok");
+  EXPECT_FALSE(has(r.err, "UCX")) << describe(r);
+}
+
 TEST_P(ConverseJob, ExitCodeFromAnyPeReachesTheLauncher) {
   Result r = job(n(), {"exitcode"});
   EXPECT_EQ(r.code, 3) << describe(r);
@@ -141,6 +153,23 @@ TEST_P(ConverseJob, KilledPeerIsReportedByEveryOtherPe) {
 
 INSTANTIATE_TEST_SUITE_P(Pes, ConverseJob, ::testing::Values(1, 2, 4),
                          [](const auto& info) { return std::to_string(info.param) + "pe"; });
+
+TEST(Converse, TagCountersWrapWithoutMismatch) {
+  // 200 steps: 100 channel and 100 GPU Messaging transfers. In the narrow test build
+  // (4-bit counters) each counter wraps six times.
+  for (const char* prog : {TESTPROG_PATH, NARROW_TESTPROG_PATH}) {
+    for (int n : {2, 4}) {
+      Result r = run({kRun, "-n", std::to_string(n), "--timeout", "50", prog, "wrap", "200"}, 60);
+      expect_ok(r, "wrap ok: 200 steps");
+    }
+  }
+}
+
+TEST(Converse, TooSmallReceiveBufferIsReportedWithBothSizes) {
+  Result r = job(2, {"truncate"}, 30);
+  EXPECT_NE(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.err, "the receive buffer holds 100 bytes, the incoming data is 1000 bytes")) << describe(r);
+}
 
 TEST(Converse, HotPathAllocatesNothingFromTheHeap) {
   for (int n : {1, 2, 4}) {

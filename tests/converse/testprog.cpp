@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <map>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -431,6 +432,244 @@ void start() {
 }  // namespace sched
 
 // ------------------------------------------------------------------------------------
+// device: every PE sends many buffers (0 B to 16 MiB) to the next PE with CmiSendDevice
+// and tells it the tags in one host message; the receiver posts CmiRecvDevice for each.
+namespace device {
+const std::vector<std::size_t> kSizes = {0, 1, 8, 4096, 32769, 1 << 20, 16 << 20, 100, 7};
+struct Entry { std::uint64_t size, tag; };
+int h_meta, h_sent, h_got, h_report;
+std::vector<std::vector<char>> out, in;
+int sends_left = 0, recvs_left = 0, reports = 0, from = 0;
+
+void maybe_report() {
+  if (sends_left == 0 && recvs_left == 0) {
+    sends_left = -1;
+    CmiSyncSendAndFree(0, msg_size<int>(), make_msg(h_report, 0));
+  }
+}
+void sent(void* msg) { CmiFree(msg); --sends_left; maybe_report(); }
+void got(void* msg) {
+  int i = payload<int>(msg);
+  CmiFree(msg);
+  const std::vector<char>& b = in[static_cast<std::size_t>(i)];
+  if (!matches(b.data(), b.size(), static_cast<std::uint64_t>(from), b.size()))
+    CmiAbort("device: buffer %d (%zu bytes) from PE %d corrupted", i, b.size(), from);
+  --recvs_left;
+  maybe_report();
+}
+void meta(void* msg) {
+  from = CmiMsgSourcePe(msg);
+  const auto* e = reinterpret_cast<const Entry*>(CmiMsgPayload(msg));
+  const std::size_t n = (CmiMsgSize(msg) - CmiMsgHeaderSizeBytes) / sizeof(Entry);
+  in.assign(n, {});
+  recvs_left = static_cast<int>(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    in[i].resize(e[i].size);
+    CmiRecvDevice(in[i].data(), in[i].size(), e[i].tag, make_msg(h_got, static_cast<int>(i)));
+  }
+  CmiFree(msg);
+}
+void report(void* msg) {
+  CmiFree(msg);
+  if (++reports == CmiNumPes()) {
+    CmiPrintf("device ok\n");
+    CmiExit(0);
+  }
+}
+void start() {
+  h_meta = CmiRegisterHandler(meta);
+  h_sent = CmiRegisterHandler(sent);
+  h_got = CmiRegisterHandler(got);
+  h_report = CmiRegisterHandler(report);
+  const int to = (CmiMyPe() + 1) % CmiNumPes();
+  std::vector<Entry> entries;
+  out.assign(kSizes.size(), {});
+  sends_left = static_cast<int>(kSizes.size());
+  for (std::size_t i = 0; i < kSizes.size(); ++i) {
+    out[i].resize(kSizes[i]);
+    fill(out[i].data(), out[i].size(), static_cast<std::uint64_t>(CmiMyPe()), kSizes[i]);
+    CmiDeviceBuffer b{out[i].data(), out[i].size(), 0};
+    CmiSendDevice(to, b, make_msg(h_sent, 0));
+    entries.push_back({kSizes[i], b.tag});
+  }
+  std::size_t bytes = CmiMsgHeaderSizeBytes + entries.size() * sizeof(Entry);
+  void* m = CmiAlloc(bytes);
+  std::memcpy(CmiMsgPayload(m), entries.data(), entries.size() * sizeof(Entry));
+  CmiSetHandler(m, h_meta);
+  CmiSyncSendAndFree(to, bytes, m);
+}
+}  // namespace device
+
+// ------------------------------------------------------------------------------------
+// channel: a channel each way between every pair of PEs (and each PE with itself), K
+// transfers per channel. The first half is sent before the receiver posts (data waits
+// unexpected); the second half after the receiver says it has posted.
+namespace channel {
+constexpr int K = 12;
+const std::size_t kSizes[] = {0, 1, 8, 1000, 40000, 1 << 20};
+int h_first_sent, h_posted, h_recv_done, h_send_done, h_report;
+std::map<std::pair<int, int>, std::vector<char>> inbox;  // (src, k) -> buffer
+std::vector<std::vector<char>> outbox;                     // [dst * K + k]
+int recvs_left = 0, sends_left = 0, reports = 0;
+
+std::uint64_t id(int src, int dst) { return static_cast<std::uint64_t>(src) * CmiNumPes() + dst; }
+std::uint64_t counter_for(int k) {
+  std::uint64_t c = 0;
+  for (int i = 0; i < k; ++i) c = CmiChannelNextCounter(c);
+  return c;
+}
+std::size_t size_for(int k) { return kSizes[k % 6]; }
+struct Done { int src, k; };
+
+void maybe_report() {
+  if (recvs_left == 0 && sends_left == 0) {
+    recvs_left = -1;
+    CmiSyncSendAndFree(0, msg_size<int>(), make_msg(h_report, 0));
+  }
+}
+void post(int src, int k) {
+  std::vector<char>& b = inbox[{src, k}];
+  b.resize(size_for(k));
+  CmiChannelRecv(b.data(), b.size(), CmiChannelTag(id(src, CmiMyPe()), counter_for(k)),
+                 make_msg(h_recv_done, Done{src, k}));
+}
+void send(int dst, int k) {
+  std::vector<char>& b = outbox[static_cast<std::size_t>(dst * K + k)];
+  b.resize(size_for(k));
+  fill(b.data(), b.size(), static_cast<std::uint64_t>(CmiMyPe() * 1000 + dst), static_cast<std::uint64_t>(k));
+  CmiChannelSend(dst, b.data(), b.size(), CmiChannelTag(id(CmiMyPe(), dst), counter_for(k)), make_msg(h_send_done, 0));
+}
+void first_sent(void* msg) {  // the sender's first half is out: post for it now
+  int src = CmiMsgSourcePe(msg);
+  CmiFree(msg);
+  for (int k = 0; k < K / 2; ++k) post(src, k);
+}
+void posted(void* msg) {  // the receiver has posted the second half: send it
+  int dst = CmiMsgSourcePe(msg);
+  CmiFree(msg);
+  for (int k = K / 2; k < K; ++k) send(dst, k);
+}
+void recv_done(void* msg) {
+  Done d = payload<Done>(msg);
+  CmiFree(msg);
+  const std::vector<char>& b = inbox[{d.src, d.k}];
+  if (!matches(b.data(), b.size(), static_cast<std::uint64_t>(d.src * 1000 + CmiMyPe()), static_cast<std::uint64_t>(d.k)))
+    CmiAbort("channel %d->%d transfer %d corrupted (or matched the wrong send)", d.src, CmiMyPe(), d.k);
+  --recvs_left;
+  maybe_report();
+}
+void send_done(void* msg) { CmiFree(msg); --sends_left; maybe_report(); }
+void report(void* msg) {
+  CmiFree(msg);
+  if (++reports == CmiNumPes()) {
+    CmiPrintf("channel ok: %d channels, %d transfers each\n", CmiNumPes() * CmiNumPes(), K);
+    CmiExit(0);
+  }
+}
+void start() {
+  h_first_sent = CmiRegisterHandler(first_sent);
+  h_posted = CmiRegisterHandler(posted);
+  h_recv_done = CmiRegisterHandler(recv_done);
+  h_send_done = CmiRegisterHandler(send_done);
+  h_report = CmiRegisterHandler(report);
+  const int n = CmiNumPes();
+  outbox.assign(static_cast<std::size_t>(n * K), {});
+  recvs_left = sends_left = n * K;
+  CmiBarrier();  // every PE has its handlers before any notification arrives
+  for (int peer = 0; peer < n; ++peer) {
+    for (int k = 0; k < K / 2; ++k) send(peer, k);
+    CmiSyncSendAndFree(peer, msg_size<int>(), make_msg(h_first_sent, 0));
+    for (int k = K / 2; k < K; ++k) post(peer, k);
+    CmiSyncSendAndFree(peer, msg_size<int>(), make_msg(h_posted, 0));
+  }
+}
+}  // namespace channel
+
+// ------------------------------------------------------------------------------------
+// wrap: PE 0 and the last PE take turns, one transfer at a time, over a channel and over
+// GPU Messaging, for many more steps than the narrow test build's 16 counter values.
+namespace wrap {
+int steps = 0, h_chan_done, h_dev_meta, h_dev_done, h_ignore;
+int step = 0;
+std::uint64_t counter[2] = {0, 0};  // per direction: 0 = to the peer, 1 = from it
+std::vector<char> buf(64);
+int peer() { return CmiMyPe() == 0 ? CmiNumPes() - 1 : 0; }
+bool starts() { return CmiMyPe() == 0; }
+void send_next();
+void ignore(void* msg) { CmiFree(msg); }
+void finish() {
+  if (CmiMyPe() == 0) {
+    CmiPrintf("wrap ok: %d steps\n", steps);
+    CmiExit(0);
+  }
+}
+void check(int s) {
+  if (!matches(buf.data(), buf.size(), 77, static_cast<std::uint64_t>(s)))
+    CmiAbort("wrap: step %d got another step's data", s);
+}
+void post_recv() {
+  const int from = peer();
+  CmiChannelRecv(buf.data(), buf.size(), CmiChannelTag(static_cast<std::uint64_t>(from) + 1, counter[1]),
+                 make_msg(h_chan_done, 0));
+  counter[1] = CmiChannelNextCounter(counter[1]);
+}
+void chan_done(void* msg) {  // received step `step`
+  CmiFree(msg);
+  check(step);
+  if (++step == steps) { finish(); return; }
+  send_next();
+}
+void send_next() {  // alternate: channel on even steps, GPU Messaging on odd ones
+  fill(buf.data(), buf.size(), 77, static_cast<std::uint64_t>(step));
+  const int to = peer();
+  if (step % 2 == 0) {
+    CmiChannelSend(to, buf.data(), buf.size(), CmiChannelTag(static_cast<std::uint64_t>(CmiMyPe()) + 1, counter[0]),
+                   make_msg(h_ignore, 0));
+    counter[0] = CmiChannelNextCounter(counter[0]);
+  } else {
+    CmiDeviceBuffer b{buf.data(), buf.size(), 0};
+    CmiSendDevice(to, b, make_msg(h_ignore, 0));
+    CmiSyncSendAndFree(to, msg_size<std::uint64_t>(), make_msg(h_dev_meta, b.tag));
+  }
+  if (++step == steps) { finish(); return; }
+  if (step % 2 == 0) post_recv();
+}
+void dev_meta(void* msg) {
+  std::uint64_t tag = payload<std::uint64_t>(msg);
+  CmiFree(msg);
+  CmiRecvDevice(buf.data(), buf.size(), tag, make_msg(h_dev_done, 0));
+}
+void dev_done(void* msg) { chan_done(msg); }
+void start() {
+  h_chan_done = CmiRegisterHandler(chan_done);
+  h_dev_meta = CmiRegisterHandler(dev_meta);
+  h_dev_done = CmiRegisterHandler(dev_done);
+  h_ignore = CmiRegisterHandler(ignore);
+  steps = g_args.empty() ? 200 : std::atoi(g_args[0].c_str());
+  CmiBarrier();
+  if (CmiNumPes() > 1 && CmiMyPe() != 0 && CmiMyPe() != CmiNumPes() - 1) return;
+  if (CmiNumPes() == 1) CmiAbort("wrap needs 2 PEs or more");
+  if (starts()) send_next();
+  else post_recv();
+}
+}  // namespace wrap
+
+// ------------------------------------------------------------------------------------
+// truncate: a receive buffer smaller than the data must stop the program, naming both.
+namespace truncate {
+std::vector<char> big(1000), small(100);
+int h_ignore;
+void ignore(void* msg) { CmiFree(msg); }
+void start() {
+  h_ignore = CmiRegisterHandler(ignore);
+  const int last = CmiNumPes() - 1;
+  CmiBarrier();
+  if (CmiMyPe() == 0) CmiChannelSend(last, big.data(), big.size(), CmiChannelTag(5, 0), make_msg(h_ignore, 0));
+  if (CmiMyPe() == last) CmiChannelRecv(small.data(), small.size(), CmiChannelTag(5, 0), make_msg(h_ignore, 0));
+}
+}  // namespace truncate
+
+// ------------------------------------------------------------------------------------
 // idle: PE 0 computes for one second while the others wait in the scheduler; each idle
 // PE then reports the CPU time it used meanwhile, which must be far below a second.
 namespace idle {
@@ -507,6 +746,10 @@ void start(int argc, char** argv) {
   else if (g_mode == "thread") thread::start();
   else if (g_mode == "queue") queue::start();
   else if (g_mode == "async") async::start();
+  else if (g_mode == "device") device::start();
+  else if (g_mode == "channel") channel::start();
+  else if (g_mode == "wrap") wrap::start();
+  else if (g_mode == "truncate") truncate::start();
   else if (g_mode == "sched") sched::start();
   else if (g_mode == "idle") idle::start();
   else if (g_mode == "abort" || g_mode == "killpeer" || g_mode == "exitcode" ||

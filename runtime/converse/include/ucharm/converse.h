@@ -114,6 +114,34 @@ void ConverseInit(int argc, char** argv, void (*start)(int, char**), int usched 
 // Collective: every PE must call it. Ends the process with `code`.
 [[noreturn]] void ConverseExit(int code = 0);
 
+// ---- GPU data: the Converse layer of the GPU Messaging and Channel APIs ----------------
+// Data moves straight between buffers, host or CUDA memory alike, tagged by the machine
+// layer (the paper's Fig. 3). A completion is a message you allocate and pass in (or
+// nullptr): the scheduler runs it on this PE once the operation is done.
+enum class CmiMemoryType : std::uint8_t { Host = 0, Cuda = 1 };
+CmiMemoryType CmiGetMemoryType(const void* ptr);  // host or CUDA (cached, correct after free)
+
+struct CmiDeviceBuffer {
+  const void* ptr = nullptr;
+  std::size_t size = 0;
+  std::uint64_t tag = 0;   // set by CmiSendDevice; the receiver needs it
+};
+
+// GPU Messaging: sends buf.size bytes at buf.ptr to `pe` and sets buf.tag (send it to the
+// receiver in a host message). `done_msg` runs here once the buffer may be reused.
+void CmiSendDevice(int pe, CmiDeviceBuffer& buf, void* done_msg);
+// Receives the data of `tag` into `dest`, which holds `size` bytes (more incoming data
+// is an error naming both sizes). `done_msg` runs here once the data is in.
+void CmiRecvDevice(void* dest, std::size_t size, std::uint64_t tag, void* done_msg);
+
+// Channels: both sides build the same tags from a channel id and a counter that each
+// side advances per direction; no metadata message travels.
+unsigned CmiChannelIdBits();  // 28 in normal builds
+std::uint64_t CmiChannelTag(std::uint64_t channel_id, std::uint64_t counter);
+std::uint64_t CmiChannelNextCounter(std::uint64_t counter);  // wraps at the counter width
+void CmiChannelSend(int pe, const void* ptr, std::size_t size, std::uint64_t tag, void* done_msg);
+void CmiChannelRecv(void* ptr, std::size_t size, std::uint64_t tag, void* done_msg);
+
 // ---- user-level threads ----------------------------------------------------------------
 struct CthThreadStruct;
 using CthThread = CthThreadStruct*;

@@ -76,10 +76,17 @@ struct ChannelTagLayout : TwoFieldLayout<MsgType::Channel, IdBits, CounterBits> 
   static constexpr std::uint64_t counter(Tag t) { return Base::second(t); }
 };
 
+#ifdef UCHARM_TEST_NARROW_TAGS
+// A test build only: 16 counter values, so sequences of transfers wrap many times.
+using DeviceTag = DeviceTagLayout<56, 4>;
+using ChannelTag = ChannelTagLayout<56, 4>;
+#else
 using DeviceTag = DeviceTagLayout<>;
 using ChannelTag = ChannelTagLayout<>;
+#endif
 
 static_assert(DeviceTag::src_pe(DeviceTag::make(7, 9)) == 7);
+static_assert(DeviceTag::counter(DeviceTag::make(7, 9)) == 9);
 static_assert(DeviceTag::counter(DeviceTag::make(7, 9)) == 9);
 static_assert(ChannelTag::channel_id(ChannelTag::make(5, 3)) == 5);
 static_assert(type_of(host_tag(MsgType::Probe)) == MsgType::Probe);
