@@ -41,6 +41,8 @@ CmiMemoryType CmiGetMemoryType(const void* ptr) {
   return mem_of(ptr) == lrts::MemoryType::Cuda ? CmiMemoryType::Cuda : CmiMemoryType::Host;
 }
 
+std::size_t CmiMemoryTypeCachedRanges() { return lrts::LrtsMemoryTypeCachedRanges(); }
+
 void CmiSendDevice(int pe, CmiDeviceBuffer& buf, void* done_msg) {
   check_pe(pe, "CmiSendDevice");
   lrts::LrtsDeviceSend(pe, buf.ptr, buf.size, mem_of(buf.ptr), buf.tag, {enqueue_done, done_msg});

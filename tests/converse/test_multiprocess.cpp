@@ -154,6 +154,34 @@ TEST_P(ConverseJob, KilledPeerIsReportedByEveryOtherPe) {
 INSTANTIATE_TEST_SUITE_P(Pes, ConverseJob, ::testing::Values(1, 2, 4),
                          [](const auto& info) { return std::to_string(info.param) + "pe"; });
 
+#ifdef UCHARM_TEST_CUDA
+#include <cuda_runtime.h>
+#endif
+
+int cuda_devices() {
+#ifdef UCHARM_TEST_CUDA
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+#else
+  return 0;
+#endif
+}
+
+// The same transfers with GPU memory: every buffer from cudaMalloc, one GPU per PE.
+TEST(ConverseGpu, DeviceChannelAndWrapWithCudaBuffers) {
+  if (cuda_devices() == 0) GTEST_SKIP() << "no CUDA device visible (or a build without CUDA)";
+  for (int n : {1, 2}) {
+    expect_ok(job(n, {"device", "cuda"}), "device ok");
+    expect_ok(job(n, {"channel", "cuda"}), "channel ok");
+  }
+  expect_ok(job(2, {"wrap", "cuda"}), "wrap ok");
+}
+
+TEST(ConverseGpu, MemoryTypeCacheStaysCorrectAfterFree) {
+  if (cuda_devices() == 0) GTEST_SKIP() << "no CUDA device visible (or a build without CUDA)";
+  expect_ok(job(1, {"memtype"}), "memtype ok");
+}
+
 TEST(Converse, TagCountersWrapWithoutMismatch) {
   // 200 steps: 100 channel and 100 GPU Messaging transfers. In the narrow test build
   // (4-bit counters) each counter wraps six times.

@@ -10,6 +10,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#ifdef UCHARM_TEST_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include <atomic>
 #include <map>
 #include <cstdint>
@@ -23,6 +27,68 @@
 namespace {
 
 std::string g_mode;
+bool g_cuda = false;  // "cuda" among the mode's arguments: device/channel/wrap use GPU memory
+
+// A test buffer in host or GPU memory; filled and checked through host copies.
+class Buf {
+ public:
+  Buf() = default;
+  explicit Buf(std::size_t n) { resize(n); }
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+  Buf(Buf&& o) noexcept { swap(o); }
+  Buf& operator=(Buf&& o) noexcept { swap(o); return *this; }
+  ~Buf() { release(); }
+  void resize(std::size_t n) {
+    release();
+    size_ = n;
+#ifdef UCHARM_TEST_CUDA
+    if (g_cuda) {
+      if (cudaMalloc(&dev_, n ? n : 1) != cudaSuccess) CmiAbort("cudaMalloc(%zu) failed", n);
+      return;
+    }
+#endif
+    host_.assign(n, 0);
+  }
+  char* data() { return dev_ ? static_cast<char*>(dev_) : host_.data(); }
+  std::size_t size() const { return size_; }
+  std::vector<char> read() const {
+#ifdef UCHARM_TEST_CUDA
+    if (dev_) {
+      std::vector<char> h(size_);
+      if (size_ && cudaMemcpy(h.data(), dev_, size_, cudaMemcpyDeviceToHost) != cudaSuccess) CmiAbort("cudaMemcpy failed");
+      return h;
+    }
+#endif
+    return host_;
+  }
+  void write(const std::vector<char>& h) {
+#ifdef UCHARM_TEST_CUDA
+    if (dev_) {
+      if (size_ && cudaMemcpy(dev_, h.data(), size_, cudaMemcpyHostToDevice) != cudaSuccess) CmiAbort("cudaMemcpy failed");
+      return;
+    }
+#endif
+    host_ = h;
+  }
+
+ private:
+  void release() {
+#ifdef UCHARM_TEST_CUDA
+    if (dev_) cudaFree(dev_);
+#endif
+    dev_ = nullptr;
+    host_.clear();
+  }
+  void swap(Buf& o) {
+    std::swap(dev_, o.dev_);
+    std::swap(size_, o.size_);
+    host_.swap(o.host_);
+  }
+  void* dev_ = nullptr;
+  std::size_t size_ = 0;
+  std::vector<char> host_;
+};
 std::vector<std::string> g_args;
 
 // Deterministic payload bytes for (a, b, i): any corruption or misdelivery shows up.
@@ -36,6 +102,15 @@ bool matches(const char* p, std::size_t n, std::uint64_t a, std::uint64_t b) {
   for (std::size_t i = 0; i < n; ++i)
     if (static_cast<std::uint8_t>(p[i]) != pattern(a, b, i)) return false;
   return true;
+}
+void fill(Buf& b, std::uint64_t x, std::uint64_t y) {
+  std::vector<char> h(b.size());
+  fill(h.data(), h.size(), x, y);
+  b.write(h);
+}
+bool matches(const Buf& b, std::uint64_t x, std::uint64_t y) {
+  std::vector<char> h = b.read();
+  return matches(h.data(), h.size(), x, y);
 }
 
 template <class T>
@@ -438,7 +513,7 @@ namespace device {
 const std::vector<std::size_t> kSizes = {0, 1, 8, 4096, 32769, 1 << 20, 16 << 20, 100, 7};
 struct Entry { std::uint64_t size, tag; };
 int h_meta, h_sent, h_got, h_report;
-std::vector<std::vector<char>> out, in;
+std::vector<Buf> out, in;
 int sends_left = 0, recvs_left = 0, reports = 0, from = 0;
 
 void maybe_report() {
@@ -451,8 +526,8 @@ void sent(void* msg) { CmiFree(msg); --sends_left; maybe_report(); }
 void got(void* msg) {
   int i = payload<int>(msg);
   CmiFree(msg);
-  const std::vector<char>& b = in[static_cast<std::size_t>(i)];
-  if (!matches(b.data(), b.size(), static_cast<std::uint64_t>(from), b.size()))
+  const Buf& b = in[static_cast<std::size_t>(i)];
+  if (!matches(b, static_cast<std::uint64_t>(from), b.size()))
     CmiAbort("device: buffer %d (%zu bytes) from PE %d corrupted", i, b.size(), from);
   --recvs_left;
   maybe_report();
@@ -461,7 +536,8 @@ void meta(void* msg) {
   from = CmiMsgSourcePe(msg);
   const auto* e = reinterpret_cast<const Entry*>(CmiMsgPayload(msg));
   const std::size_t n = (CmiMsgSize(msg) - CmiMsgHeaderSizeBytes) / sizeof(Entry);
-  in.assign(n, {});
+  in.clear();
+  in.resize(n);
   recvs_left = static_cast<int>(n);
   for (std::size_t i = 0; i < n; ++i) {
     in[i].resize(e[i].size);
@@ -483,11 +559,12 @@ void start() {
   h_report = CmiRegisterHandler(report);
   const int to = (CmiMyPe() + 1) % CmiNumPes();
   std::vector<Entry> entries;
-  out.assign(kSizes.size(), {});
+  out.clear();
+  out.resize(kSizes.size());
   sends_left = static_cast<int>(kSizes.size());
   for (std::size_t i = 0; i < kSizes.size(); ++i) {
     out[i].resize(kSizes[i]);
-    fill(out[i].data(), out[i].size(), static_cast<std::uint64_t>(CmiMyPe()), kSizes[i]);
+    fill(out[i], static_cast<std::uint64_t>(CmiMyPe()), kSizes[i]);
     CmiDeviceBuffer b{out[i].data(), out[i].size(), 0};
     CmiSendDevice(to, b, make_msg(h_sent, 0));
     entries.push_back({kSizes[i], b.tag});
@@ -508,8 +585,8 @@ namespace channel {
 constexpr int K = 12;
 const std::size_t kSizes[] = {0, 1, 8, 1000, 40000, 1 << 20};
 int h_first_sent, h_posted, h_recv_done, h_send_done, h_report;
-std::map<std::pair<int, int>, std::vector<char>> inbox;  // (src, k) -> buffer
-std::vector<std::vector<char>> outbox;                     // [dst * K + k]
+std::map<std::pair<int, int>, Buf> inbox;  // (src, k) -> buffer
+std::vector<Buf> outbox;                     // [dst * K + k]
 int recvs_left = 0, sends_left = 0, reports = 0;
 
 std::uint64_t id(int src, int dst) { return static_cast<std::uint64_t>(src) * CmiNumPes() + dst; }
@@ -528,15 +605,15 @@ void maybe_report() {
   }
 }
 void post(int src, int k) {
-  std::vector<char>& b = inbox[{src, k}];
+  Buf& b = inbox[{src, k}];
   b.resize(size_for(k));
   CmiChannelRecv(b.data(), b.size(), CmiChannelTag(id(src, CmiMyPe()), counter_for(k)),
                  make_msg(h_recv_done, Done{src, k}));
 }
 void send(int dst, int k) {
-  std::vector<char>& b = outbox[static_cast<std::size_t>(dst * K + k)];
+  Buf& b = outbox[static_cast<std::size_t>(dst * K + k)];
   b.resize(size_for(k));
-  fill(b.data(), b.size(), static_cast<std::uint64_t>(CmiMyPe() * 1000 + dst), static_cast<std::uint64_t>(k));
+  fill(b, static_cast<std::uint64_t>(CmiMyPe() * 1000 + dst), static_cast<std::uint64_t>(k));
   CmiChannelSend(dst, b.data(), b.size(), CmiChannelTag(id(CmiMyPe(), dst), counter_for(k)), make_msg(h_send_done, 0));
 }
 void first_sent(void* msg) {  // the sender's first half is out: post for it now
@@ -552,8 +629,8 @@ void posted(void* msg) {  // the receiver has posted the second half: send it
 void recv_done(void* msg) {
   Done d = payload<Done>(msg);
   CmiFree(msg);
-  const std::vector<char>& b = inbox[{d.src, d.k}];
-  if (!matches(b.data(), b.size(), static_cast<std::uint64_t>(d.src * 1000 + CmiMyPe()), static_cast<std::uint64_t>(d.k)))
+  const Buf& b = inbox[{d.src, d.k}];
+  if (!matches(b, static_cast<std::uint64_t>(d.src * 1000 + CmiMyPe()), static_cast<std::uint64_t>(d.k)))
     CmiAbort("channel %d->%d transfer %d corrupted (or matched the wrong send)", d.src, CmiMyPe(), d.k);
   --recvs_left;
   maybe_report();
@@ -573,7 +650,8 @@ void start() {
   h_send_done = CmiRegisterHandler(send_done);
   h_report = CmiRegisterHandler(report);
   const int n = CmiNumPes();
-  outbox.assign(static_cast<std::size_t>(n * K), {});
+  outbox.clear();
+  outbox.resize(static_cast<std::size_t>(n * K));
   recvs_left = sends_left = n * K;
   CmiBarrier();  // every PE has its handlers before any notification arrives
   for (int peer = 0; peer < n; ++peer) {
@@ -592,7 +670,7 @@ namespace wrap {
 int steps = 0, h_chan_done, h_dev_meta, h_dev_done, h_ignore;
 int step = 0;
 std::uint64_t counter[2] = {0, 0};  // per direction: 0 = to the peer, 1 = from it
-std::vector<char> buf(64);
+Buf buf;
 int peer() { return CmiMyPe() == 0 ? CmiNumPes() - 1 : 0; }
 bool starts() { return CmiMyPe() == 0; }
 void send_next();
@@ -604,7 +682,7 @@ void finish() {
   }
 }
 void check(int s) {
-  if (!matches(buf.data(), buf.size(), 77, static_cast<std::uint64_t>(s)))
+  if (!matches(buf, 77, static_cast<std::uint64_t>(s)))
     CmiAbort("wrap: step %d got another step's data", s);
 }
 void post_recv() {
@@ -620,7 +698,7 @@ void chan_done(void* msg) {  // received step `step`
   send_next();
 }
 void send_next() {  // alternate: channel on even steps, GPU Messaging on odd ones
-  fill(buf.data(), buf.size(), 77, static_cast<std::uint64_t>(step));
+  fill(buf, 77, static_cast<std::uint64_t>(step));
   const int to = peer();
   if (step % 2 == 0) {
     CmiChannelSend(to, buf.data(), buf.size(), CmiChannelTag(static_cast<std::uint64_t>(CmiMyPe()) + 1, counter[0]),
@@ -645,7 +723,8 @@ void start() {
   h_dev_meta = CmiRegisterHandler(dev_meta);
   h_dev_done = CmiRegisterHandler(dev_done);
   h_ignore = CmiRegisterHandler(ignore);
-  steps = g_args.empty() ? 200 : std::atoi(g_args[0].c_str());
+  steps = g_args.empty() || g_args[0] == "cuda" ? 200 : std::atoi(g_args[0].c_str());
+  buf.resize(64);
   CmiBarrier();
   if (CmiNumPes() > 1 && CmiMyPe() != 0 && CmiMyPe() != CmiNumPes() - 1) return;
   if (CmiNumPes() == 1) CmiAbort("wrap needs 2 PEs or more");
@@ -668,6 +747,42 @@ void start() {
   if (CmiMyPe() == last) CmiChannelRecv(small.data(), small.size(), CmiChannelTag(5, 0), make_msg(h_ignore, 0));
 }
 }  // namespace truncate
+
+// ------------------------------------------------------------------------------------
+// memtype (GPU): CUDA memory is recognised, host memory is not, and a freed range leaves
+// the cache, so an address reused by a new allocation is asked about again.
+namespace memtype {
+void start() {
+#ifdef UCHARM_TEST_CUDA
+  std::vector<char> host(100);
+  if (CmiGetMemoryType(host.data()) != CmiMemoryType::Host) CmiAbort("memtype: host memory taken for CUDA");
+  void* a = nullptr;
+  cudaMalloc(&a, 1 << 20);
+  if (CmiGetMemoryType(a) != CmiMemoryType::Cuda) CmiAbort("memtype: cudaMalloc memory not recognised");
+  if (CmiGetMemoryType(static_cast<char*>(a) + 12345) != CmiMemoryType::Cuda) CmiAbort("memtype: interior pointer");
+  const std::size_t cached = CmiMemoryTypeCachedRanges();
+  if (cached < 1) CmiAbort("memtype: the range was not cached");
+  cudaFree(a);
+  if (CmiMemoryTypeCachedRanges() != cached - 1) CmiAbort("memtype: a freed range stayed in the cache");
+  void* pinned = nullptr;
+  cudaMallocHost(&pinned, 1 << 20);  // host memory, possibly at a formerly cached address
+  if (CmiGetMemoryType(pinned) != CmiMemoryType::Host) CmiAbort("memtype: pinned host memory taken for CUDA");
+  void* b = nullptr;
+  cudaMalloc(&b, 1 << 20);  // often at a's old address
+  if (CmiGetMemoryType(b) != CmiMemoryType::Cuda) CmiAbort("memtype: reused address not recognised");
+  CmiPrintf("memtype: new allocation at %s address\n", a == b ? "the same" : "another");
+  cudaFree(b);
+  cudaFreeHost(pinned);
+  CmiBarrier();
+  if (CmiMyPe() == 0) {
+    CmiPrintf("memtype ok\n");
+    CmiExit(0);
+  }
+#else
+  CmiAbort("memtype needs a build with CUDA");
+#endif
+}
+}  // namespace memtype
 
 // ------------------------------------------------------------------------------------
 // idle: PE 0 computes for one second while the others wait in the scheduler; each idle
@@ -739,6 +854,16 @@ void start(int argc, char** argv) {
   }
   g_mode = argv[1];
   g_args.assign(argv + 2, argv + argc);
+  for (const auto& a : g_args) g_cuda = g_cuda || a == "cuda";
+#ifdef UCHARM_TEST_CUDA
+  if (g_cuda || g_mode == "memtype") {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) CmiAbort("no CUDA device visible");
+    cudaSetDevice(CmiMyPe() % n);  // one GPU per PE where there are enough
+  }
+#else
+  if (g_cuda) CmiAbort("'cuda' needs a build with CUDA");
+#endif
   if (g_mode == "pingpong") pingpong::start();
   else if (g_mode == "storm") storm::start();
   else if (g_mode == "bcast") bcast::start();
@@ -750,6 +875,7 @@ void start(int argc, char** argv) {
   else if (g_mode == "channel") channel::start();
   else if (g_mode == "wrap") wrap::start();
   else if (g_mode == "truncate") truncate::start();
+  else if (g_mode == "memtype") memtype::start();
   else if (g_mode == "sched") sched::start();
   else if (g_mode == "idle") idle::start();
   else if (g_mode == "abort" || g_mode == "killpeer" || g_mode == "exitcode" ||

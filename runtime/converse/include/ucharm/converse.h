@@ -120,6 +120,7 @@ void ConverseInit(int argc, char** argv, void (*start)(int, char**), int usched 
 // nullptr): the scheduler runs it on this PE once the operation is done.
 enum class CmiMemoryType : std::uint8_t { Host = 0, Cuda = 1 };
 CmiMemoryType CmiGetMemoryType(const void* ptr);  // host or CUDA (cached, correct after free)
+std::size_t CmiMemoryTypeCachedRanges();          // for tests: device ranges cached now
 
 struct CmiDeviceBuffer {
   const void* ptr = nullptr;
