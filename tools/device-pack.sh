@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Packs what the GPU machine needs into .device/ (ignored by git; carry it with the
+# device tool): the built binaries the GPU tests run, stripped, in the build tree's own
+# layout; the UCX wheel's libraries; and the Debian libraries that machine's image lacks.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${1:-$root/build}
+ucx=$(sed -n 's/^UCHARM_UCX_ROOT:PATH=//p' "$build/CMakeCache.txt")
+dev=$root/.device
+rm -rf "$dev"
+mkdir -p "$dev/build" "$dev/libucx/lib/ucx" "$dev/syslib"
+for f in tools/ucharmrun/ucharmrun runtime/converse/libucharm-converse.so runtime/core/libucharm-core.so \
+         tests/converse/converse_testprog tests/converse/converse_multiprocess_tests \
+         tests/core/core_megatest benchmarks/converse_pingpong; do
+  [ -e "$build/$f" ] || continue
+  mkdir -p "$dev/build/$(dirname "$f")"
+  strip -o "$dev/build/$f" "$build/$f"
+done
+cp -L "$ucx"/lib/lib{ucp,uct,ucs,ucm}.so.0 "$dev/libucx/lib/"
+cp -L "$ucx"/lib/ucx/lib{uct_cma,uct_cuda,ucm_cuda}.so.0 "$dev/libucx/lib/ucx/"
+strip --strip-unneeded "$dev"/libucx/lib/*.so.0 "$dev"/libucx/lib/ucx/*.so.0 2>/dev/null || true
+for l in libboost_context.so.1.74.0 libfmt.so.9; do cp -L "/lib/x86_64-linux-gnu/$l" "$dev/syslib/"; done
+echo "$(realpath --relative-to="$root" "$build")" > "$dev/build-dir"
+echo "$ucx" > "$dev/ucx-dir"
+du -sh "$dev"

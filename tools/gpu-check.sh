@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (device tool), from the repository root, with .device/ carried
+# (tools/device-pack.sh makes it). Puts the packed build where its RPATHs and the tests'
+# compiled-in paths point, then runs the GPU tests; full logs go to $OUT.
+set -uo pipefail
+root=$(pwd)
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+ucx=$(cat .device/ucx-dir)
+mkdir -p "$(dirname "$ucx")" /work/main
+ln -sfn "$root/.device/libucx" "$ucx"
+ln -sfn "$root/.device/build" /work/main/build
+export LD_LIBRARY_PATH=$root/.device/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export NCCL_NVLS_ENABLE=0
+{
+  nvidia-smi -L
+  echo "--- libraries"
+  ldd /work/main/build/tests/converse/converse_testprog | grep -E "not found|pmix|ucp|boost|fmt"
+} 2>&1 | tee "$out/env.txt"
+echo "--- GPU tests"
+/work/main/build/tests/converse/converse_multiprocess_tests --gtest_filter='ConverseGpu.*:*Device*:*Channel*' \
+  > "$out/gtest.txt" 2>&1
+grep -E "^\[ *(OK|FAILED|SKIPPED|PASSED) " "$out/gtest.txt"
+echo "--- protocols UCX picked for CUDA buffers (2 PEs, one GPU each)"
+UCX_PROTO_INFO=y /work/main/build/tools/ucharmrun/ucharmrun -n 2 --timeout 60 \
+  /work/main/build/tests/converse/converse_testprog channel cuda > "$out/proto.txt" 2>&1
+grep -E "cuda|channel ok" "$out/proto.txt" | grep -vE "^\s*$" | head -20
