@@ -14,7 +14,7 @@ for f in tools/ucharmrun/ucharmrun runtime/converse/libucharm-converse.so runtim
          tests/core/core_megatest benchmarks/converse_pingpong; do
   [ -e "$build/$f" ] || continue
   mkdir -p "$dev/build/$(dirname "$f")"
-  strip -o "$dev/build/$f" "$build/$f"
+  if [ "${DEBUG:-0}" = 1 ]; then cp "$build/$f" "$dev/build/$f"; else strip -o "$dev/build/$f" "$build/$f"; fi
 done
 cp -L "$ucx"/lib/lib{ucp,uct,ucs,ucm}.so.0 "$dev/libucx/lib/"
 cp -L "$ucx"/lib/ucx/lib{uct_cma,uct_cuda,ucm_cuda}.so.0 "$dev/libucx/lib/ucx/"

@@ -25,3 +25,14 @@ echo "--- protocols UCX picked for CUDA buffers (2 PEs, one GPU each)"
 UCX_PROTO_INFO=y /work/main/build/tools/ucharmrun/ucharmrun -n 2 --timeout 60 \
   /work/main/build/tests/converse/converse_testprog channel cuda > "$out/proto.txt" 2>&1
 grep -E "cuda|channel ok" "$out/proto.txt" | grep -vE "^\s*$" | head -20
+if [ "${GPU_DIAG:-0}" = 1 ]; then
+  echo "--- diagnostics"
+  ldd .device/libucx/lib/ucx/libuct_cuda.so.0 | grep -E "not found|cuda"
+  ls /usr/local/cuda/lib64/libcudart.so* 2>/dev/null | head -3
+  for n in 1 2; do
+    UCX_LOG_LEVEL=info /work/main/build/tools/ucharmrun/ucharmrun -n $n --timeout 60 \
+      /work/main/build/tests/converse/converse_testprog device cuda > "$out/diag$n.txt" 2>&1
+    echo "device cuda on $n PEs: exit $?"; grep -iE "cuda|error|warn|segm|abort" "$out/diag$n.txt" | head -8
+  done
+  /work/main/build/tools/ucharmrun/ucharmrun -n 1 --timeout 60 /work/main/build/tests/converse/converse_testprog memtype 2>&1 | tail -4
+fi

@@ -42,6 +42,7 @@ CmiMemoryType CmiGetMemoryType(const void* ptr) {
 }
 
 std::size_t CmiMemoryTypeCachedRanges() { return lrts::LrtsMemoryTypeCachedRanges(); }
+bool CmiMemoryTypeCaching() { return lrts::LrtsMemoryTypeCaching(); }
 
 void CmiSendDevice(int pe, CmiDeviceBuffer& buf, void* done_msg) {
   check_pe(pe, "CmiSendDevice");

@@ -1,9 +1,11 @@
 // Host or CUDA for a pointer. The CUDA driver is opened at run time (dlopen), so the
 // same binary runs where there is no GPU or driver: then everything is host.
-// Device ranges are cached (start -> end, buffer id) and dropped when UCX's memory hooks
-// report that memory freed, so an address reused by a new allocation is asked about
-// again (the reference implementation's cache never evicts). Without the free events
-// nothing is cached. Non-SMP: the cache belongs to the PE's thread, which is also the one
+// Device ranges are cached (start -> end) and dropped when UCX's memory hooks report that
+// memory freed, so an address reused by a new allocation is asked about again (the
+// reference implementation's cache never evicts). The hooks do not see every free (not
+// those of a statically linked CUDA runtime, for one), so at start-up the cache checks
+// that a driver-level free reaches it; if not, nothing is cached and every question
+// goes to the driver (about 0.1-0.3 us). Non-SMP: the cache belongs to the PE's thread, which is also the one
 // that frees (UCM calls its handlers in the freeing thread).
 #include <ucharm/machine.h>
 
@@ -59,6 +61,7 @@ class MemoryTypeCache {
   }
 
   std::size_t cached() const { return device_.size(); }
+  bool caching() const { return evictable_; }
 
  private:
 #ifdef UCHARM_HAVE_CUDA
@@ -74,7 +77,21 @@ class MemoryTypeCache {
     get_attrs_ = reinterpret_cast<decltype(get_attrs_)>(::dlsym(lib, "cuPointerGetAttributes"));
     if (!cu_init || !get_attrs_ || cu_init(0) != CUDA_SUCCESS) return;  // no GPU: all host
     cuda_ = true;
-    evictable_ = ucm_set_event_handler(UCM_EVENT_MEM_TYPE_FREE, 0, on_free, this) == UCS_OK;
+    if (ucm_set_event_handler(UCM_EVENT_MEM_TYPE_FREE, 0, on_free, this) != UCS_OK) return;
+    // Do frees reach us? Allocate, cache, free through the driver, and look.
+    auto ctx_get = reinterpret_cast<CUresult (*)(CUcontext*)>(::dlsym(lib, "cuCtxGetCurrent"));
+    auto alloc = reinterpret_cast<CUresult (*)(CUdeviceptr*, std::size_t)>(::dlsym(lib, "cuMemAlloc_v2"));
+    auto release = reinterpret_cast<CUresult (*)(CUdeviceptr)>(::dlsym(lib, "cuMemFree_v2"));
+    CUcontext ctx = nullptr;
+    CUdeviceptr probe = 0;
+    if (!ctx_get || !alloc || !release || ctx_get(&ctx) != CUDA_SUCCESS || !ctx ||
+        alloc(&probe, 4096) != CUDA_SUCCESS)
+      return;  // no context yet: cache nothing (correct, slower)
+    evictable_ = true;
+    query(reinterpret_cast<const void*>(probe));
+    release(probe);
+    evictable_ = device_.empty();
+    device_.clear();
   }
   CUresult (*get_attrs_)(unsigned, CUpointer_attribute*, void**, CUdeviceptr) = nullptr;
 #endif
@@ -90,6 +107,7 @@ MemoryTypeCache g_memtypes;
 
 MemoryType LrtsMemoryType(const void* ptr) { return g_memtypes.query(ptr); }
 std::size_t LrtsMemoryTypeCachedRanges() { return g_memtypes.cached(); }
+bool LrtsMemoryTypeCaching() { return g_memtypes.caching(); }
 const char* LrtsMemoryTypeName(MemoryType t) { return t == MemoryType::Cuda ? "cuda" : "host"; }
 
 }  // namespace ucharm::machine

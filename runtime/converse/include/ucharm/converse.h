@@ -121,6 +121,7 @@ void ConverseInit(int argc, char** argv, void (*start)(int, char**), int usched 
 enum class CmiMemoryType : std::uint8_t { Host = 0, Cuda = 1 };
 CmiMemoryType CmiGetMemoryType(const void* ptr);  // host or CUDA (cached, correct after free)
 std::size_t CmiMemoryTypeCachedRanges();          // for tests: device ranges cached now
+bool CmiMemoryTypeCaching();                      // false: no caching (frees not visible)
 
 struct CmiDeviceBuffer {
   const void* ptr = nullptr;

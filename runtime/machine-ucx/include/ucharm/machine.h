@@ -86,6 +86,7 @@ enum class MemoryType : std::uint8_t { Host = 0, Cuda = 1 };
 MemoryType LrtsMemoryType(const void* ptr);
 const char* LrtsMemoryTypeName(MemoryType t);
 std::size_t LrtsMemoryTypeCachedRanges();  // for tests: device ranges in the cache
+bool LrtsMemoryTypeCaching();  // false: frees are not seen, so every lookup asks the driver
 
 // ---- GPU Messaging API (tag: DEVICE | source PE | per-source counter) ----------------------
 // A completion: `fn(ctx)` runs on this PE after progress (never inside UCX), once the
