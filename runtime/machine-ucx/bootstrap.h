@@ -21,8 +21,10 @@ class Bootstrap {
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
   int num_nodes() const { return num_nodes_; }
-  // Whether `rank` runs on this host (PMIX_LOCAL_PEERS; false when unknown).
+  // Whether `rank` runs on this host (PMIX_LOCAL_PEERS; false when unknown). This PE
+  // itself always does, launched or not.
   bool is_local(int rank) const {
+    if (rank == rank_) return true;
     return rank >= 0 && static_cast<std::size_t>(rank) < local_.size() && local_[rank];
   }
 

@@ -94,6 +94,7 @@ struct Machine {
   std::uint64_t device_counter = 0;
   RequestState* open_recvs = nullptr;  // intrusive list
   std::vector<char> my_address;        // for the endpoint to self (device data to self)
+  bool trace_ops = false;              // UCHARM_TRACE_OPS=1: one stderr line per device/channel op
 };
 
 Machine g_machine;  // this process's PE (non-SMP); reached only through M()
@@ -276,6 +277,7 @@ void op_send_done(void* request, ucs_status_t status, void*) {
   if (status != UCS_OK && !m.shutting_down) m.hooks.peer_failed(r->pe, ucs_status_string(status));
   --m.pending_sends;
   if (status == UCS_OK) m.done.push_back({r->done, nullptr, DeviceRecvType::Converse});
+  if (m.trace_ops) fmt::print(stderr, "ucharm: PE {}: send to PE {} done: {}\n", m.info.my_pe, r->pe, ucs_status_string(status));
   ucp_request_free(request);
 }
 
@@ -293,6 +295,12 @@ std::string describe_tag(std::uint64_t t) {
   return fmt::format("channel {} data (counter {})", tag::ChannelTag::channel_id(t), tag::ChannelTag::counter(t));
 }
 
+void trace(const char* what, std::uint64_t t, std::size_t size, MemoryType mem) {
+  if (M().trace_ops)
+    fmt::print(stderr, "ucharm: PE {}: {} {} ({} bytes, {})\n", M().info.my_pe, what, describe_tag(t), size,
+               LrtsMemoryTypeName(mem));
+}
+
 // A receive completed (in a callback or in place): queue its completion.
 void recv_finished(RequestState* r, ucs_status_t status, std::size_t length) {
   Machine& m = M();
@@ -304,6 +312,7 @@ void recv_finished(RequestState* r, ucs_status_t status, std::size_t length) {
     if (!m.shutting_down) fatal(fmt::format("{}: receive failed: {}", describe_tag(r->tag), ucs_status_string(status)));
     return;
   }
+  trace("received", r->tag, length, MemoryType::Host);
   if (r->kind == ReqKind::DeviceRecv) m.done.push_back({{}, r->op, r->rtype});
   else m.done.push_back({r->done, nullptr, DeviceRecvType::Converse});
 }
@@ -317,9 +326,15 @@ void op_recv_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t*
 
 void tagged_send(int pe, const void* ptr, std::size_t size, MemoryType mem, std::uint64_t t, Completion done) {
   Machine& m = M();
+  trace("send", t, size, mem);
   if (pe < 0 || pe >= m.info.num_pes) fatal(fmt::format("device send to PE {}, outside [0, {})", pe, m.info.num_pes));
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  // UCX's inline fast path picks its short protocol from its own memory-type cache, not
+  // from memory_type: with CUDA memory that cache missed (static cudart, early
+  // allocations) it memcpy's from the device pointer and crashes (seen on H200). Asking
+  // for no immediate completion skips that path for device buffers.
+  if (mem != MemoryType::Host) p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   p.cb.send = op_send_done;
   p.memory_type = ucs_type(mem);
   ucs_status_ptr_t sp = ucp_tag_send_nbx(endpoint(pe), ptr, size, t, &p);
@@ -339,6 +354,7 @@ void tagged_send(int pe, const void* ptr, std::size_t size, MemoryType mem, std:
 template <class Setup>
 void tagged_recv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t t, ReqKind kind, Setup&& setup) {
   Machine& m = M();
+  trace("post receive", t, size, mem);
   ucp_tag_recv_info_t tinfo{};
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FIELD_RECV_INFO;
@@ -428,6 +444,7 @@ void LrtsInit(const Options& options, const Hooks& hooks) {
   Machine& m = M();
   m.opt = options;
   m.hooks = hooks;
+  m.trace_ops = std::getenv("UCHARM_TRACE_OPS") != nullptr;
   m.boot = std::make_unique<Bootstrap>();
   Bootstrap& b = *m.boot;
   m.info.my_pe = b.rank();
@@ -444,6 +461,11 @@ void LrtsInit(const Options& options, const Hooks& hooks) {
 
   ucp_config_t* config = nullptr;
   check(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
+  // Every call passes the buffer's memory type. UCX's own memory-type cache is filled by
+  // hooks that miss some CUDA allocations (static cudart, early ones), and while that
+  // cache looks empty UCX 1.22 sends small CUDA buffers as host data and crashes (seen
+  // on H200). Without the cache it goes by the memory type given.
+  if (!std::getenv("UCX_MEMTYPE_CACHE")) ucp_config_modify(config, "MEMTYPE_CACHE", "n");
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
                       UCP_PARAM_FIELD_REQUEST_INIT | UCP_PARAM_FIELD_MT_WORKERS_SHARED |

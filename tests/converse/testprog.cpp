@@ -29,6 +29,23 @@ namespace {
 std::string g_mode;
 bool g_cuda = false;  // "cuda" among the mode's arguments: device/channel/wrap use GPU memory
 
+#ifdef UCHARM_TEST_CUDA
+// The test's own copies go on a non-blocking stream: a copy on the legacy default stream
+// would also wait for streams UCX uses, whose work may need this PE's progress.
+cudaStream_t test_stream() {
+  static cudaStream_t s = [] {
+    cudaStream_t st = nullptr;
+    cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+    return st;
+  }();
+  return s;
+}
+bool copy(void* dst, const void* src, std::size_t n, cudaMemcpyKind kind) {
+  return cudaMemcpyAsync(dst, src, n, kind, test_stream()) == cudaSuccess &&
+         cudaStreamSynchronize(test_stream()) == cudaSuccess;
+}
+#endif
+
 // A test buffer in host or GPU memory; filled and checked through host copies.
 class Buf {
  public:
@@ -56,7 +73,7 @@ class Buf {
 #ifdef UCHARM_TEST_CUDA
     if (dev_) {
       std::vector<char> h(size_);
-      if (size_ && cudaMemcpy(h.data(), dev_, size_, cudaMemcpyDeviceToHost) != cudaSuccess) CmiAbort("cudaMemcpy failed");
+      if (size_ && !copy(h.data(), dev_, size_, cudaMemcpyDeviceToHost)) CmiAbort("device-to-host copy failed");
       return h;
     }
 #endif
@@ -65,7 +82,7 @@ class Buf {
   void write(const std::vector<char>& h) {
 #ifdef UCHARM_TEST_CUDA
     if (dev_) {
-      if (size_ && cudaMemcpy(dev_, h.data(), size_, cudaMemcpyHostToDevice) != cudaSuccess) CmiAbort("cudaMemcpy failed");
+      if (size_ && !copy(dev_, h.data(), size_, cudaMemcpyHostToDevice)) CmiAbort("host-to-device copy failed");
       return;
     }
 #endif
@@ -566,6 +583,9 @@ void start() {
     out[i].resize(kSizes[i]);
     fill(out[i], static_cast<std::uint64_t>(CmiMyPe()), kSizes[i]);
     CmiDeviceBuffer b{out[i].data(), out[i].size(), 0};
+    if (g_cuda && std::getenv("UCHARM_TEST_SHOW_MEMTYPE"))
+      CmiPrintf("PE %d buffer %zu (%zu bytes) at %p: %s\n", CmiMyPe(), i, out[i].size(), static_cast<void*>(out[i].data()),
+                CmiGetMemoryType(out[i].data()) == CmiMemoryType::Cuda ? "cuda" : "host");
     CmiSendDevice(to, b, make_msg(h_sent, 0));
     entries.push_back({kSizes[i], b.tag});
   }
