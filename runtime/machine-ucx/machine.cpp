@@ -47,6 +47,15 @@ struct RequestState {
   RequestState* next;
 };
 
+// State of one device/channel send, handed to UCX as user_data. It must exist before the
+// send is issued: with UCP_OP_ATTR_FLAG_NO_IMM_CMPL, UCX may run the callback inside
+// ucp_tag_send_nbx, before the request it returns could be filled in.
+struct OpState {
+  Completion done;
+  int pe;
+  OpState* next_free;
+};
+
 // A device/channel completion waiting to run after progress.
 struct PendingDone {
   Completion done;
@@ -93,8 +102,12 @@ struct Machine {
   DeviceRecvHandler recv_handlers[kDeviceRecvTypes] = {};
   std::uint64_t device_counter = 0;
   RequestState* open_recvs = nullptr;  // intrusive list
+  OpState* free_ops = nullptr;         // OpState pool (grows in chunks, never per send)
+  std::vector<std::unique_ptr<OpState[]>> op_chunks;
   std::vector<char> my_address;        // for the endpoint to self (device data to self)
   bool trace_ops = false;              // UCHARM_TRACE_OPS=1: one stderr line per device/channel op
+  bool force_callbacks = false;        // UCHARM_TEST_SEND_CALLBACKS=1: host buffers take the
+                                       // device path (callback always), so CI covers it
 };
 
 Machine g_machine;  // this process's PE (non-SMP); reached only through M()
@@ -271,13 +284,35 @@ ucs_memory_type_t ucs_type(MemoryType t) {
   return t == MemoryType::Cuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
 }
 
-void op_send_done(void* request, ucs_status_t status, void*) {
-  auto* r = static_cast<RequestState*>(request);
+OpState* take_op() {
   Machine& m = M();
-  if (status != UCS_OK && !m.shutting_down) m.hooks.peer_failed(r->pe, ucs_status_string(status));
+  if (!m.free_ops) {
+    constexpr int kChunk = 64;
+    m.op_chunks.push_back(std::make_unique<OpState[]>(kChunk));
+    for (int i = 0; i < kChunk; ++i) {
+      m.op_chunks.back()[i].next_free = m.free_ops;
+      m.free_ops = &m.op_chunks.back()[i];
+    }
+  }
+  OpState* s = m.free_ops;
+  m.free_ops = s->next_free;
+  return s;
+}
+
+void give_op(OpState* s) {
+  Machine& m = M();
+  s->next_free = m.free_ops;
+  m.free_ops = s;
+}
+
+void op_send_done(void* request, ucs_status_t status, void* user_data) {
+  auto* st = static_cast<OpState*>(user_data);
+  Machine& m = M();
+  if (status != UCS_OK && !m.shutting_down) m.hooks.peer_failed(st->pe, ucs_status_string(status));
   --m.pending_sends;
-  if (status == UCS_OK) m.done.push_back({r->done, nullptr, DeviceRecvType::Converse});
-  if (m.trace_ops) fmt::print(stderr, "ucharm: PE {}: send to PE {} done: {}\n", m.info.my_pe, r->pe, ucs_status_string(status));
+  if (status == UCS_OK) m.done.push_back({st->done, nullptr, DeviceRecvType::Converse});
+  if (m.trace_ops) fmt::print(stderr, "ucharm: PE {}: send to PE {} done: {}\n", m.info.my_pe, st->pe, ucs_status_string(status));
+  give_op(st);
   ucp_request_free(request);
 }
 
@@ -328,26 +363,33 @@ void tagged_send(int pe, const void* ptr, std::size_t size, MemoryType mem, std:
   Machine& m = M();
   trace("send", t, size, mem);
   if (pe < 0 || pe >= m.info.num_pes) fatal(fmt::format("device send to PE {}, outside [0, {})", pe, m.info.num_pes));
+  OpState* st = take_op();
+  st->done = done;
+  st->pe = pe;
   ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
   // UCX's inline fast path picks its short protocol from its own memory-type cache, not
   // from memory_type: with CUDA memory that cache missed (static cudart, early
   // allocations) it memcpy's from the device pointer and crashes (seen on H200). Asking
   // for no immediate completion skips that path for device buffers.
-  if (mem != MemoryType::Host) p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  if (mem != MemoryType::Host || m.force_callbacks) p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   p.cb.send = op_send_done;
+  p.user_data = st;
   p.memory_type = ucs_type(mem);
+  ++m.pending_sends;  // before the call: the callback may run inside it
   ucs_status_ptr_t sp = ucp_tag_send_nbx(endpoint(pe), ptr, size, t, &p);
-  if (sp == nullptr) {
+  if (sp == nullptr) {  // completed in place: no callback comes
+    --m.pending_sends;
+    give_op(st);
     m.done.push_back({done, nullptr, DeviceRecvType::Converse});
     return;
   }
-  if (UCS_PTR_IS_ERR(sp)) m.hooks.peer_failed(pe, ucs_status_string(UCS_PTR_STATUS(sp)));
-  auto* r = static_cast<RequestState*>(sp);
-  r->kind = ReqKind::OpSend;
-  r->pe = pe;
-  r->done = done;
-  ++m.pending_sends;
+  if (UCS_PTR_IS_ERR(sp)) {
+    --m.pending_sends;
+    give_op(st);
+    m.hooks.peer_failed(pe, ucs_status_string(UCS_PTR_STATUS(sp)));
+  }
+  // Otherwise the request belongs to UCX and the callback (maybe already run) owns st.
 }
 
 // Posts a full-mask receive; `setup` fills the request's own fields.
@@ -445,6 +487,7 @@ void LrtsInit(const Options& options, const Hooks& hooks) {
   m.opt = options;
   m.hooks = hooks;
   m.trace_ops = std::getenv("UCHARM_TRACE_OPS") != nullptr;
+  m.force_callbacks = std::getenv("UCHARM_TEST_SEND_CALLBACKS") != nullptr;
   m.boot = std::make_unique<Bootstrap>();
   Bootstrap& b = *m.boot;
   m.info.my_pe = b.rank();

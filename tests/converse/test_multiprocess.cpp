@@ -182,6 +182,19 @@ TEST(ConverseGpu, MemoryTypeCacheStaysCorrectAfterFree) {
   expect_ok(job(1, {"memtype"}), "memtype ok");
 }
 
+TEST(Converse, DeviceSendsWhoseCallbackRunsInsideTheSendComplete) {
+  // Device buffers are sent with NO_IMM_CMPL, and UCX may then run the callback inside
+  // ucp_tag_send_nbx. This switch sends host buffers the same way, so the path that hung
+  // with CUDA buffers on the GPU machine is covered here.
+  for (int n : {1, 2, 4}) {
+    for (const char* mode : {"device", "channel"}) {
+      Result r = run({kRun, "-n", std::to_string(n), "--timeout", "50", kProg, mode}, 60,
+                     {"UCHARM_TEST_SEND_CALLBACKS=1"});
+      expect_ok(r, std::string(mode) + " ok");
+    }
+  }
+}
+
 TEST(Converse, TagCountersWrapWithoutMismatch) {
   // 200 steps: 100 channel and 100 GPU Messaging transfers. In the narrow test build
   // (4-bit counters) each counter wraps six times.
