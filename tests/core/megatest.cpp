@@ -37,6 +37,15 @@ struct Particle {
 };
 
 Particle sample_particle() { return Particle{1.5, -2.25, {1, 2, 3, 5, 8}, "p-13"}; }
+void fill_pattern(std::vector<char>& b, int who, int k) {
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<char>((who * 131 + k * 17 + i * 7) & 0xff);
+}
+bool check_pattern(const std::vector<char>& b, int who, int k) {
+  for (std::size_t i = 0; i < b.size(); ++i)
+    if (b[i] != static_cast<char>((who * 131 + k * 17 + i * 7) & 0xff)) return false;
+  return true;
+}
+
 std::vector<double> sample_doubles(std::size_t n) {
   std::vector<double> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = std::sqrt(static_cast<double>(i)) + 0.5;
@@ -113,6 +122,25 @@ struct Worker : ck::ArrayElement<Worker> {
   void compute(int x, ck::Future<long> result) { result.set(static_cast<long>(x) * x); }
 };
 
+// ---- channels -----------------------------------------------------------------------------------
+// Pairs (i, i^1): a channel with callbacks carrying K buffers each way, and a second one
+// (another sub-id) used with the blocking forms from a threaded entry method.
+struct Chan : ck::ArrayElement<Chan> {
+  static constexpr auto threaded_entries() { return ck::entries<&Chan::blocking>; }
+  static constexpr int K = 16;
+  ck::CkChannel ch, ch2;
+  std::vector<std::vector<char>> out, in;
+  int sends_done = 0, recvs_done = 0;
+  int partner() const { return thisIndex ^ 1; }
+  void start();
+  void sent(std::size_t bytes);
+  void got(std::size_t bytes);
+  void blocking();
+  void maybe_done();
+  bool blocking_done = false;
+  void collide();
+};
+
 // ---- quiescence ---------------------------------------------------------------------------------
 struct Spreader : ck::ArrayElement<Spreader> {
   void spread(int depth);
@@ -146,6 +174,7 @@ struct Main : ck::MainChare<Main> {
     else if (m == "reductions_remote") reductions(true);
     else if (m == "futures") thisProxy.send<&Main::futures>();
     else if (m == "qd") qd();
+    else if (m == "channels") channels();
     else if (m == "exit") CkExit(5);
     else errors(m);
   }
@@ -393,6 +422,17 @@ struct Main : ck::MainChare<Main> {
     finish("futures");
   }
 
+  // -- channels
+  int chan_pending = 0;
+  void channels() {
+    const int n = 2 * CkNumPes();
+    chan_pending = n;
+    ck::ArrayProxy<Chan>::create(ck::dims(n), ck::Map::round_robin).send<&Chan::start>();
+  }
+  void chan_done(int) {
+    if (--chan_pending == 0) finish("channels");
+  }
+
   // -- quiescence detection
   void qd() {
     auto s = ck::ArrayProxy<Spreader>::create(ck::dims(4 * CkNumPes()), ck::Map::round_robin);
@@ -425,6 +465,8 @@ struct Main : ck::MainChare<Main> {
       ck::Future<int>::make().get();
     } else if (m == "charecontribute") {
       ck::ChareProxy<Counter>::create_on(0, -7).send<&Counter::add>(1, 0);
+    } else if (m == "chancollide") {
+      ck::ArrayProxy<Chan>::create(ck::dims(3), ck::Map::block).send<&Chan::collide>();
     } else if (m == "cbtype") {
       ck::CkCallback::to<&Main::cb_value>(thisProxy).send(3.5);
     } else {
@@ -565,6 +607,76 @@ void GroupRed::run() {
   contribute(ck::CkCallback::to<&Main::g_nop>(m));
 }
 
+
+std::size_t chan_size(int k) {
+  static const std::size_t sizes[] = {0, 1, 8, 1000, 40000, 1 << 20, 3, 70000};
+  return sizes[k % 8];
+}
+void Chan::start() {
+  ch = ck::CkChannel(thisProxy[thisIndex], thisProxy[partner()]);
+  ch2 = ck::CkChannel(thisProxy[thisIndex], thisProxy[partner()], /*sub_id=*/1);
+  if (ch.out_id() == ch.in_id()) CkAbort("both directions got the same channel id");
+  out.resize(K);
+  in.resize(K);
+  for (int k = 0; k < K; ++k) {  // receives first for half, sends first for the other half
+    in[static_cast<std::size_t>(k)].resize(chan_size(k));
+    out[static_cast<std::size_t>(k)].resize(chan_size(k));
+    fill_pattern(out[static_cast<std::size_t>(k)], thisIndex, k);
+  }
+  for (int k = 0; k < K; ++k) {
+    auto& o = out[static_cast<std::size_t>(k)];
+    auto& i = in[static_cast<std::size_t>(k)];
+    if ((k + thisIndex) % 2) {
+      ch.recv(i.data(), i.size(), ck::CkCallback::to<&Chan::got>(thisProxy[thisIndex]));
+      ch.send(o.data(), o.size(), ck::CkCallback::to<&Chan::sent>(thisProxy[thisIndex]));
+    } else {
+      ch.send(o.data(), o.size(), ck::CkCallback::to<&Chan::sent>(thisProxy[thisIndex]));
+      ch.recv(i.data(), i.size(), ck::CkCallback::to<&Chan::got>(thisProxy[thisIndex]));
+    }
+  }
+  thisProxy[thisIndex].send<&Chan::blocking>();
+}
+void Chan::sent(std::size_t) {
+  ++sends_done;
+  maybe_done();
+}
+void Chan::got(std::size_t bytes) {
+  // Receives match in order, but may complete out of order (a small transfer overtakes a
+  // large one): the contents are checked once all are in.
+  bool known = false;
+  for (int k = 0; k < 8; ++k) known = known || bytes == chan_size(k);
+  if (!known) CkAbort("channel receive completed with %zu bytes, no such transfer", bytes);
+  ++recvs_done;
+  maybe_done();
+}
+void Chan::blocking() {  // ping-pong on the second channel, blocking in this thread
+  std::vector<char> buf(4096);
+  for (int r = 0; r < 10; ++r) {
+    const bool mine = (r + thisIndex) % 2 == 0;  // who sends this round
+    if (mine) {
+      fill_pattern(buf, thisIndex, 100 + r);
+      ch2.send_wait(buf.data(), buf.size());
+    } else {
+      ch2.recv_wait(buf.data(), buf.size());
+      if (!check_pattern(buf, partner(), 100 + r)) CkAbort("blocking channel round %d corrupted", r);
+    }
+  }
+  blocking_done = true;
+  maybe_done();
+}
+void Chan::maybe_done() {
+  if (sends_done < K || recvs_done < K || !blocking_done) return;
+  for (int k = 0; k < K; ++k)
+    if (!check_pattern(in[static_cast<std::size_t>(k)], partner(), k)) CkAbort("channel buffer %d from %d corrupted", k, partner());
+  sends_done = -1000;  // once
+  mainProxy->send<&Main::chan_done>(thisIndex);
+}
+void Chan::collide() {  // two channels told to receive on the same id on one PE
+  if (thisIndex != 0) return;
+  static ck::CkChannel a, b;
+  a = ck::CkChannel::with_ids(ckRef(), ckIndex(), ckRef(), ck::index(1), 7, 9);
+  b = ck::CkChannel::with_ids(ckRef(), ckIndex(), ckRef(), ck::index(2), 8, 9);
+}
 
 void Spreader::spread(int depth) {
   ++spread_processed;

@@ -33,7 +33,7 @@ TEST_P(Megatest, ModePasses) {
 INSTANTIATE_TEST_SUITE_P(
     Core, Megatest,
     ::testing::Combine(::testing::Values("marshal", "chares", "groups", "arrays", "fifo", "priority",
-                                         "callbacks", "reductions", "reductions_remote", "futures", "qd"),
+                                         "callbacks", "reductions", "reductions_remote", "futures", "qd", "channels"),
                        ::testing::Values(1, 2, 4)),
     [](const auto& info) { return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "pe"; });
 
@@ -58,7 +58,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadUse{"redmismatch", "contributors disagree"},
         BadUse{"getoutside", "Future::get would block outside a thread"},
         BadUse{"charecontribute", "contribute() is for group and array elements, not singleton chares"},
-        BadUse{"cbtype", "Main::cb_value takes (std::__cxx11::basic_string"}),
+        BadUse{"cbtype", "Main::cb_value takes (std::__cxx11::basic_string"},
+        BadUse{"chancollide", "channel id 9 collides on PE 0"}),
     [](const auto& info) { return std::string(info.param.mode); });
 
 TEST(Core, CkExitCodeReachesTheLauncher) {
