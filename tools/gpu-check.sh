@@ -21,6 +21,8 @@ echo "--- GPU tests"
 /work/main/build/tests/converse/converse_multiprocess_tests --gtest_filter='ConverseGpu.*:*Device*:*Channel*' \
   > "$out/gtest.txt" 2>&1
 grep -E "^\[ *(OK|FAILED|SKIPPED|PASSED) " "$out/gtest.txt"
+/work/main/build/tests/core/core_tests --gtest_filter='CoreGpu.*:*channels*' > "$out/gtest-core.txt" 2>&1
+grep -E "^\[ *(OK|FAILED|SKIPPED|PASSED) " "$out/gtest-core.txt"
 echo "--- protocols UCX picked for CUDA buffers (2 PEs, one GPU each)"
 UCX_PROTO_INFO=y /work/main/build/tools/ucharmrun/ucharmrun -n 2 --timeout 60 \
   /work/main/build/tests/converse/converse_testprog channel cuda > "$out/proto.txt" 2>&1

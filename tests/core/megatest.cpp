@@ -2,6 +2,10 @@
 // "MODE ok" from PE 0 and exit 0, or aborts naming what went wrong.
 #include <ucharm/charm.h>
 
+#ifdef UCHARM_TEST_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -18,6 +22,40 @@ struct Main;
 ck::readonly<ck::ChareProxy<Main>> mainProxy;
 ck::readonly<std::string> mode;
 ck::readonly<std::vector<int>> roVector;
+ck::readonly<bool> useCuda;  // "cuda" after the mode: channel buffers in GPU memory
+
+// Channel test buffers: host vectors, or GPU memory staged through host copies (on a
+// non-blocking stream, so the copies never wait on streams the transport uses).
+struct TestBuffer {
+  std::vector<char> host;
+  void* dev = nullptr;
+  std::size_t n = 0;
+  void resize(std::size_t size) {
+    n = size;
+    host.assign(size, 0);
+#ifdef UCHARM_TEST_CUDA
+    if (*useCuda && cudaMalloc(&dev, size ? size : 1) != cudaSuccess) CkAbort("cudaMalloc failed");
+#endif
+  }
+  char* data() { return dev ? static_cast<char*>(dev) : host.data(); }
+  std::size_t size() const { return n; }
+#ifdef UCHARM_TEST_CUDA
+  static cudaStream_t stream() {
+    static cudaStream_t s = [] { cudaStream_t st; cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking); return st; }();
+    return s;
+  }
+#endif
+  void push() {  // host -> buffer
+#ifdef UCHARM_TEST_CUDA
+    if (dev && n) { cudaMemcpyAsync(dev, host.data(), n, cudaMemcpyHostToDevice, stream()); cudaStreamSynchronize(stream()); }
+#endif
+  }
+  void pull() {  // buffer -> host
+#ifdef UCHARM_TEST_CUDA
+    if (dev && n) { cudaMemcpyAsync(host.data(), dev, n, cudaMemcpyDeviceToHost, stream()); cudaStreamSynchronize(stream()); }
+#endif
+  }
+};
 
 void finish(const char* what) {
   CkPrintf("%s ok\n", what);
@@ -129,7 +167,7 @@ struct Chan : ck::ArrayElement<Chan> {
   static constexpr auto threaded_entries() { return ck::entries<&Chan::blocking>; }
   static constexpr int K = 16;
   ck::CkChannel ch, ch2;
-  std::vector<std::vector<char>> out, in;
+  std::vector<TestBuffer> out, in;
   int sends_done = 0, recvs_done = 0;
   int partner() const { return thisIndex ^ 1; }
   void start();
@@ -160,6 +198,7 @@ struct Main : ck::MainChare<Main> {
   explicit Main(ck::MainArgs args) {
     expect(args.argc >= 2, "usage: core_megatest MODE");
     mode = args.argv[1];
+    useCuda = args.argc > 2 && std::string(args.argv[2]) == "cuda";
     mainProxy = thisProxy;
     roVector = std::vector<int>{4, 5, 6};
     const std::string& m = *mode;
@@ -613,6 +652,15 @@ std::size_t chan_size(int k) {
   return sizes[k % 8];
 }
 void Chan::start() {
+#ifdef UCHARM_TEST_CUDA
+  if (*useCuda) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) CkAbort("no CUDA device visible");
+    cudaSetDevice(CkMyPe() % n);
+  }
+#else
+  if (*useCuda) CkAbort("'cuda' needs a build with CUDA");
+#endif
   ch = ck::CkChannel(thisProxy[thisIndex], thisProxy[partner()]);
   ch2 = ck::CkChannel(thisProxy[thisIndex], thisProxy[partner()], /*sub_id=*/1);
   if (ch.out_id() == ch.in_id()) CkAbort("both directions got the same channel id");
@@ -621,7 +669,8 @@ void Chan::start() {
   for (int k = 0; k < K; ++k) {  // receives first for half, sends first for the other half
     in[static_cast<std::size_t>(k)].resize(chan_size(k));
     out[static_cast<std::size_t>(k)].resize(chan_size(k));
-    fill_pattern(out[static_cast<std::size_t>(k)], thisIndex, k);
+    fill_pattern(out[static_cast<std::size_t>(k)].host, thisIndex, k);
+    out[static_cast<std::size_t>(k)].push();
   }
   for (int k = 0; k < K; ++k) {
     auto& o = out[static_cast<std::size_t>(k)];
@@ -650,15 +699,18 @@ void Chan::got(std::size_t bytes) {
   maybe_done();
 }
 void Chan::blocking() {  // ping-pong on the second channel, blocking in this thread
-  std::vector<char> buf(4096);
+  TestBuffer buf;
+  buf.resize(4096);
   for (int r = 0; r < 10; ++r) {
     const bool mine = (r + thisIndex) % 2 == 0;  // who sends this round
     if (mine) {
-      fill_pattern(buf, thisIndex, 100 + r);
+      fill_pattern(buf.host, thisIndex, 100 + r);
+      buf.push();
       ch2.send_wait(buf.data(), buf.size());
     } else {
       ch2.recv_wait(buf.data(), buf.size());
-      if (!check_pattern(buf, partner(), 100 + r)) CkAbort("blocking channel round %d corrupted", r);
+      buf.pull();
+      if (!check_pattern(buf.host, partner(), 100 + r)) CkAbort("blocking channel round %d corrupted", r);
     }
   }
   blocking_done = true;
@@ -666,8 +718,11 @@ void Chan::blocking() {  // ping-pong on the second channel, blocking in this th
 }
 void Chan::maybe_done() {
   if (sends_done < K || recvs_done < K || !blocking_done) return;
-  for (int k = 0; k < K; ++k)
-    if (!check_pattern(in[static_cast<std::size_t>(k)], partner(), k)) CkAbort("channel buffer %d from %d corrupted", k, partner());
+  for (int k = 0; k < K; ++k) {
+    in[static_cast<std::size_t>(k)].pull();
+    if (!check_pattern(in[static_cast<std::size_t>(k)].host, partner(), k))
+      CkAbort("channel buffer %d from %d corrupted", k, partner());
+  }
   sends_done = -1000;  // once
   mainProxy->send<&Main::chan_done>(thisIndex);
 }

@@ -62,6 +62,23 @@ INSTANTIATE_TEST_SUITE_P(
         BadUse{"chancollide", "channel id 9 collides on PE 0"}),
     [](const auto& info) { return std::string(info.param.mode); });
 
+#ifdef UCHARM_TEST_CUDA
+#include <cuda_runtime.h>
+#endif
+
+TEST(CoreGpu, ChannelsBetweenChareswithCudaBuffers) {
+  int n = 0;
+#ifdef UCHARM_TEST_CUDA
+  if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+#endif
+  if (n == 0) GTEST_SKIP() << "no CUDA device visible (or a build without CUDA)";
+  for (int pes : {1, 2}) {
+    Result r = job(pes, MEGATEST_PATH, {"channels", "cuda"});
+    EXPECT_EQ(r.code, 0) << describe(r);
+    EXPECT_TRUE(has(r.out, "channels ok")) << describe(r);
+  }
+}
+
 TEST(Core, CkExitCodeReachesTheLauncher) {
   Result r = job(2, MEGATEST_PATH, {"exit"});
   EXPECT_EQ(r.code, 5) << describe(r);
