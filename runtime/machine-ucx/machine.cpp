@@ -406,6 +406,9 @@ void tagged_recv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t t, R
   ucs_status_ptr_t sp = ucp_tag_recv_nbx(m.worker, ptr, size, t, tag::kFullMask, &p);
   if (UCS_PTR_IS_ERR(sp) && UCS_PTR_STATUS(sp) != UCS_ERR_MESSAGE_TRUNCATED)
     fatal(fmt::format("posting a receive for {} failed: {}", describe_tag(t), ucs_status_string(UCS_PTR_STATUS(sp))));
+  // Filling the request after the call is safe here (unlike sends): receives do not ask
+  // for NO_IMM_CMPL, so UCX either completes in place (returns NULL, no callback) or
+  // calls back later, from progress.
   RequestState local{};
   RequestState* r = (sp == nullptr || UCS_PTR_IS_ERR(sp)) ? &local : static_cast<RequestState*>(sp);
   r->kind = kind;
