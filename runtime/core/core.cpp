@@ -137,6 +137,12 @@ struct Core {
   int qd_replies = 0;
   std::uint64_t qd_sum_sent = 0, qd_sum_processed = 0, qd_prev_sent = UINT64_MAX, qd_prev_processed = 0;
   bool qd_running = false;
+  // GPU Messaging API
+  int h_device_sent = -1, h_device_arrived = -1;
+  std::unordered_map<std::uint32_t, CkCallback> device_done;  // sender completions by id
+  std::uint32_t next_device_done = 1;
+  const std::vector<CkDeviceBuffer>* unpack_dests = nullptr;  // set while an entry unpacks
+  std::size_t unpack_next = 0;
 };
 Core g_core;  // this PE's core state (non-SMP); reached only through core()
 inline Core& core() { return g_core; }
@@ -317,6 +323,7 @@ struct ThreadCall {
   ChareBase* obj;
   std::uint32_t entry;
   void* msg;
+  std::vector<CkDeviceBuffer> dests;  // GPU Messaging: where the device arguments landed
 };
 
 void run_entry(ChareBase* obj, std::uint32_t entry, void* msg) {
@@ -324,10 +331,89 @@ void run_entry(ChareBase* obj, std::uint32_t entry, void* msg) {
   core_entries()[entry].invoke(obj, p);
 }
 
+// Runs an entry whose CkDeviceBuffer arguments unpack to `dests` (in parameter order).
+void run_entry_with(ChareBase* obj, std::uint32_t entry, void* msg, const std::vector<CkDeviceBuffer>* dests) {
+  Core& k = core();
+  k.unpack_dests = dests;
+  k.unpack_next = 0;
+  run_entry(obj, entry, msg);
+  k.unpack_dests = nullptr;
+}
+
 void thread_body(void* arg) {
   std::unique_ptr<ThreadCall> call(static_cast<ThreadCall*>(arg));
-  run_entry(call->obj, call->entry, call->msg);
+  run_entry_with(call->obj, call->entry, call->msg, call->dests.empty() ? nullptr : &call->dests);
   CmiFree(call->msg);
+}
+
+// ---- GPU Messaging API: the receiving side ---------------------------------------------------
+struct PendingDevice {
+  ChareBase* obj;
+  std::uint32_t entry;
+  void* msg;
+  int remaining;
+  std::vector<CkDeviceBuffer> dests;
+};
+
+void finish_device_invocation(PendingDevice* pd) {
+  const EntryInfo& info = core_entries()[pd->entry];
+  if (info.threaded) {
+    CthAwaken(CthCreate(thread_body, new ThreadCall{pd->obj, pd->entry, pd->msg, std::move(pd->dests)}));
+  } else {
+    run_entry_with(pd->obj, pd->entry, pd->msg, &pd->dests);
+    CmiFree(pd->msg);
+  }
+  delete pd;
+}
+
+void device_arrived_handler(void* msg) {
+  PendingDevice* pd;
+  std::memcpy(&pd, CmiMsgPayload(msg), sizeof pd);
+  CmiFree(msg);
+  ++core().processed;  // the sender counted this transfer as sent
+  if (--pd->remaining == 0) finish_device_invocation(pd);
+}
+
+// The host message of an entry with device arguments arrived: run the post entry, post
+// the receives, and run the entry once every buffer is in.
+void start_device_invocation(ChareBase* obj, std::uint32_t entry, void* msg) {
+  const EntryInfo& info = core_entries()[entry];
+  auto* pd = new PendingDevice{obj, entry, msg, 0, {}};
+  CmiReference(msg);  // dispatch drops its reference when this returns
+  PUP::er p = PUP::er::unpacker(args_of(msg), args_len(msg));
+  info.post(obj, p, pd->dests);
+  pd->remaining = 1;  // held until every receive is posted
+  for (std::size_t i = 0; i < pd->dests.size(); ++i) {
+    const CkDeviceBuffer& d = pd->dests[i];
+    if (d.size == 0) continue;
+    if (!d.ptr)
+      CkAbort("the post entry method of %s left device argument %zu (%zu bytes) without a destination: set "
+              "its ptr (the parameter must be a CkDeviceBuffer&)",
+              entry_name(info.name).c_str(), i, d.size);
+    ++pd->remaining;
+    void* done = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof pd);
+    std::memcpy(CmiMsgPayload(done), &pd, sizeof pd);
+    CmiSetHandler(done, core().h_device_arrived);
+    CmiRecvDevice(const_cast<void*>(d.ptr), d.size, d.tag, done);
+  }
+  if (--pd->remaining == 0) finish_device_invocation(pd);
+}
+
+// ---- GPU Messaging API: the sending side -------------------------------------------------------
+struct DeviceSent {
+  std::uint32_t id;
+  std::uint64_t size;
+};
+void device_sent_handler(void* msg) {
+  DeviceSent s;
+  std::memcpy(&s, CmiMsgPayload(msg), sizeof s);
+  CmiFree(msg);
+  Core& k = core();
+  auto it = k.device_done.find(s.id);
+  if (it == k.device_done.end()) return;
+  CkCallback cb = it->second;
+  k.device_done.erase(it);
+  cb.send(static_cast<std::size_t>(s.size));
 }
 
 // Runs entry `entry` on obj; a threaded entry gets its own thread (holding a reference to msg).
@@ -341,9 +427,11 @@ void call_entry(Collection& c, ChareBase* obj, void* msg) {
   if (info.sig != e.sig)
     CkAbort("entry method %s takes (%s) but was sent other argument types (a callback of the wrong type?)",
             entry_name(info.name).c_str(), info.sig_names().c_str());
-  if (info.threaded) {
+  if (info.device_params > 0) {
+    start_device_invocation(obj, e.entry, msg);
+  } else if (info.threaded) {
     CmiReference(msg);
-    CthAwaken(CthCreate(thread_body, new ThreadCall{obj, e.entry, msg}));
+    CthAwaken(CthCreate(thread_body, new ThreadCall{obj, e.entry, msg, {}}));
   } else {
     run_entry(obj, e.entry, msg);
   }
@@ -678,6 +766,8 @@ void core_start(int argc, char** argv) {
   k.h_qd_probe = CmiRegisterHandler(qd_probe_handler);
   k.h_qd_reply = CmiRegisterHandler(qd_reply_handler);
   register_channel_handler();
+  k.h_device_sent = CmiRegisterHandler(device_sent_handler);
+  k.h_device_arrived = CmiRegisterHandler(device_arrived_handler);
   Registry& r = registry();
   assign(r.entries_in, r.entries);
   assign(r.ctors_in, r.ctors);
@@ -811,6 +901,26 @@ void send_msg(void* msg, std::size_t total, const CollectionRef& ref, const Send
   }
 }
 
+void send_device_buffer(int pe, CkDeviceBuffer& b) {
+  Core& k = core();
+  void* done = nullptr;
+  if (b.done_id) {
+    done = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(DeviceSent));
+    DeviceSent s{b.done_id, b.size};
+    std::memcpy(CmiMsgPayload(done), &s, sizeof s);
+    CmiSetHandler(done, k.h_device_sent);
+  }
+  b.src_pe = CmiMyPe();
+  if (b.size == 0) {  // nothing travels (the receiver posts nothing either); done at once
+    if (done) CsdEnqueue(done);
+    return;
+  }
+  CmiDeviceBuffer cb{b.ptr, b.size, 0};
+  ++k.sent;  // processed when the receiver has the data (QD)
+  CmiSendDevice(pe, cb, done);
+  b.tag = cb.tag;
+}
+
 void contribute(void* element, const Contribution& c, const void* data, std::size_t len, const CkCallback& cb) {
   Core& k = core();
   auto* el = static_cast<ChareBase*>(element);
@@ -880,6 +990,24 @@ int start(int argc, char** argv, ChareBase* (*make_main)(const MainArgs&)) {
 }
 
 }  // namespace detail
+
+CkDeviceBuffer::CkDeviceBuffer(const void* p, std::size_t n, const CkCallback& done) : ptr(p), size(n) {
+  if (done.is_ignore()) return;
+  detail::Core& k = detail::core();
+  done_id = k.next_device_done++;
+  k.device_done.emplace(done_id, done);
+}
+
+void CkDeviceBuffer::pup(PUP::er& p) {
+  p | size;
+  p | tag;
+  p | src_pe;
+  if (!p.isUnpacking()) return;
+  // Unpacking for the entry method itself: the data has landed where the post entry said.
+  detail::Core& k = detail::core();
+  ptr = k.unpack_dests && k.unpack_next < k.unpack_dests->size() ? (*k.unpack_dests)[k.unpack_next++].ptr : nullptr;
+  done_id = 0;
+}
 
 ChareBase::ChareBase() : ref_(detail::constructing().ref), index_(detail::constructing().index) {}
 

@@ -179,6 +179,61 @@ struct Chan : ck::ArrayElement<Chan> {
   void collide();
 };
 
+// ---- GPU Messaging API -----------------------------------------------------------------------------
+// take() gets three device buffers (1000 B, 0 B, 1 MiB) between host arguments; the post
+// entry names where they go; the sender hears when each has left.
+constexpr std::size_t kGpmA = 1000, kGpmC = 1 << 20;
+constexpr int kGpmRounds = 5;
+template <class Self>
+struct GpmState {
+  TestBuffer out_a, out_c, in_a, in_c;
+  int round = 0, sent_cbs = 0;
+  bool done = false;
+  void init(int me) {
+    out_a.resize(kGpmA);
+    out_c.resize(kGpmC);
+    in_a.resize(kGpmA);
+    in_c.resize(kGpmC);
+    (void)me;
+  }
+  void prepare(int me, int r) {
+    fill_pattern(out_a.host, me, r);
+    fill_pattern(out_c.host, me, 1000 + r);
+    out_a.push();
+    out_c.push();
+  }
+  void check(int from, int r) {
+    in_a.pull();
+    in_c.pull();
+    if (!check_pattern(in_a.host, from, r) || !check_pattern(in_c.host, from, 1000 + r))
+      CkAbort("GPU Messaging round %d from %d: device data corrupted", r, from);
+  }
+};
+
+struct Gpm : ck::ArrayElement<Gpm>, GpmState<Gpm> {
+  static constexpr auto post_entries() { return ck::post_list<ck::post<&Gpm::take, &Gpm::take_post>>{}; }
+  int partner() const { return thisIndex ^ 1; }
+  void start();
+  void send_round();
+  void take_post(ck::CkDeviceBuffer& a, int& round, ck::CkDeviceBuffer& b, std::string& note, ck::CkDeviceBuffer& c);
+  void take(ck::CkDeviceBuffer a, int round, ck::CkDeviceBuffer b, std::string note, ck::CkDeviceBuffer c);
+  void sent(std::size_t bytes);
+  void maybe_done();
+  void try_send();
+  bool leave_null = false;
+  int sent_rounds = 0;
+};
+
+struct GpmGroup : ck::Group<GpmGroup>, GpmState<GpmGroup> {
+  static constexpr auto post_entries() { return ck::post_list<ck::post<&GpmGroup::take, &GpmGroup::take_post>>{}; }
+  void start();
+  void take_post(ck::CkDeviceBuffer& a, int& round, ck::CkDeviceBuffer& c);
+  void take(ck::CkDeviceBuffer a, int round, ck::CkDeviceBuffer c);
+  void sent(std::size_t) { ++sent_cbs; maybe_done(); }
+  void maybe_done();
+  int got = 0;
+};
+
 // ---- quiescence ---------------------------------------------------------------------------------
 struct Spreader : ck::ArrayElement<Spreader> {
   void spread(int depth);
@@ -214,6 +269,7 @@ struct Main : ck::MainChare<Main> {
     else if (m == "futures") thisProxy.send<&Main::futures>();
     else if (m == "qd") qd();
     else if (m == "channels") channels();
+    else if (m == "gpumsg") gpumsg();
     else if (m == "exit") CkExit(5);
     else errors(m);
   }
@@ -472,6 +528,18 @@ struct Main : ck::MainChare<Main> {
     if (--chan_pending == 0) finish("channels");
   }
 
+  // -- GPU Messaging API
+  int gpm_pending = 0;
+  void gpumsg() {
+    const int n = 2 * CkNumPes();
+    gpm_pending = n + CkNumPes();
+    ck::ArrayProxy<Gpm>::create(ck::dims(n), ck::Map::round_robin).send<&Gpm::start>();
+    ck::GroupProxy<GpmGroup>::create().send<&GpmGroup::start>();
+  }
+  void gpm_done(int) {
+    if (--gpm_pending == 0) finish("gpumsg");
+  }
+
   // -- quiescence detection
   void qd() {
     auto s = ck::ArrayProxy<Spreader>::create(ck::dims(4 * CkNumPes()), ck::Map::round_robin);
@@ -504,6 +572,9 @@ struct Main : ck::MainChare<Main> {
       ck::Future<int>::make().get();
     } else if (m == "charecontribute") {
       ck::ChareProxy<Counter>::create_on(0, -7).send<&Counter::add>(1, 0);
+    } else if (m == "gpumsg_nodest") {
+      auto a = ck::ArrayProxy<Gpm>::create(ck::dims(2), ck::Map::block);
+      a.send<&Gpm::start>();
     } else if (m == "chancollide") {
       ck::ArrayProxy<Chan>::create(ck::dims(3), ck::Map::block).send<&Chan::collide>();
     } else if (m == "cbtype") {
@@ -731,6 +802,87 @@ void Chan::collide() {  // two channels told to receive on the same id on one PE
   static ck::CkChannel a, b;
   a = ck::CkChannel::with_ids(ckRef(), ckIndex(), ckRef(), ck::index(1), 7, 9);
   b = ck::CkChannel::with_ids(ckRef(), ckIndex(), ckRef(), ck::index(2), 8, 9);
+}
+
+void select_gpu() {
+#ifdef UCHARM_TEST_CUDA
+  if (*useCuda) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) CkAbort("no CUDA device visible");
+    cudaSetDevice(CkMyPe() % n);
+  }
+#endif
+}
+
+void Gpm::start() {
+  select_gpu();
+  init(thisIndex);
+  leave_null = *mode == "gpumsg_nodest";
+  try_send();
+}
+// Round r goes out once round r-1 came in and our own round r-1 buffers have left (a
+// buffer must not be rewritten before its sender callback: a rendezvous reads it late).
+void Gpm::try_send() {
+  if (sent_rounds >= kGpmRounds || round < sent_rounds || sent_cbs < 2 * sent_rounds) return;
+  send_round();
+  ++sent_rounds;
+}
+void Gpm::send_round() {
+  prepare(thisIndex, round);
+  auto me = thisProxy[thisIndex];
+  thisProxy[partner()].send<&Gpm::take>(ck::CkDeviceBuffer(out_a.data(), kGpmA, ck::CkCallback::to<&Gpm::sent>(me)),
+                                        round, ck::CkDeviceBuffer(nullptr, 0), std::string("note ") + std::to_string(round),
+                                        ck::CkDeviceBuffer(out_c.data(), kGpmC, ck::CkCallback::to<&Gpm::sent>(me)));
+}
+void Gpm::take_post(ck::CkDeviceBuffer& a, int& r, ck::CkDeviceBuffer& b, std::string& note, ck::CkDeviceBuffer& c) {
+  // The host arguments are here already; the device ones are not.
+  if (note != "note " + std::to_string(r) || a.size != kGpmA || b.size != 0 || c.size != kGpmC)
+    CkAbort("post entry saw wrong host arguments or sizes");
+  a.ptr = leave_null ? nullptr : in_a.data();
+  c.ptr = in_c.data();
+}
+void Gpm::take(ck::CkDeviceBuffer a, int r, ck::CkDeviceBuffer b, std::string note, ck::CkDeviceBuffer c) {
+  if (a.data() != in_a.data() || c.data() != in_c.data() || b.size != 0) CkAbort("entry got other buffers than the post named");
+  if (r != round || note != "note " + std::to_string(r)) CkAbort("round %d arrived during round %d", r, round);
+  check(partner(), r);
+  ++round;
+  try_send();
+  maybe_done();
+}
+void Gpm::sent(std::size_t bytes) {
+  if (bytes != kGpmA && bytes != kGpmC) CkAbort("sender completion with %zu bytes", bytes);
+  ++sent_cbs;
+  try_send();
+  maybe_done();
+}
+void Gpm::maybe_done() {
+  if (done || round < kGpmRounds || sent_cbs < 2 * kGpmRounds) return;
+  done = true;
+  mainProxy->send<&Main::gpm_done>(thisIndex);
+}
+
+void GpmGroup::start() {  // a ring of group elements, sender callbacks on both buffers
+  select_gpu();
+  init(thisIndex);
+  prepare(thisIndex, 0);
+  auto next = thisProxy[(thisIndex + 1) % CkNumPes()];
+  auto me = thisProxy[thisIndex];
+  next.send<&GpmGroup::take>(ck::CkDeviceBuffer(out_a.data(), kGpmA, ck::CkCallback::to<&GpmGroup::sent>(me)), 0,
+                             ck::CkDeviceBuffer(out_c.data(), kGpmC, ck::CkCallback::to<&GpmGroup::sent>(me)));
+}
+void GpmGroup::take_post(ck::CkDeviceBuffer& a, int&, ck::CkDeviceBuffer& c) {
+  a.ptr = in_a.data();
+  c.ptr = in_c.data();
+}
+void GpmGroup::take(ck::CkDeviceBuffer, int r, ck::CkDeviceBuffer) {
+  check((thisIndex + CkNumPes() - 1) % CkNumPes(), r);
+  ++got;
+  maybe_done();
+}
+void GpmGroup::maybe_done() {
+  if (done || got < 1 || sent_cbs < 2) return;
+  done = true;
+  mainProxy->send<&Main::gpm_done>(thisIndex);
 }
 
 void Spreader::spread(int depth) {

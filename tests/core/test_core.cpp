@@ -28,12 +28,14 @@ TEST_P(Megatest, ModePasses) {
   Result r = job(n, MEGATEST_PATH, {mode});
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_TRUE(has(r.out, mode + " ok")) << describe(r);
+  EXPECT_FALSE(has(r.err, "UCX")) << describe(r);  // e.g. a device message nobody received
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Core, Megatest,
     ::testing::Combine(::testing::Values("marshal", "chares", "groups", "arrays", "fifo", "priority",
-                                         "callbacks", "reductions", "reductions_remote", "futures", "qd", "channels"),
+                                         "callbacks", "reductions", "reductions_remote", "futures", "qd", "channels",
+                                         "gpumsg"),
                        ::testing::Values(1, 2, 4)),
     [](const auto& info) { return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "pe"; });
 
@@ -59,7 +61,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadUse{"getoutside", "Future::get would block outside a thread"},
         BadUse{"charecontribute", "contribute() is for group and array elements, not singleton chares"},
         BadUse{"cbtype", "Main::cb_value takes (std::__cxx11::basic_string"},
-        BadUse{"chancollide", "channel id 9 collides on PE 0"}),
+        BadUse{"chancollide", "channel id 9 collides on PE 0"},
+        BadUse{"gpumsg_nodest", "left device argument 0 (1000 bytes) without a destination"}),
     [](const auto& info) { return std::string(info.param.mode); });
 
 #ifdef UCHARM_TEST_CUDA
@@ -73,9 +76,11 @@ TEST(CoreGpu, ChannelsBetweenChareswithCudaBuffers) {
 #endif
   if (n == 0) GTEST_SKIP() << "no CUDA device visible (or a build without CUDA)";
   for (int pes : {1, 2}) {
-    Result r = job(pes, MEGATEST_PATH, {"channels", "cuda"});
-    EXPECT_EQ(r.code, 0) << describe(r);
-    EXPECT_TRUE(has(r.out, "channels ok")) << describe(r);
+    for (std::string mode : {"channels", "gpumsg"}) {
+      Result r = job(pes, MEGATEST_PATH, {mode, "cuda"});
+      EXPECT_EQ(r.code, 0) << describe(r);
+      EXPECT_TRUE(has(r.out, mode + " ok")) << describe(r);
+    }
   }
 }
 

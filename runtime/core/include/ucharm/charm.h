@@ -95,6 +95,26 @@ struct SendOpts {
 
 class CkCallback;
 
+// ---- GPU Messaging API --------------------------------------------------------------------------
+// An entry-method parameter whose data travels by itself (host or GPU memory, straight
+// from buffer to buffer), next to the host message that carries the other arguments.
+//   Sender:   peer.send<&Block::recvHalo>(ck::CkDeviceBuffer(d_ptr, bytes, done_cb), iter);
+//   Receiver: a post entry method names the destination first (see post_entries());
+//             then recvHalo(ck::CkDeviceBuffer halo, int iter) runs with halo.ptr = it.
+struct CkDeviceBuffer {
+  const void* ptr = nullptr;
+  std::size_t size = 0;
+  std::uint64_t tag = 0;   // set when sent
+  std::int32_t src_pe = -1;
+  std::uint32_t done_id = 0;  // internal: the sender's completion
+  CkDeviceBuffer() = default;
+  CkDeviceBuffer(const void* p, std::size_t n) : ptr(p), size(n) {}
+  CkDeviceBuffer(const void* p, std::size_t n, const CkCallback& done);
+  void pup(PUP::er& p);  // the metadata only: size, tag, source
+  // Where the data is to go (post entry) or has landed (entry method).
+  void* data() const { return const_cast<void*>(ptr); }
+};
+
 namespace detail {
 
 // ---- member-function traits ---------------------------------------------------------------
@@ -142,6 +162,7 @@ struct sig_of<std::tuple<A...>> {
 // Registered during static initialisation, then sorted by name at start-up so that every
 // PE (the same binary) gets the same indices whatever the initialisation order.
 using Invoker = void (*)(ChareBase* obj, PUP::er& args);
+using PostInvoker = void (*)(ChareBase* obj, PUP::er& args, std::vector<CkDeviceBuffer>& out);
 using Constructor = ChareBase* (*)(PUP::er& args);
 struct EntryInfo {
   const char* name;
@@ -151,6 +172,8 @@ struct EntryInfo {
   std::string (*sig_names)();
   bool threaded;
   bool (*accepts)(ChareBase*);  // is the object of (a class derived from) cls?
+  int device_params = 0;        // CkDeviceBuffer parameters (GPU Messaging API)
+  PostInvoker post = nullptr;   // their post entry method
 };
 void register_entry(const EntryInfo& info, std::uint32_t* slot);
 void register_ctor(const char* name, Constructor c, const std::type_info* cls, std::uint32_t* slot);
@@ -193,6 +216,77 @@ inline constexpr EntryList<Eps...> entries{};
 
 namespace detail {
 
+// Post entry methods: static constexpr auto post_entries() {
+//   return ck::post_list<ck::post<&C::recvHalo, &C::recvHaloPost>>{}; }
+}  // namespace detail
+template <auto Entry, auto Post>
+struct post {
+  static constexpr auto entry = Entry;
+  static constexpr auto post_fn = Post;
+};
+template <class... Posts>
+struct post_list {};
+namespace detail {
+
+template <class... A>
+constexpr int count_device_params_of(std::tuple<A...>*) {
+  return (0 + ... + (std::is_same_v<A, CkDeviceBuffer> ? 1 : 0));
+}
+
+template <auto Ep, class List>
+struct find_post;
+template <auto Ep>
+struct find_post<Ep, post_list<>> {
+  static constexpr bool found = false;
+  static constexpr auto fn = nullptr;
+};
+template <auto Ep, class P, class... Rest>
+struct find_post<Ep, post_list<P, Rest...>> {
+  static constexpr bool here = same_entry<Ep, P::entry>();
+  static constexpr bool found = here || find_post<Ep, post_list<Rest...>>::found;
+  static constexpr auto fn = [] {
+    if constexpr (here) return P::post_fn;
+    else return find_post<Ep, post_list<Rest...>>::fn;
+  }();
+};
+template <class C, auto Ep>
+constexpr auto post_of() {
+  if constexpr (requires { C::post_entries(); })
+    return find_post<Ep, std::remove_cvref_t<decltype(C::post_entries())>>::fn;
+  else
+    return nullptr;
+}
+
+// Runs the post entry: unpacks the arguments, lets `Post` set each device buffer's
+// destination, and hands the destinations back (PostInvoker).
+template <auto Ep, auto Post>
+void invoke_post(ChareBase* obj, PUP::er& p, std::vector<CkDeviceBuffer>& out) {
+  using T = member_traits<decltype(Ep)>;
+  typename T::args args;
+  std::apply([&](auto&... a) { ((p | a), ...); }, args);
+  auto* self = static_cast<typename T::cls*>(obj);
+  std::apply([&](auto&... a) { (self->*Post)(a...); }, args);
+  std::apply([&](auto&... a) {
+    auto collect = [&](auto& x) {
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(x)>, CkDeviceBuffer>) out.push_back(x);
+    };
+    (collect(a), ...);
+  }, args);
+}
+
+// Sends every CkDeviceBuffer argument to `pe` (filling in its tag) before the host
+// message is packed.
+void send_device_buffer(int pe, CkDeviceBuffer& b);
+template <class Tuple>
+void send_device_args(Tuple& t, int pe) {
+  std::apply([&](auto&... a) {
+    auto one = [&](auto& x) {
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(x)>, CkDeviceBuffer>) send_device_buffer(pe, x);
+    };
+    (one(a), ...);
+  }, t);
+}
+
 template <class C, auto Ep>
 constexpr bool is_threaded() {
   if constexpr (requires { C::threaded_entries(); })
@@ -220,9 +314,18 @@ struct Entry : Registration<Entry<Ep>> {
 template <auto Ep>
 const bool Entry<Ep>::registered = [] {
   using T = member_traits<decltype(Ep)>;
+  constexpr int device = count_device_params_of(static_cast<typename T::args*>(nullptr));
+  constexpr auto post_fn = post_of<typename T::cls, Ep>();
+  PostInvoker post = nullptr;
+  if constexpr (device > 0) {
+    static_assert(!std::is_same_v<decltype(post_fn), std::nullptr_t>,
+                  "this entry method takes CkDeviceBuffer parameters: name its post entry method in "
+                  "static constexpr auto post_entries() { return ck::post_list<ck::post<&C::f, &C::f_post>>{}; }");
+    if constexpr (!std::is_same_v<decltype(post_fn), std::nullptr_t>) post = &invoke_post<Ep, post_fn>;
+  }
   register_entry({name_of<Ep>(), &invoke_entry<Ep>, &typeid(typename T::cls),
                   sig_of<typename T::args>::hash(), &sig_of<typename T::args>::names,
-                  is_threaded<typename T::cls, Ep>(), &accepts<typename T::cls>},
+                  is_threaded<typename T::cls, Ep>(), &accepts<typename T::cls>, device, post},
                  &Entry<Ep>::index);
   return true;
 }();
@@ -242,7 +345,7 @@ template <auto F>
 const bool Function<F>::registered = [] {
   using T = function_traits<decltype(F)>;
   register_entry({name_of<F>(), &invoke_function<F>, nullptr, sig_of<typename T::args>::hash(),
-                  &sig_of<typename T::args>::names, false, nullptr},
+                  &sig_of<typename T::args>::names, false, nullptr, 0, nullptr},
                  &Function<F>::index);
   return true;
 }();
@@ -347,6 +450,11 @@ void invoke(const CollectionRef& c, const Index& idx, MsgKind kind, const SendOp
   static_assert(std::is_constructible_v<typename T::args, Args&&...>,
                 "argument types do not match the entry method's parameters");
   typename T::args packed(std::forward<Args>(args)...);
+  if constexpr (count_device_params_of(static_cast<typename T::args*>(nullptr)) > 0) {
+    if (kind != MsgKind::Invoke)
+      CkAbort("CkDeviceBuffer arguments go to one element; broadcasting them is not supported");
+    send_device_args(packed, home_pe(c, idx));
+  }
   send_entry<Ep>(c, idx, kind, o, packed);
 }
 
