@@ -11,13 +11,15 @@ rm -rf "$dev"
 mkdir -p "$dev/build" "$dev/libucx/lib/ucx" "$dev/syslib"
 for f in tools/ucharmrun/ucharmrun runtime/converse/libucharm-converse.so runtime/core/libucharm-core.so \
          tests/converse/converse_testprog tests/converse/converse_multiprocess_tests \
-         tests/core/core_megatest tests/core/core_tests benchmarks/converse_pingpong; do
+         tests/core/core_megatest tests/core/core_tests benchmarks/converse_pingpong benchmarks/osu; do
   [ -e "$build/$f" ] || continue
   mkdir -p "$dev/build/$(dirname "$f")"
   if [ "${DEBUG:-0}" = 1 ]; then cp "$build/$f" "$dev/build/$f"; else strip -o "$dev/build/$f" "$build/$f"; fi
 done
 cp -L "$ucx"/lib/lib{ucp,uct,ucs,ucm}.so.0 "$dev/libucx/lib/"
-cp -L "$ucx"/lib/ucx/lib{uct_cma,uct_cuda,ucm_cuda}.so.0 "$dev/libucx/lib/ucx/"
+cp -L "$ucx"/lib/ucx/lib{uct_cma,uct_cuda,ucm_cuda,ucx_perftest_cuda}.so.0 "$dev/libucx/lib/ucx/"
+mkdir -p "$dev/libucx/bin" && cp "$ucx/bin/ucx_perftest" "$dev/libucx/bin/"
+mkdir -p "$dev/libucx_cu13.libs" && cp "$ucx"/../libucx_cu13.libs/* "$dev/libucx_cu13.libs/" 2>/dev/null || true
 strip --strip-unneeded "$dev"/libucx/lib/*.so.0 "$dev"/libucx/lib/ucx/*.so.0 2>/dev/null || true
 for l in libboost_context.so.1.74.0 libfmt.so.9; do cp -L "/lib/x86_64-linux-gnu/$l" "$dev/syslib/"; done
 echo "$(realpath --relative-to="$root" "$build")" > "$dev/build-dir"

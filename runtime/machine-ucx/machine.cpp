@@ -45,6 +45,7 @@ struct RequestState {
   std::uint64_t tag;
   RequestState* prev;     // outstanding device/channel receives, cancelled at exit
   RequestState* next;
+  bool gpu;               // a receive into GPU memory (counted in gpu_inflight)
 };
 
 // State of one device/channel send, handed to UCX as user_data. It must exist before the
@@ -53,6 +54,7 @@ struct RequestState {
 struct OpState {
   Completion done;
   int pe;
+  bool gpu;
   OpState* next_free;
 };
 
@@ -103,6 +105,9 @@ struct Machine {
   std::uint64_t device_counter = 0;
   RequestState* open_recvs = nullptr;  // intrusive list
   OpState* free_ops = nullptr;         // OpState pool (grows in chunks, never per send)
+  // GPU-memory operations in flight. UCX finishes them by polling CUDA events, which do
+  // not signal the worker's event fd, so an idle PE must not sleep while any is open.
+  std::size_t gpu_inflight = 0;
   std::vector<std::unique_ptr<OpState[]>> op_chunks;
   std::vector<char> my_address;        // for the endpoint to self (device data to self)
   bool trace_ops = false;              // UCHARM_TRACE_OPS=1: one stderr line per device/channel op
@@ -310,6 +315,7 @@ void op_send_done(void* request, ucs_status_t status, void* user_data) {
   Machine& m = M();
   if (status != UCS_OK && !m.shutting_down) m.hooks.peer_failed(st->pe, ucs_status_string(status));
   --m.pending_sends;
+  if (st->gpu) --m.gpu_inflight;
   if (status == UCS_OK) m.done.push_back({st->done, nullptr, DeviceRecvType::Converse});
   if (m.trace_ops) fmt::print(stderr, "ucharm: PE {}: send to PE {} done: {}\n", m.info.my_pe, st->pe, ucs_status_string(status));
   give_op(st);
@@ -339,6 +345,7 @@ void trace(const char* what, std::uint64_t t, std::size_t size, MemoryType mem) 
 // A receive completed (in a callback or in place): queue its completion.
 void recv_finished(RequestState* r, ucs_status_t status, std::size_t length) {
   Machine& m = M();
+  if (r->gpu) --m.gpu_inflight;
   if (status == UCS_ERR_CANCELED) return;
   if (status == UCS_ERR_MESSAGE_TRUNCATED)
     fatal(fmt::format("{} does not fit: the receive buffer holds {} bytes, the incoming data is "
@@ -366,6 +373,7 @@ void tagged_send(int pe, const void* ptr, std::size_t size, MemoryType mem, std:
   OpState* st = take_op();
   st->done = done;
   st->pe = pe;
+  st->gpu = mem != MemoryType::Host;
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
   // UCX's inline fast path picks its short protocol from its own memory-type cache, not
@@ -377,15 +385,18 @@ void tagged_send(int pe, const void* ptr, std::size_t size, MemoryType mem, std:
   p.user_data = st;
   p.memory_type = ucs_type(mem);
   ++m.pending_sends;  // before the call: the callback may run inside it
+  if (st->gpu) ++m.gpu_inflight;
   ucs_status_ptr_t sp = ucp_tag_send_nbx(endpoint(pe), ptr, size, t, &p);
   if (sp == nullptr) {  // completed in place: no callback comes
     --m.pending_sends;
+    if (st->gpu) --m.gpu_inflight;
     give_op(st);
     m.done.push_back({done, nullptr, DeviceRecvType::Converse});
     return;
   }
   if (UCS_PTR_IS_ERR(sp)) {
     --m.pending_sends;
+    if (st->gpu) --m.gpu_inflight;
     give_op(st);
     m.hooks.peer_failed(pe, ucs_status_string(UCS_PTR_STATUS(sp)));
   }
@@ -414,6 +425,8 @@ void tagged_recv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t t, R
   r->kind = kind;
   r->capacity = size;
   r->tag = t;
+  r->gpu = mem != MemoryType::Host;
+  if (r->gpu) ++m.gpu_inflight;
   setup(*r);
   if (r == &local) {  // completed in place (or truncated at once)
     recv_finished(r, sp == nullptr ? UCS_OK : UCS_PTR_STATUS(sp), tinfo.length);
@@ -607,6 +620,7 @@ int LrtsProgress() {
 
 void LrtsIdleWait(int timeout_ms) {
   Machine& m = M();
+  if (m.gpu_inflight) return;  // completions come from polling CUDA events, not the fd
   ucs_status_t s = ucp_worker_arm(m.worker);
   if (s == UCS_ERR_BUSY) return;  // events pending: the caller progresses again
   check(s, "ucp_worker_arm");
