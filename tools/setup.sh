@@ -33,6 +33,11 @@ if [ -z "${UCHARM_UCX_ROOT:-}" ]; then
   UCHARM_UCX_ROOT=$("$venv/bin/python" -c 'import libucx,os;print(os.path.dirname(libucx.__file__))')
 fi
 
+# matplotlib, for tools/plot_osu.py (benchmark curves as PNG).
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -c 'import matplotlib' 2>/dev/null ||
+  "$venv/bin/pip" install -q --disable-pip-version-check 'matplotlib>=3.7'
+
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DUCHARM_UCX_ROOT="$UCHARM_UCX_ROOT" >/dev/null
 cmake --build "$build" --parallel "$(nproc)"
