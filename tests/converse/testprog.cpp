@@ -583,9 +583,8 @@ void start() {
     out[i].resize(kSizes[i]);
     fill(out[i], static_cast<std::uint64_t>(CmiMyPe()), kSizes[i]);
     CmiDeviceBuffer b{out[i].data(), out[i].size(), 0};
-    if (g_cuda && std::getenv("UCHARM_TEST_SHOW_MEMTYPE"))
-      CmiPrintf("PE %d buffer %zu (%zu bytes) at %p: %s\n", CmiMyPe(), i, out[i].size(), static_cast<void*>(out[i].data()),
-                CmiGetMemoryType(out[i].data()) == CmiMemoryType::Cuda ? "cuda" : "host");
+    if (g_cuda && CmiGetMemoryType(out[i].data()) != CmiMemoryType::Cuda)
+      CmiAbort("device: cudaMalloc'd buffer %zu not recognised as CUDA memory", i);
     CmiSendDevice(to, b, make_msg(h_sent, 0));
     entries.push_back({kSizes[i], b.tag});
   }
