@@ -23,7 +23,6 @@ struct Bench {
 };
 Bench b;
 
-using ucharm::bench::parse_bytes;
 int iters_for(std::size_t size) { return ucharm::bench::iterations_for(size, b.iters); }
 
 void send_ping(void* msg) {
@@ -60,19 +59,16 @@ void pong_handler(void* msg) {  // on PE 0
 
 void start(int argc, char** argv) {
   CLI::App app{"Converse ping-pong"};
-  std::string min = "1", max = "4M";
-  app.add_option("--min", min, "smallest payload in bytes (0 allowed; suffix k or M)");
-  app.add_option("--max", max, "largest payload in bytes (suffix k or M)");
+  ucharm::bench::SizeRange sizes(app, "1", "4M");
   app.add_option("--iters", b.iters, "round trips per small size")->check(CLI::PositiveNumber);
   app.add_option("--warmup", b.warmup, "round trips before timing")->check(CLI::NonNegativeNumber);
   try {
     app.parse(argc, argv);
-    b.min = parse_bytes(min);
-    b.max = parse_bytes(max);
+    sizes.parse(b.min, b.max);
   } catch (const CLI::ParseError& e) {
     std::exit(CmiMyPe() == 0 ? app.exit(e) : 2);
-  } catch (const std::exception&) {
-    if (CmiMyPe() == 0) CmiError("converse_pingpong: bad --min/--max '%s'/'%s'\n", min.c_str(), max.c_str());
+  } catch (const std::exception& e) {
+    if (CmiMyPe() == 0) CmiError("converse_pingpong: %s\n", e.what());
     std::exit(2);
   }
   b.h_ping = CmiRegisterHandler(ping_handler);

@@ -50,20 +50,17 @@ struct Main : ck::MainChare<Main> {
 
   explicit Main(ck::MainArgs args) {
     CLI::App app{"chare ping-pong"};
-    std::string min = "1", max = "4M";
-    app.add_option("--min", min);
-    app.add_option("--max", max);
+    ucharm::bench::SizeRange sizes(app, "1", "4M");
     app.add_option("--iters", s.iters)->check(CLI::PositiveNumber);
     app.add_option("--warmup", s.warmup)->check(CLI::NonNegativeNumber);
     app.add_option("--kind", s.kind)->check(CLI::IsMember({"group", "array", "both"}));
     try {
       app.parse(args.argc, args.argv);
-      s.min = ucharm::bench::parse_bytes(min);
-      s.max = ucharm::bench::parse_bytes(max);
+      sizes.parse(s.min, s.max);
     } catch (const CLI::ParseError& e) {
       std::exit(app.exit(e));
-    } catch (const std::exception&) {
-      CkAbort("core_pingpong: bad --min/--max");
+    } catch (const std::exception& e) {
+      CkAbort("core_pingpong: %s", e.what());
     }
     if (CkNumPes() < 2) CkAbort("core_pingpong needs at least 2 PEs (ucharmrun -n 2 ...)");
     mainProxy = thisProxy;

@@ -186,24 +186,21 @@ struct Main : ck::MainChare<Main> {
   explicit Main(ck::MainArgs args) {
     Config c;
     CLI::App app{"OSU-style latency/bandwidth"};
-    std::string min = "1", max = "4M";
     app.add_option("--mode", c.mode)->check(CLI::IsMember({"host", "staging", "gpumsg", "channel"}));
     app.add_option("--mem", c.mem)->check(CLI::IsMember({"host", "cuda"}));
     app.add_option("--test", c.test)->check(CLI::IsMember({"lat", "bw"}));
-    app.add_option("--min", min);
-    app.add_option("--max", max);
+    ucharm::bench::SizeRange sizes(app, "1", "4M");
     app.add_option("--iters", c.iters)->check(CLI::PositiveNumber);
     app.add_option("--warmup", c.warmup)->check(CLI::NonNegativeNumber);
     app.add_option("--window", c.window)->check(CLI::PositiveNumber);
     app.add_option("--csv", c.csv, "append results to this CSV file");
     try {
       app.parse(args.argc, args.argv);
-      c.min = ucharm::bench::parse_bytes(min);
-      c.max = ucharm::bench::parse_bytes(max);
+      sizes.parse(c.min, c.max);
     } catch (const CLI::ParseError& e) {
       std::exit(app.exit(e));
-    } catch (const std::exception&) {
-      CkAbort("osu: bad --min/--max");
+    } catch (const std::exception& e) {
+      CkAbort("osu: %s", e.what());
     }
     if (CkNumPes() > 2) CkAbort("osu runs on 1 or 2 PEs");
     cfg = c;

@@ -158,6 +158,14 @@ struct sig_of<std::tuple<A...>> {
   }
 };
 
+// Unpacks a message's arguments into a tuple of the parameter types, in order.
+template <class Tuple>
+Tuple unpack_args(PUP::er& p) {
+  Tuple args;
+  std::apply([&](auto&... a) { ((p | a), ...); }, args);
+  return args;
+}
+
 // ---- the registry: entries, constructors, functions, maps, reducers ------------------------
 // Registered during static initialisation, then sorted by name at start-up so that every
 // PE (the same binary) gets the same indices whatever the initialisation order.
@@ -262,8 +270,7 @@ constexpr auto post_of() {
 template <auto Ep, auto Post>
 void invoke_post(ChareBase* obj, PUP::er& p, std::vector<CkDeviceBuffer>& out) {
   using T = member_traits<decltype(Ep)>;
-  typename T::args args;
-  std::apply([&](auto&... a) { ((p | a), ...); }, args);
+  auto args = unpack_args<typename T::args>(p);
   auto* self = static_cast<typename T::cls*>(obj);
   std::apply([&](auto&... a) { (self->*Post)(a...); }, args);
   std::apply([&](auto&... a) {
@@ -298,8 +305,7 @@ constexpr bool is_threaded() {
 template <auto Ep>
 void invoke_entry(ChareBase* obj, PUP::er& p) {
   using T = member_traits<decltype(Ep)>;
-  typename T::args args;
-  std::apply([&](auto&... a) { ((p | a), ...); }, args);
+  auto args = unpack_args<typename T::args>(p);
   auto* self = static_cast<typename T::cls*>(obj);
   std::apply([&](auto&... a) { (self->*Ep)(std::move(a)...); }, args);
 }
@@ -333,8 +339,7 @@ const bool Entry<Ep>::registered = [] {
 template <auto F>
 void invoke_function(ChareBase*, PUP::er& p) {
   using T = function_traits<decltype(F)>;
-  typename T::args args;
-  std::apply([&](auto&... a) { ((p | a), ...); }, args);
+  auto args = unpack_args<typename T::args>(p);
   std::apply([&](auto&... a) { F(std::move(a)...); }, args);
 }
 template <auto F>
@@ -352,8 +357,7 @@ const bool Function<F>::registered = [] {
 
 template <class C, class... A>
 ChareBase* construct(PUP::er& p) {
-  std::tuple<A...> args;
-  std::apply([&](auto&... a) { ((p | a), ...); }, args);
+  auto args = unpack_args<std::tuple<A...>>(p);
   return std::apply([](auto&... a) -> ChareBase* { return new C(std::move(a)...); }, args);
 }
 template <class C, class... A>
