@@ -33,3 +33,6 @@ nvcc -O2 -o /tmp/peer_bw tools/peer_bw.cu && /tmp/peer_bw > "$out/peer.txt" 2>&1
 echo "== ucx_perftest -m cuda (Final: iters, 50%ile, avg, overall lat us, avg, overall bw MB/s, ...)"; cat "$out/perftest.txt"
 echo "== cudaMemcpyPeer"; cat "$out/peer.txt"
 echo "== ucharm (test,mode,mem,size,value)"; grep -E ",(8|65536|1048576|16777216|67108864)," "$csv"
+echo "== Table 1 (same run): channel vs staging, then gpumsg vs staging"
+python3 tools/osu_table.py "$csv" --aware channel
+python3 tools/osu_table.py "$csv" --aware gpumsg

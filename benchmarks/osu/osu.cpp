@@ -56,20 +56,44 @@ struct Buffer {
   }
 };
 
-void copy(void* dst, const void* src, std::size_t n, bool to_device) {
+// Host staging as an application would tune it: pinned host memory and asynchronous copies
+// on the PE's own non-blocking stream (a copy on the legacy default stream would also wait
+// for the streams UCX uses), waited for before the data is used.
+struct Stager {
+  char* host = nullptr;
 #ifdef UCHARM_BENCH_CUDA
-  cudaMemcpy(dst, src, n, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
-#else
-  (void)to_device;
-  std::memcpy(dst, src, n);
+  cudaStream_t stream = nullptr;
 #endif
-}
+  void alloc(std::size_t n, bool gpu) {
+#ifdef UCHARM_BENCH_CUDA
+    if (gpu) {
+      if (cudaMallocHost(&host, n ? n : 1) != cudaSuccess || cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
+        CkAbort("staging: pinned host buffer or stream allocation failed");
+      return;
+    }
+#endif
+    (void)gpu;
+    host = static_cast<char*>(std::malloc(n ? n : 1));
+  }
+  void copy(void* dst, const void* src, std::size_t n, bool to_device) {
+#ifdef UCHARM_BENCH_CUDA
+    if (stream) {
+      if (cudaMemcpyAsync(dst, src, n, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, stream) != cudaSuccess ||
+          cudaStreamSynchronize(stream) != cudaSuccess)
+        CkAbort("staging: copy of %zu bytes failed", n);
+      return;
+    }
+#endif
+    (void)to_device;
+    std::memcpy(dst, src, n);
+  }
+};
 
 struct Peer : ck::ArrayElement<Peer> {
   static constexpr auto post_entries() { return ck::post_list<ck::post<&Peer::dev_msg, &Peer::dev_post>>{}; }
 
   Buffer send_buf, recv_buf;   // device (or host) data buffers
-  std::vector<char> stage;     // host staging buffer
+  Stager stage;                // host staging buffer
   ck::CkChannel ch;
   std::size_t size = 0;
   int left = 0, window_got = 0;
@@ -88,7 +112,7 @@ struct Peer : ck::ArrayElement<Peer> {
     const bool gpu = cfg->mem == "cuda" && cfg->mode != "host";  // host mode: host memory by definition
     send_buf.alloc(cfg->max, gpu);
     recv_buf.alloc(cfg->max, gpu);
-    stage.resize(cfg->max);
+    stage.alloc(cfg->max, gpu);
     ch = ck::CkChannel(thisProxy[thisIndex], thisProxy[1 - thisIndex]);
   }
   int other() const { return 1 - thisIndex; }
@@ -116,8 +140,8 @@ struct Peer : ck::ArrayElement<Peer> {
     if (m == "host") {
       thisProxy[other()].send<&Peer::host_msg>(std::span<const char>(send_buf.p, size));
     } else if (m == "staging") {
-      copy(stage.data(), send_buf.p, size, false);
-      thisProxy[other()].send<&Peer::staged_msg>(std::span<const char>(stage.data(), size));
+      stage.copy(stage.host, send_buf.p, size, false);
+      thisProxy[other()].send<&Peer::staged_msg>(std::span<const char>(stage.host, size));
     } else if (m == "gpumsg") {
       thisProxy[other()].send<&Peer::dev_msg>(ck::CkDeviceBuffer(send_buf.p, size));
     } else {
@@ -129,7 +153,7 @@ struct Peer : ck::ArrayElement<Peer> {
   // ---- arrivals ----
   void host_msg(std::span<const char>) { arrived(); }
   void staged_msg(std::span<const char> data) {
-    copy(recv_buf.p, data.data(), data.size(), true);
+    stage.copy(recv_buf.p, data.data(), data.size(), true);
     arrived();
   }
   void dev_post(ck::CkDeviceBuffer& b) { b.ptr = recv_buf.p; }

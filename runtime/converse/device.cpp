@@ -46,10 +46,10 @@ bool CmiMemoryTypeCaching() { return lrts::LrtsMemoryTypeCaching(); }
 
 void CmiSendDevice(int pe, CmiDeviceBuffer& buf, void* done_msg) {
   check_pe(pe, "CmiSendDevice");
-  lrts::LrtsDeviceSend(pe, buf.ptr, buf.size, mem_of(buf.ptr), buf.tag, {enqueue_done, done_msg});
+  lrts::LrtsDeviceSend(pe, buf.ptr, buf.size, mem_of(buf.ptr), buf.tag, {enqueue_done, done_msg}, buf.stream);
 }
 
-void CmiRecvDevice(void* dest, std::size_t size, std::uint64_t tag, void* done_msg) {
+void CmiRecvDevice(void* dest, std::size_t size, std::uint64_t tag, void* done_msg, void* stream) {
   if (!ucharm::tag::DeviceTag::is(tag)) CmiAbort("CmiRecvDevice: %#llx is not a GPU Messaging tag", static_cast<unsigned long long>(tag));
   // CmiAlloc gives a pooled block; the Converse header it reserves is not used here.
   auto* op = static_cast<lrts::DeviceRdmaOp*>(CmiAlloc(sizeof(lrts::DeviceRdmaOp)));
@@ -60,6 +60,7 @@ void CmiRecvDevice(void* dest, std::size_t size, std::uint64_t tag, void* done_m
   op->tag = tag;
   op->mem = mem_of(dest);
   op->user = done_msg;
+  op->stream = stream;
   lrts::LrtsDeviceRecv(op, lrts::DeviceRecvType::Converse);
 }
 
@@ -74,11 +75,11 @@ unsigned CmiChannelIdBits() { return ucharm::tag::ChannelTag::first_bits; }
 
 std::uint64_t CmiChannelNextCounter(std::uint64_t counter) { return ucharm::tag::ChannelTag::next(counter); }
 
-void CmiChannelSend(int pe, const void* ptr, std::size_t size, std::uint64_t tag, void* done_msg) {
+void CmiChannelSend(int pe, const void* ptr, std::size_t size, std::uint64_t tag, void* done_msg, void* stream) {
   check_pe(pe, "CmiChannelSend");
-  lrts::LrtsChannelSend(pe, ptr, size, mem_of(ptr), tag, {enqueue_done, done_msg});
+  lrts::LrtsChannelSend(pe, ptr, size, mem_of(ptr), tag, {enqueue_done, done_msg}, stream);
 }
 
-void CmiChannelRecv(void* ptr, std::size_t size, std::uint64_t tag, void* done_msg) {
-  lrts::LrtsChannelRecv(ptr, size, mem_of(ptr), tag, {enqueue_done, done_msg});
+void CmiChannelRecv(void* ptr, std::size_t size, std::uint64_t tag, void* done_msg, void* stream) {
+  lrts::LrtsChannelRecv(ptr, size, mem_of(ptr), tag, {enqueue_done, done_msg}, stream);
 }

@@ -139,8 +139,10 @@ struct Core {
   bool qd_running = false;
   // GPU Messaging API
   int h_device_sent = -1, h_device_arrived = -1;
-  std::unordered_map<std::uint32_t, CkCallback> device_done;  // sender completions by id
-  std::uint32_t next_device_done = 1;
+  // Sender completions, by id - 1; freed slots are reused, so steady sending allocates nothing.
+  std::vector<CkCallback> device_done;
+  std::vector<std::uint32_t> device_done_free;
+  std::vector<struct PendingDevice*> pending_free;  // receive records, reused
   const std::vector<CkDeviceBuffer>* unpack_dests = nullptr;  // set while an entry unpacks
   std::size_t unpack_next = 0;
 };
@@ -355,6 +357,24 @@ struct PendingDevice {
   std::vector<CkDeviceBuffer> dests;
 };
 
+// Records are reused (their dests keep their capacity): no allocation per invocation.
+PendingDevice* take_pending(ChareBase* obj, std::uint32_t entry, void* msg) {
+  Core& k = core();
+  PendingDevice* pd;
+  if (k.pending_free.empty()) {
+    pd = new PendingDevice{};
+  } else {
+    pd = k.pending_free.back();
+    k.pending_free.pop_back();
+  }
+  pd->obj = obj;
+  pd->entry = entry;
+  pd->msg = msg;
+  pd->remaining = 0;
+  pd->dests.clear();
+  return pd;
+}
+
 void finish_device_invocation(PendingDevice* pd) {
   const EntryInfo& info = core_entries()[pd->entry];
   if (info.threaded) {
@@ -363,7 +383,7 @@ void finish_device_invocation(PendingDevice* pd) {
     run_entry_with(pd->obj, pd->entry, pd->msg, &pd->dests);
     CmiFree(pd->msg);
   }
-  delete pd;
+  core().pending_free.push_back(pd);
 }
 
 void device_arrived_handler(void* msg) {
@@ -378,7 +398,7 @@ void device_arrived_handler(void* msg) {
 // the receives, and run the entry once every buffer is in.
 void start_device_invocation(ChareBase* obj, std::uint32_t entry, void* msg) {
   const EntryInfo& info = core_entries()[entry];
-  auto* pd = new PendingDevice{obj, entry, msg, 0, {}};
+  PendingDevice* pd = take_pending(obj, entry, msg);
   CmiReference(msg);  // dispatch drops its reference when this returns
   PUP::er p = PUP::er::unpacker(args_of(msg), args_len(msg));
   info.post(obj, p, pd->dests);
@@ -394,7 +414,7 @@ void start_device_invocation(ChareBase* obj, std::uint32_t entry, void* msg) {
     void* done = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof pd);
     std::memcpy(CmiMsgPayload(done), &pd, sizeof pd);
     CmiSetHandler(done, core().h_device_arrived);
-    CmiRecvDevice(const_cast<void*>(d.ptr), d.size, d.tag, done);
+    CmiRecvDevice(const_cast<void*>(d.ptr), d.size, d.tag, done, d.stream);
   }
   if (--pd->remaining == 0) finish_device_invocation(pd);
 }
@@ -409,10 +429,8 @@ void device_sent_handler(void* msg) {
   std::memcpy(&s, CmiMsgPayload(msg), sizeof s);
   CmiFree(msg);
   Core& k = core();
-  auto it = k.device_done.find(s.id);
-  if (it == k.device_done.end()) return;
-  CkCallback cb = it->second;
-  k.device_done.erase(it);
+  CkCallback cb = k.device_done[s.id - 1];
+  k.device_done_free.push_back(s.id);
   cb.send(static_cast<std::size_t>(s.size));
 }
 
@@ -915,7 +933,7 @@ void send_device_buffer(int pe, CkDeviceBuffer& b) {
     if (done) CsdEnqueue(done);
     return;
   }
-  CmiDeviceBuffer cb{b.ptr, b.size, 0};
+  CmiDeviceBuffer cb{b.ptr, b.size, 0, b.stream};
   ++k.sent;  // processed when the receiver has the data (QD)
   CmiSendDevice(pe, cb, done);
   b.tag = cb.tag;
@@ -991,11 +1009,18 @@ int start(int argc, char** argv, ChareBase* (*make_main)(const MainArgs&)) {
 
 }  // namespace detail
 
-CkDeviceBuffer::CkDeviceBuffer(const void* p, std::size_t n, const CkCallback& done) : ptr(p), size(n) {
+CkDeviceBuffer::CkDeviceBuffer(const void* p, std::size_t n, const CkCallback& done, void* s)
+    : ptr(p), size(n), stream(s) {
   if (done.is_ignore()) return;
   detail::Core& k = detail::core();
-  done_id = k.next_device_done++;
-  k.device_done.emplace(done_id, done);
+  if (k.device_done_free.empty()) {
+    k.device_done.push_back(done);
+    done_id = static_cast<std::uint32_t>(k.device_done.size());
+  } else {
+    done_id = k.device_done_free.back();
+    k.device_done_free.pop_back();
+    k.device_done[done_id - 1] = done;
+  }
 }
 
 void CkDeviceBuffer::pup(PUP::er& p) {
@@ -1175,30 +1200,30 @@ CkChannel::~CkChannel() {
   if (open_) channel_ids().erase(in_id_);
 }
 
-void CkChannel::send(const void* ptr, std::size_t size, const CkCallback& done) {
+void CkChannel::send(const void* ptr, std::size_t size, const CkCallback& done, void* stream) {
   if (!open_) CkAbort("CkChannel::send on a channel that is not open");
   const std::uint64_t tag = CmiChannelTag(out_id_, out_counter_);
   out_counter_ = CmiChannelNextCounter(out_counter_);
   ++detail::core().sent;  // processed when the peer's receive completes (QD)
-  CmiChannelSend(peer_pe_, ptr, size, tag, channel_done_msg(done, size, false));
+  CmiChannelSend(peer_pe_, ptr, size, tag, channel_done_msg(done, size, false), stream);
 }
 
-void CkChannel::recv(void* ptr, std::size_t size, const CkCallback& done) {
+void CkChannel::recv(void* ptr, std::size_t size, const CkCallback& done, void* stream) {
   if (!open_) CkAbort("CkChannel::recv on a channel that is not open");
   const std::uint64_t tag = CmiChannelTag(in_id_, in_counter_);
   in_counter_ = CmiChannelNextCounter(in_counter_);
-  CmiChannelRecv(ptr, size, tag, channel_done_msg(done, size, true));
+  CmiChannelRecv(ptr, size, tag, channel_done_msg(done, size, true), stream);
 }
 
-void CkChannel::send_wait(const void* ptr, std::size_t size) {
+void CkChannel::send_wait(const void* ptr, std::size_t size, void* stream) {
   auto f = Future<std::size_t>::make();
-  send(ptr, size, f.callback());
+  send(ptr, size, f.callback(), stream);
   f.get();
 }
 
-void CkChannel::recv_wait(void* ptr, std::size_t size) {
+void CkChannel::recv_wait(void* ptr, std::size_t size, void* stream) {
   auto f = Future<std::size_t>::make();
-  recv(ptr, size, f.callback());
+  recv(ptr, size, f.callback(), stream);
   f.get();
 }
 

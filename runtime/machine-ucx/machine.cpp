@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "bootstrap.h"
+#include "cuda_driver.h"
 
 namespace ucharm::machine {
 namespace {
@@ -56,6 +57,57 @@ struct OpState {
   int pe;
   bool gpu;
   OpState* next_free;
+};
+
+// A device/channel operation waiting for the work queued on its CUDA stream: an event
+// recorded on the stream is polled from progress. Pooled, with its event, so nothing is
+// created per operation once the pool has grown.
+struct Deferred {
+  bool send;
+  ReqKind kind;           // receives: DeviceRecv or ChannelRecv
+  DeviceRecvType rtype;
+  MemoryType mem;
+  int pe;
+  void* ptr;
+  std::size_t size;
+  std::uint64_t tag;
+  Completion done;
+  DeviceRdmaOp* op;
+#ifdef UCHARM_HAVE_CUDA
+  CUevent event;
+#endif
+  Deferred* next;         // FIFO of waiting operations
+  Deferred* next_free;
+};
+
+// A free list that grows in chunks and never shrinks: per-operation state without a heap
+// allocation per operation. T has a `T* next_free` member.
+template <class T>
+class ChunkPool {
+ public:
+  T* take() {
+    if (!free_) {
+      constexpr int kChunk = 64;
+      chunks_.push_back(std::make_unique<T[]>(kChunk));
+      for (int i = 0; i < kChunk; ++i) give(&chunks_.back()[i]);
+    }
+    T* t = free_;
+    free_ = t->next_free;
+    return t;
+  }
+  void give(T* t) {
+    t->next_free = free_;
+    free_ = t;
+  }
+  template <class F>
+  void for_each(F&& f) {
+    for (auto& c : chunks_)
+      for (int i = 0; i < 64; ++i) f(c[i]);
+  }
+
+ private:
+  T* free_ = nullptr;
+  std::vector<std::unique_ptr<T[]>> chunks_;
 };
 
 // A device/channel completion waiting to run after progress.
@@ -104,11 +156,14 @@ struct Machine {
   DeviceRecvHandler recv_handlers[kDeviceRecvTypes] = {};
   std::uint64_t device_counter = 0;
   RequestState* open_recvs = nullptr;  // intrusive list
-  OpState* free_ops = nullptr;         // OpState pool (grows in chunks, never per send)
-  // GPU-memory operations in flight. UCX finishes them by polling CUDA events, which do
-  // not signal the worker's event fd, so an idle PE must not sleep while any is open.
+  ChunkPool<OpState> ops;
+  ChunkPool<Deferred> deferred_pool;
+  Deferred* deferred_head = nullptr;  // waiting for their streams, oldest first
+  Deferred* deferred_tail = nullptr;
+  // GPU-memory operations in flight (and operations waiting for a stream). UCX finishes
+  // them by polling CUDA events, which do not signal the worker's event fd, so an idle PE
+  // must not sleep while any is open.
   std::size_t gpu_inflight = 0;
-  std::vector<std::unique_ptr<OpState[]>> op_chunks;
   std::vector<char> my_address;        // for the endpoint to self (device data to self)
   bool trace_ops = false;              // UCHARM_TRACE_OPS=1: one stderr line per device/channel op
   bool force_callbacks = false;        // UCHARM_TEST_SEND_CALLBACKS=1: host buffers take the
@@ -289,26 +344,8 @@ ucs_memory_type_t ucs_type(MemoryType t) {
   return t == MemoryType::Cuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
 }
 
-OpState* take_op() {
-  Machine& m = M();
-  if (!m.free_ops) {
-    constexpr int kChunk = 64;
-    m.op_chunks.push_back(std::make_unique<OpState[]>(kChunk));
-    for (int i = 0; i < kChunk; ++i) {
-      m.op_chunks.back()[i].next_free = m.free_ops;
-      m.free_ops = &m.op_chunks.back()[i];
-    }
-  }
-  OpState* s = m.free_ops;
-  m.free_ops = s->next_free;
-  return s;
-}
-
-void give_op(OpState* s) {
-  Machine& m = M();
-  s->next_free = m.free_ops;
-  m.free_ops = s;
-}
+OpState* take_op() { return M().ops.take(); }
+void give_op(OpState* s) { M().ops.give(s); }
 
 void op_send_done(void* request, ucs_status_t status, void* user_data) {
   auto* st = static_cast<OpState*>(user_data);
@@ -436,6 +473,100 @@ void tagged_recv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t t, R
   r->next = m.open_recvs;
   if (m.open_recvs) m.open_recvs->prev = r;
   m.open_recvs = r;
+}
+
+void issue_recv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t t, ReqKind kind, Completion done,
+                DeviceRdmaOp* op, DeviceRecvType rtype) {
+  tagged_recv(ptr, size, mem, t, kind, [&](RequestState& r) {
+    r.done = done;
+    r.op = op;
+    r.rtype = rtype;
+  });
+}
+
+// Queues `d` behind the work on `stream` (or fails with a clear message).
+void defer_on_stream(Deferred* d, GpuStream stream) {
+  Machine& m = M();
+#ifdef UCHARM_HAVE_CUDA
+  const CudaDriver& cu = cuda_driver();
+  if (!cu.ok) fatal("an operation names a CUDA stream, but CUDA is not available in this process (no driver or GPU)");
+  CUresult r = CUDA_SUCCESS;
+  if (!d->event) r = cu.event_create(&d->event, CU_EVENT_DISABLE_TIMING);
+  if (r == CUDA_SUCCESS) r = cu.event_record(d->event, static_cast<CUstream>(stream));
+  if (r != CUDA_SUCCESS)
+    fatal(fmt::format("recording an event on CUDA stream {} for {} failed: {} (is the stream valid, and its "
+                      "device's context current on this PE?)",
+                      stream, describe_tag(d->tag), cu.name_of(r)));
+#else
+  (void)stream;
+  fatal(fmt::format("{} names a CUDA stream, but ucharm was built without CUDA", describe_tag(d->tag)));
+#endif
+  d->next = nullptr;
+  if (m.deferred_tail) m.deferred_tail->next = d;
+  else m.deferred_head = d;
+  m.deferred_tail = d;
+  ++m.gpu_inflight;
+  trace("waits for its stream:", d->tag, d->size, d->mem);
+}
+
+// Starts the deferred operations whose streams have caught up; returns how many.
+int start_deferred() {
+  int n = 0;
+#ifdef UCHARM_HAVE_CUDA
+  Machine& m = M();
+  const CudaDriver& cu = cuda_driver();
+  Deferred* prev = nullptr;
+  for (Deferred* d = m.deferred_head; d;) {
+    CUresult r = cu.event_query(d->event);
+    if (r == CUDA_ERROR_NOT_READY) {
+      prev = d;
+      d = d->next;
+      continue;
+    }
+    if (r != CUDA_SUCCESS) fatal(fmt::format("waiting on the CUDA stream of {} failed: {}", describe_tag(d->tag), cu.name_of(r)));
+    Deferred* next = d->next;
+    if (prev) prev->next = next;
+    else m.deferred_head = next;
+    if (m.deferred_tail == d) m.deferred_tail = prev;
+    --m.gpu_inflight;
+    if (d->send) tagged_send(d->pe, d->ptr, d->size, d->mem, d->tag, d->done);
+    else issue_recv(d->ptr, d->size, d->mem, d->tag, d->kind, d->done, d->op, d->rtype);
+    m.deferred_pool.give(d);
+    ++n;
+    d = next;
+  }
+#endif
+  return n;
+}
+
+void send_or_defer(int pe, const void* ptr, std::size_t size, MemoryType mem, std::uint64_t t, Completion done,
+                   GpuStream stream) {
+  if (!stream) return tagged_send(pe, ptr, size, mem, t, done);
+  Deferred* d = M().deferred_pool.take();
+  d->send = true;
+  d->pe = pe;
+  d->ptr = const_cast<void*>(ptr);
+  d->size = size;
+  d->mem = mem;
+  d->tag = t;
+  d->done = done;
+  defer_on_stream(d, stream);
+}
+
+void recv_or_defer(void* ptr, std::size_t size, MemoryType mem, std::uint64_t t, ReqKind kind, Completion done,
+                   DeviceRdmaOp* op, DeviceRecvType rtype, GpuStream stream) {
+  if (!stream) return issue_recv(ptr, size, mem, t, kind, done, op, rtype);
+  Deferred* d = M().deferred_pool.take();
+  d->send = false;
+  d->kind = kind;
+  d->ptr = ptr;
+  d->size = size;
+  d->mem = mem;
+  d->tag = t;
+  d->done = done;
+  d->op = op;
+  d->rtype = rtype;
+  defer_on_stream(d, stream);
 }
 
 void bind_to_core(Machine& m) {
@@ -611,6 +742,7 @@ int LrtsProgress() {
   // A large message's rendezvous request can only have arrived during a progress call
   // that reported events, so an idle poll skips the probe.
   if (n > 0) n += probe_large();
+  if (m.deferred_head) n += start_deferred();
   if (!m.completed.empty() || !m.probe_arrived.empty() || !m.done.empty()) n += drain();
   return n;
 }
@@ -667,11 +799,12 @@ void LrtsDescribeTransports(int pe) {
 }
 
 void LrtsDeviceSend(int dest_pe, const void* ptr, std::size_t size, MemoryType mem, std::uint64_t& t,
-                    Completion done) {
+                    Completion done, GpuStream stream) {
   Machine& m = M();
+  // The tag is taken now, in call order, even if the data waits for its stream.
   t = tag::DeviceTag::make(static_cast<std::uint64_t>(m.info.my_pe), m.device_counter);
   m.device_counter = tag::DeviceTag::next(m.device_counter);
-  tagged_send(dest_pe, ptr, size, mem, t, done);
+  send_or_defer(dest_pe, ptr, size, mem, t, done, stream);
 }
 
 void LrtsSetDeviceRecvHandler(DeviceRecvType type, DeviceRecvHandler h) {
@@ -679,23 +812,27 @@ void LrtsSetDeviceRecvHandler(DeviceRecvType type, DeviceRecvHandler h) {
 }
 
 void LrtsDeviceRecv(DeviceRdmaOp* op, DeviceRecvType type) {
-  tagged_recv(op->dest_ptr, op->size, op->mem, op->tag, ReqKind::DeviceRecv, [&](RequestState& r) {
-    r.op = op;
-    r.rtype = type;
-  });
+  recv_or_defer(op->dest_ptr, op->size, op->mem, op->tag, ReqKind::DeviceRecv, {}, op, type, op->stream);
 }
 
 void LrtsChannelSend(int dest_pe, const void* ptr, std::size_t size, MemoryType mem, std::uint64_t t,
-                     Completion done) {
-  tagged_send(dest_pe, ptr, size, mem, t, done);
+                     Completion done, GpuStream stream) {
+  send_or_defer(dest_pe, ptr, size, mem, t, done, stream);
 }
 
-void LrtsChannelRecv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t t, Completion done) {
-  tagged_recv(ptr, size, mem, t, ReqKind::ChannelRecv, [&](RequestState& r) { r.done = done; });
+void LrtsChannelRecv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t t, Completion done,
+                     GpuStream stream) {
+  recv_or_defer(ptr, size, mem, t, ReqKind::ChannelRecv, done, nullptr, DeviceRecvType::Converse, stream);
 }
 
 void LrtsExit() {
   Machine& m = M();
+  // 0. Operations still waiting for their streams start (sends must leave; receives are
+  //    cancelled below with the others).
+  while (m.deferred_head) {
+    start_deferred();
+    ucp_worker_progress(m.worker);
+  }
   // 1. Our sends complete, then every PE is past that point.
   ucp_request_param_t fp{};
   wait_request(ucp_worker_flush_nbx(m.worker, &fp), "ucp_worker_flush_nbx");
@@ -731,6 +868,12 @@ void LrtsExit() {
   }
   for (ucs_status_ptr_t sp : closing) wait_request(sp, "ucp_ep_close_nbx");
   m.boot->fence(false, [] { return static_cast<int>(ucp_worker_progress(M().worker)); });
+#ifdef UCHARM_HAVE_CUDA
+  m.deferred_pool.for_each([](Deferred& d) {
+    if (d.event) cuda_driver().event_destroy(d.event);
+    d.event = nullptr;
+  });
+#endif
   ::close(m.epoll_fd);
   ::close(m.wake_fd);
   ucp_worker_destroy(m.worker);

@@ -14,14 +14,42 @@
 #include <cstdint>
 #include <iterator>
 #include <map>
+#include <type_traits>
+
+#include "cuda_driver.h"
 
 #ifdef UCHARM_HAVE_CUDA
-#include <cuda.h>
 #include <ucm/api/ucm.h>
 #include <ucs/memory/memtype_cache.h>
 #endif
 
 namespace ucharm::machine {
+
+#ifdef UCHARM_HAVE_CUDA
+const CudaDriver& cuda_driver() {
+  static const CudaDriver d = [] {
+    CudaDriver c;
+    void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return c;
+    auto sym = [lib](auto& fn, const char* name) { fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name)); return fn != nullptr; };
+    CUresult (*cu_init)(unsigned) = nullptr;
+    bool all = sym(cu_init, "cuInit") && sym(c.get_attrs, "cuPointerGetAttributes") &&
+               sym(c.ctx_get_current, "cuCtxGetCurrent") && sym(c.mem_alloc, "cuMemAlloc_v2") &&
+               sym(c.mem_free, "cuMemFree_v2") && sym(c.event_create, "cuEventCreate") &&
+               sym(c.event_record, "cuEventRecord") && sym(c.event_query, "cuEventQuery") &&
+               sym(c.event_destroy, "cuEventDestroy_v2") && sym(c.error_name, "cuGetErrorName");
+    c.ok = all && cu_init(0) == CUDA_SUCCESS;  // no GPU: everything is host
+    return c;
+  }();
+  return d;
+}
+
+const char* CudaDriver::name_of(CUresult r) const {
+  const char* s = nullptr;
+  return error_name && error_name(r, &s) == CUDA_SUCCESS && s ? s : "unknown CUDA error";
+}
+#endif
+
 namespace {
 
 class MemoryTypeCache {
@@ -42,7 +70,7 @@ class MemoryTypeCache {
     CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
                                    CU_POINTER_ATTRIBUTE_RANGE_SIZE};
     void* out[] = {&type, &start, &size};
-    if (get_attrs_(3, attrs, out, static_cast<CUdeviceptr>(a)) != CUDA_SUCCESS || type != CU_MEMORYTYPE_DEVICE)
+    if (cuda_driver().get_attrs(3, attrs, out, static_cast<CUdeviceptr>(a)) != CUDA_SUCCESS || type != CU_MEMORYTYPE_DEVICE)
       return MemoryType::Host;
     if (evictable_ && size) device_[static_cast<std::uintptr_t>(start)] = static_cast<std::uintptr_t>(start) + size;
     tell_ucx(static_cast<std::uintptr_t>(start), size);
@@ -89,29 +117,21 @@ class MemoryTypeCache {
   }
   void init() {
     init_done_ = true;
-    void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) return;
-    auto cu_init = reinterpret_cast<CUresult (*)(unsigned)>(::dlsym(lib, "cuInit"));
-    get_attrs_ = reinterpret_cast<decltype(get_attrs_)>(::dlsym(lib, "cuPointerGetAttributes"));
-    if (!cu_init || !get_attrs_ || cu_init(0) != CUDA_SUCCESS) return;  // no GPU: all host
+    const CudaDriver& cu = cuda_driver();
+    if (!cu.ok) return;
     cuda_ = true;
     if (ucm_set_event_handler(UCM_EVENT_MEM_TYPE_FREE, 0, on_free, this) != UCS_OK) return;
     // Do frees reach us? Allocate, cache, free through the driver, and look.
-    auto ctx_get = reinterpret_cast<CUresult (*)(CUcontext*)>(::dlsym(lib, "cuCtxGetCurrent"));
-    auto alloc = reinterpret_cast<CUresult (*)(CUdeviceptr*, std::size_t)>(::dlsym(lib, "cuMemAlloc_v2"));
-    auto release = reinterpret_cast<CUresult (*)(CUdeviceptr)>(::dlsym(lib, "cuMemFree_v2"));
     CUcontext ctx = nullptr;
     CUdeviceptr probe = 0;
-    if (!ctx_get || !alloc || !release || ctx_get(&ctx) != CUDA_SUCCESS || !ctx ||
-        alloc(&probe, 4096) != CUDA_SUCCESS)
+    if (cu.ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx || cu.mem_alloc(&probe, 4096) != CUDA_SUCCESS)
       return;  // no context yet: cache nothing (correct, slower)
     evictable_ = true;
     query(reinterpret_cast<const void*>(probe));
-    release(probe);
+    cu.mem_free(probe);
     evictable_ = device_.empty();
     device_.clear();
   }
-  CUresult (*get_attrs_)(unsigned, CUpointer_attribute*, void**, CUdeviceptr) = nullptr;
 #endif
   bool init_done_ = false;
   bool cuda_ = false;

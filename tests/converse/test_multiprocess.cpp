@@ -177,6 +177,11 @@ TEST(ConverseGpu, DeviceChannelAndWrapWithCudaBuffers) {
   expect_ok(job(2, {"wrap", "cuda"}), "wrap ok");
 }
 
+TEST(ConverseGpu, OperationsNamingAStreamWaitForItsWork) {
+  if (cuda_devices() == 0) GTEST_SKIP() << "no CUDA device visible (or a build without CUDA)";
+  for (int n : {1, 2}) expect_ok(job(n, {"stream"}), "stream ok");
+}
+
 TEST(ConverseGpu, MemoryTypeCacheStaysCorrectAfterFree) {
   if (cuda_devices() == 0) GTEST_SKIP() << "no CUDA device visible (or a build without CUDA)";
   expect_ok(job(1, {"memtype"}), "memtype ok");

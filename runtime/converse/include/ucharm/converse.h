@@ -123,10 +123,16 @@ CmiMemoryType CmiGetMemoryType(const void* ptr);  // host or CUDA (cached, corre
 std::size_t CmiMemoryTypeCachedRanges();          // for tests: device ranges cached now
 bool CmiMemoryTypeCaching();                      // false: no caching (frees not visible)
 
+// Streams: every call takes an optional CUDA stream (a cudaStream_t; nullptr for none).
+// A send that names one leaves only after the work queued on that stream before the
+// call has finished; a receive that names one is posted only after that work has
+// finished (a kernel still reading the buffer keeps it). Neither blocks the PE. Once a
+// completion runs, work queued on any stream sees the data.
 struct CmiDeviceBuffer {
   const void* ptr = nullptr;
   std::size_t size = 0;
   std::uint64_t tag = 0;   // set by CmiSendDevice; the receiver needs it
+  void* stream = nullptr;  // optional cudaStream_t the data waits for
 };
 
 // GPU Messaging: sends buf.size bytes at buf.ptr to `pe` and sets buf.tag (send it to the
@@ -134,15 +140,16 @@ struct CmiDeviceBuffer {
 void CmiSendDevice(int pe, CmiDeviceBuffer& buf, void* done_msg);
 // Receives the data of `tag` into `dest`, which holds `size` bytes (more incoming data
 // is an error naming both sizes). `done_msg` runs here once the data is in.
-void CmiRecvDevice(void* dest, std::size_t size, std::uint64_t tag, void* done_msg);
+void CmiRecvDevice(void* dest, std::size_t size, std::uint64_t tag, void* done_msg, void* stream = nullptr);
 
 // Channels: both sides build the same tags from a channel id and a counter that each
 // side advances per direction; no metadata message travels.
 unsigned CmiChannelIdBits();  // 28 in normal builds
 std::uint64_t CmiChannelTag(std::uint64_t channel_id, std::uint64_t counter);
 std::uint64_t CmiChannelNextCounter(std::uint64_t counter);  // wraps at the counter width
-void CmiChannelSend(int pe, const void* ptr, std::size_t size, std::uint64_t tag, void* done_msg);
-void CmiChannelRecv(void* ptr, std::size_t size, std::uint64_t tag, void* done_msg);
+void CmiChannelSend(int pe, const void* ptr, std::size_t size, std::uint64_t tag, void* done_msg,
+                    void* stream = nullptr);
+void CmiChannelRecv(void* ptr, std::size_t size, std::uint64_t tag, void* done_msg, void* stream = nullptr);
 
 // ---- user-level threads ----------------------------------------------------------------
 struct CthThreadStruct;

@@ -101,15 +101,20 @@ class CkCallback;
 //   Sender:   peer.send<&Block::recvHalo>(ck::CkDeviceBuffer(d_ptr, bytes, done_cb), iter);
 //   Receiver: a post entry method names the destination first (see post_entries());
 //             then recvHalo(ck::CkDeviceBuffer halo, int iter) runs with halo.ptr = it.
+// Streams (optional cudaStream_t): the sender's data leaves only after the work queued on
+// its stream before the send has finished; a stream the post entry method sets delays the
+// receive until the work queued on it has finished. Neither blocks the PE. When the
+// entry method runs, the data is in: work it queues on any stream sees it.
 struct CkDeviceBuffer {
   const void* ptr = nullptr;
   std::size_t size = 0;
   std::uint64_t tag = 0;   // set when sent
   std::int32_t src_pe = -1;
   std::uint32_t done_id = 0;  // internal: the sender's completion
+  void* stream = nullptr;     // cudaStream_t or nullptr; never travels
   CkDeviceBuffer() = default;
-  CkDeviceBuffer(const void* p, std::size_t n) : ptr(p), size(n) {}
-  CkDeviceBuffer(const void* p, std::size_t n, const CkCallback& done);
+  CkDeviceBuffer(const void* p, std::size_t n, void* s = nullptr) : ptr(p), size(n), stream(s) {}
+  CkDeviceBuffer(const void* p, std::size_t n, const CkCallback& done, void* s = nullptr);
   void pup(PUP::er& p);  // the metadata only: size, tag, source
   // Where the data is to go (post entry) or has landed (entry method).
   void* data() const { return const_cast<void*>(ptr); }
@@ -954,11 +959,13 @@ class CkChannel {
   ~CkChannel();
 
   // `done` runs (with the byte count) once the buffer may be reused / holds the data.
-  void send(const void* ptr, std::size_t size, const CkCallback& done);
-  void recv(void* ptr, std::size_t size, const CkCallback& done);
+  // `stream` (a cudaStream_t, optional): the transfer waits for the work queued on it
+  // before the call (see CkDeviceBuffer), without blocking the PE.
+  void send(const void* ptr, std::size_t size, const CkCallback& done, void* stream = nullptr);
+  void recv(void* ptr, std::size_t size, const CkCallback& done, void* stream = nullptr);
   // Blocking forms for threaded entry methods.
-  void send_wait(const void* ptr, std::size_t size);
-  void recv_wait(void* ptr, std::size_t size);
+  void send_wait(const void* ptr, std::size_t size, void* stream = nullptr);
+  void recv_wait(void* ptr, std::size_t size, void* stream = nullptr);
 
   std::uint32_t out_id() const { return out_id_; }
   std::uint32_t in_id() const { return in_id_; }

@@ -88,6 +88,15 @@ const char* LrtsMemoryTypeName(MemoryType t);
 std::size_t LrtsMemoryTypeCachedRanges();  // for tests: device ranges in the cache
 bool LrtsMemoryTypeCaching();  // false: frees are not seen, so every lookup asks the driver
 
+// ---- CUDA streams --------------------------------------------------------------------------
+// A cudaStream_t (or CUstream), or nullptr for none; CU_STREAM_LEGACY names the legacy
+// default stream. An operation given a stream starts only once the work queued on that
+// stream before the call has finished (the data to send is written; the receive buffer
+// is no longer in use), without blocking the PE: an event is recorded and polled. Its
+// completion runs once the data has left or is in, so work queued on any stream after the
+// completion sees it.
+using GpuStream = void*;
+
 // ---- GPU Messaging API (tag: DEVICE | source PE | per-source counter) ----------------------
 // A completion: `fn(ctx)` runs on this PE after progress (never inside UCX), once the
 // operation's buffer may be reused (send) or holds the data (receive).
@@ -98,7 +107,7 @@ struct Completion {
 // Sends `size` bytes at `ptr` to `dest_pe`; returns the tag it used in `tag` (the layer
 // above tells the receiver, in its metadata message).
 void LrtsDeviceSend(int dest_pe, const void* ptr, std::size_t size, MemoryType mem,
-                    std::uint64_t& tag, Completion done);
+                    std::uint64_t& tag, Completion done, GpuStream stream = nullptr);
 
 // Who handles a completed device receive: the core now, the MPI shim and Python later.
 enum class DeviceRecvType : std::uint8_t { Converse = 0, Core = 1, Ampi = 2, Python = 3 };
@@ -110,6 +119,7 @@ struct DeviceRdmaOp {
   std::uint64_t tag = 0;
   MemoryType mem = MemoryType::Host;
   void* user = nullptr;  // for the handler
+  GpuStream stream = nullptr;  // posted once the work queued on it has finished
 };
 using DeviceRecvHandler = void (*)(DeviceRdmaOp* op);
 void LrtsSetDeviceRecvHandler(DeviceRecvType type, DeviceRecvHandler h);
@@ -119,9 +129,9 @@ void LrtsDeviceRecv(DeviceRdmaOp* op, DeviceRecvType type);
 // ---- Channel API (tag: CHANNEL | channel id | per-channel, per-direction counter) ----------
 // The layer above builds the tags; no metadata message travels.
 void LrtsChannelSend(int dest_pe, const void* ptr, std::size_t size, MemoryType mem,
-                     std::uint64_t tag, Completion done);
+                     std::uint64_t tag, Completion done, GpuStream stream = nullptr);
 void LrtsChannelRecv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t tag,
-                     Completion done);
+                     Completion done, GpuStream stream = nullptr);
 
 // Orderly teardown, collective over all PEs: flush sends, fence, cancel pre-posted
 // receives, close endpoints, fence, destroy worker and context, finalize PMIx.
