@@ -125,9 +125,12 @@ struct Peer : ck::ArrayElement<Peer> {
     left = count;
     window_got = 0;
     expect = lat ? count : static_cast<long>(count) * cfg->window;
-    if (mode() == "channel" && thisIndex == 1) post_channel_recv();
+    if (mode() == "channel" && thisIndex == 1) {
+      if (lat) post_channel_recv();
+      else post_channel_window();
+    }
     if (thisIndex == 0) {
-      if (mode() == "channel") post_channel_recv();
+      if (mode() == "channel" && lat) post_channel_recv();
       t0 = CkWallTimer();
       if (lat) send_one();
       else send_window();
@@ -149,6 +152,10 @@ struct Peer : ck::ArrayElement<Peer> {
     }
   }
   void post_channel_recv() { ch.recv(recv_buf.p, size, ck::CkCallback::to<&Peer::chan_got>(thisProxy[thisIndex])); }
+  // Bandwidth: like OSU's receiver, post the whole window's receives at once.
+  void post_channel_window() {
+    for (int i = 0; i < cfg->window; ++i) post_channel_recv();
+  }
 
   // ---- arrivals ----
   void host_msg(std::span<const char>) { arrived(); }
@@ -177,10 +184,11 @@ struct Peer : ck::ArrayElement<Peer> {
       report((CkWallTimer() - t0) * 1e6 / (2.0 * count_of()));
       return;
     }
-    // bandwidth: element 1 counts a window, then acknowledges
-    if (mode() == "channel" && --expect > 0) post_channel_recv();
+    // bandwidth: element 1 counts a window, posts the next one's receives, acknowledges
     if (++window_got == cfg->window) {
       window_got = 0;
+      expect -= cfg->window;
+      if (mode() == "channel" && expect > 0) post_channel_window();
       thisProxy[0].send<&Peer::ack>();
     }
   }

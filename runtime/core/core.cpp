@@ -1139,6 +1139,7 @@ void channel_done_handler(void* msg) {
 }
 void* channel_done_msg(const CkCallback& cb, std::size_t bytes, bool received) {
   if (h_channel_done < 0) CkAbort("channels are used before the runtime started");
+  if (!received && cb.is_ignore()) return nullptr;  // a send nobody waits for: no completion message
   void* m = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(ChannelDone));
   ChannelDone d{cb, bytes, received};
   std::memcpy(CmiMsgPayload(m), &d, sizeof d);
