@@ -99,6 +99,7 @@ struct Collection {
   std::unordered_map<Index, std::vector<void*>, IndexHash> waiting;  // for elements not yet here
   // Reduction tree over the PEs that hold elements (bulk arrays and groups).
   bool reducible = false;
+  int local_expected = 0;  // elements this PE will hold once bulk creation is done
   std::vector<int> red_pes;
   int red_pos = -1;
 };
@@ -260,10 +261,14 @@ void setup_reduction_tree(Collection& c) {
   c.red_pes.clear();
   if (c.ref.kind == Kind::Group) {
     for (int pe = 0; pe < n; ++pe) c.red_pes.push_back(pe);
+    c.local_expected = 1;
   } else {
     std::vector<char> holds(static_cast<std::size_t>(n), 0);
+    c.local_expected = 0;
     for_each_index(c.ref.shape, [&](const Index& i) {
-      holds[static_cast<std::size_t>(LocationManager::pe_of(c.ref, i))] = 1;
+      const int pe = LocationManager::pe_of(c.ref, i);
+      holds[static_cast<std::size_t>(pe)] = 1;
+      if (pe == me) ++c.local_expected;
     });
     for (int pe = 0; pe < n; ++pe)
       if (holds[static_cast<std::size_t>(pe)]) c.red_pes.push_back(pe);
@@ -670,7 +675,10 @@ void try_complete_reduction(std::uint32_t id, std::uint32_t round) {
   if (it == k.reductions.end()) return;
   RedState& st = it->second;
   const int n = static_cast<int>(c->red_pes.size());
-  if (st.local_got < static_cast<int>(c->local.size()) || st.children_got < tree_children(c->red_pos, n))
+  // Until bulk creation is done, local.size() is short of the elements still to come
+  // (a constructor may contribute): wait for all of them.
+  const int local_n = std::max(static_cast<int>(c->local.size()), c->local_expected);
+  if (st.local_got < local_n || st.children_got < tree_children(c->red_pos, n))
     return;
   if (c->red_pos == 0) {
     std::vector<char> res = result_bytes(st);

@@ -94,6 +94,9 @@ struct Marshal : ck::ArrayElement<Marshal> {
   void many(int i, double d, std::string s, std::vector<double> v, std::array<int, 3> a,
             Particle p, std::pair<int, std::string> pr, std::vector<Particle> ps, bool b, char c);
   void span(int n, std::span<const double> data, std::vector<float> f);
+  // Instances of one member template are distinct entry methods.
+  template <int K>
+  void tmpl(int v);
 };
 
 // ---- chares ------------------------------------------------------------------------------------
@@ -146,6 +149,11 @@ struct Reducers : ck::ArrayElement<Reducers> {
 };
 struct GroupRed : ck::Group<GroupRed> {
   void run();
+};
+// Contributes from its constructor, with several elements per PE (block map): the
+// reduction must wait for the elements not yet constructed and complete exactly once.
+struct CtorReducer : ck::ArrayElement<CtorReducer> {
+  CtorReducer();
 };
 struct MinMaxPair {
   int lo = 0, hi = 0;
@@ -277,7 +285,10 @@ struct Main : ck::MainChare<Main> {
   // -- marshal
   void marshal() {
     auto a = ck::ArrayProxy<Marshal>::create(ck::dims(CkNumPes()), ck::Map::round_robin);
-    pending = 2 * CkNumPes();
+    pending = 2 * CkNumPes() + 3;
+    a[0].send<&Marshal::tmpl<1>>(10);
+    a[0].send<&Marshal::tmpl<2>>(20);
+    a[0].send<&Marshal::tmpl<3>>(30);
     std::vector<Particle> ps = {sample_particle(), Particle{0, 0, {}, ""}};
     for (int i = 0; i < CkNumPes(); ++i) {
       a[i].send<&Marshal::many>(i, 3.25, std::string("text ") + std::to_string(i), sample_doubles(1000),
@@ -431,7 +442,8 @@ struct Main : ck::MainChare<Main> {
 
   // -- reductions
   void reductions(bool from_last_pe = false) {
-    pending = 5 * 14 + 3;  // 5 rounds x 14 reductions + group (3)
+    pending = 5 * 14 + 3 + 1;  // 5 rounds x 14 reductions + group (3) + constructor contributions
+    ck::ArrayProxy<CtorReducer>::create(ck::dims(4 * CkNumPes() + 1), ck::Map::block);
     if (from_last_pe) {
       ck::GroupProxy<Forwarder>::create()[CkNumPes() - 1].send<&Forwarder::spawn_reducers>(5);
     } else {
@@ -452,6 +464,13 @@ struct Main : ck::MainChare<Main> {
     for (int r = 0; r < 5; ++r)
       if (by_round[7 * r] != 1) CkAbort("round %d's tagged sum arrived %d times", r, by_round[7 * r]);
     finish(mode->c_str());
+  }
+  int ctor_sums = 0;
+  void r_ctor_sum(int v) {  // 0 + 1 + ... + 4n
+    const int n = 4 * CkNumPes() + 1;
+    if (++ctor_sums > 1) CkAbort("the constructors' reduction completed %d times", ctor_sums);
+    check_int("sum from constructors", v, static_cast<long>(n) * (n - 1) / 2);
+    red_done();
   }
   void r_sum_int(int v) {  // r*1000 + i over 7 elements: 7000 r + 21
     check_int("sum int", v % 1000, 21);
@@ -679,6 +698,14 @@ void Orderer::prio(int tag) {
   prio_order.push_back(tag);
   if (prio_order.size() == 5) mainProxy->send<&Main::prio_seen>(prio_order);
 }
+
+template <int K>
+void Marshal::tmpl(int v) {
+  if (v != 10 * K) CkAbort("entry tmpl<%d> got %d: instances of a member template were mixed up", K, v);
+  mainProxy->send<&Main::marshal_done>(0);
+}
+
+CtorReducer::CtorReducer() { contribute(thisIndex, ck::Reducer::sum, ck::CkCallback::to<&Main::r_ctor_sum>(*mainProxy)); }
 
 void Reducers::run(int rounds) {
   const int i = thisIndex;

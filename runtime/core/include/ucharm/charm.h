@@ -193,7 +193,14 @@ void register_ctor(const char* name, Constructor c, const std::type_info* cls, s
 void register_map(const char* name, int (*fn)(const Index&, const Index&, int), std::uint32_t* slot);
 
 template <auto X>
-const char* name_of() { return __PRETTY_FUNCTION__; }
+struct NameTag {};
+// A registration name: readable (GCC's pretty name) plus the mangled name of X, which is
+// unique even where the pretty name is not (GCC prints &C::f for every &C::f<N>).
+template <auto X>
+const char* name_of() {
+  static const std::string name = std::string(__PRETTY_FUNCTION__) + "#" + typeid(NameTag<X>).name();
+  return name.c_str();
+}
 
 // One registered thing per template instance. `index` is filled in at start-up; naming
 // `registered` from id() makes sure the static initialiser that registers it exists.

@@ -1,0 +1,420 @@
+// Jacobi3D proxy application (the paper's section 4.3): a 7-point Jacobi stencil on a 3-D
+// grid of doubles, split into equal cuboid blocks of a 3-D chare array (more blocks than
+// PEs overdecomposes). Every iteration each block exchanges halos with up to six
+// neighbours in one of three modes:
+//   staging  pack on the GPU, copy to host, host message, copy to the GPU, unpack
+//   gpumsg   GPU Messaging API: CkDeviceBuffer argument, post entry names the buffer
+//   channel  Channel API: one CkChannel per neighbour, opened once
+// Kernels run on the GPU when one is visible (CUDA build), else on the CPU with host
+// buffers; the modes then differ only in the path the data takes.
+//   ucharmrun -n 2 jacobi3d --grid 128 --blocks 8 --iters 100 --mode channel [--verify]
+#include <ucharm/charm.h>
+
+#include <CLI/CLI.hpp>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "grid.h"
+#include "kernels.h"
+
+namespace {
+
+using namespace jacobi;
+
+enum class Mode : int { Staging = 0, GpuMsg = 1, Channel = 2 };
+const char* mode_name(Mode m) { return m == Mode::Staging ? "staging" : m == Mode::GpuMsg ? "gpumsg" : "channel"; }
+
+struct Config {
+  Decomposition d;
+  int iters = 100, warmup = 10;
+  Mode mode = Mode::Channel;
+  bool gpu = false, verify = false;
+  void pup(PUP::er& p) {
+    p | d.gx; p | d.gy; p | d.gz; p | d.bx; p | d.by; p | d.bz;
+    p | iters; p | warmup; p | mode; p | gpu; p | verify;
+  }
+};
+
+struct Main;
+ck::readonly<ck::ChareProxy<Main>> mainProxy;
+ck::readonly<Config> cfg;
+// The main chare's reduction targets (defined after Main).
+ck::CkCallback on_ready();
+ck::CkCallback on_run_done();
+ck::CkCallback on_verified();
+
+// A buffer of doubles in GPU memory, pinned host memory or ordinary host memory.
+class Buffer {
+ public:
+  enum class Kind { Host, Pinned, Device };
+  Buffer() = default;
+  Buffer(std::size_t count, Kind kind) : kind_(kind), bytes_(count * sizeof(double)) {
+    if (kind == Kind::Device) p_ = static_cast<double*>(cuda::alloc(bytes_));
+    else if (kind == Kind::Pinned) p_ = static_cast<double*>(cuda::alloc_host(bytes_));
+    else p_ = static_cast<double*>(std::calloc(count ? count : 1, sizeof(double)));
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer& operator=(Buffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(kind_, o.kind_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  ~Buffer() {
+    if (!p_) return;
+    if (kind_ == Kind::Device) cuda::free(p_);
+    else if (kind_ == Kind::Pinned) cuda::free_host(p_);
+    else std::free(p_);
+  }
+  double* data() const { return p_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  double* p_ = nullptr;
+  Kind kind_ = Kind::Host;
+  std::size_t bytes_ = 0;
+};
+
+struct Block : ck::ArrayElement<Block, 3> {
+  static constexpr auto post_entries() { return ck::post_list<ck::post<&Block::halo_dev, &Block::halo_dev_post>>{}; }
+
+  Shape shape;
+  bool gpu = false;
+  void* stream = nullptr;
+  Buffer u[2];                         // u[it % 2] is read in iteration it, u[(it + 1) % 2] written
+  std::array<bool, kFaces> nb{};       // a neighbour across this face
+  int neighbours = 0;
+  std::array<Box, kFaces> send_box{}, ghost_box{};
+  std::array<std::size_t, kFaces> face_n{};
+  // Halo buffers by iteration parity: a neighbour can be one iteration ahead.
+  Buffer send_buf[2][kFaces], recv_buf[2][kFaces];
+  Buffer stage[kFaces];                // staging: pinned host copies of the packed faces
+  std::array<ck::CkChannel, kFaces> ch;
+  std::array<ck::CkCallback, kFaces> chan_cb;
+  Box interior;
+  std::array<Box, kFaces> shell{};
+  int cur = 0, target = 0;
+  int got[2] = {0, 0};
+  bool waiting = false;
+  double wait_start = 0, comm = 0;
+
+  Block() {
+    const Config& c = *cfg;
+    shape = c.d.block();
+    gpu = c.gpu;
+    if (gpu) {
+      cuda::select_device(CkMyPe());
+      stream = cuda::stream_create();
+    }
+    const Buffer::Kind dev = gpu ? Buffer::Kind::Device : Buffer::Kind::Host;
+    for (Buffer& b : u) b = Buffer(shape.cells(), dev);
+    init_boundary();
+    const std::array<int, 3> dims{c.d.bx, c.d.by, c.d.bz};
+    for (int f = 0; f < kFaces; ++f) {
+      const int a = axis_of(f), step = f % 2 ? 1 : -1;
+      const int n = thisIndex[a] + step;
+      nb[f] = n >= 0 && n < dims[a];
+      if (!nb[f]) continue;
+      ++neighbours;
+      send_box[f] = face_box(shape, f, false);
+      ghost_box[f] = face_box(shape, f, true);
+      face_n[f] = send_box[f].count();
+      for (int p = 0; p < 2; ++p) {
+        send_buf[p][f] = Buffer(face_n[f], dev);
+        recv_buf[p][f] = Buffer(face_n[f], dev);
+      }
+      if (gpu && c.mode == Mode::Staging) stage[f] = Buffer(face_n[f], Buffer::Kind::Pinned);
+      if (c.mode == Mode::Channel) ch[f] = ck::CkChannel(self(), neighbour(f));
+    }
+    chan_cb = {ck::CkCallback::to<&Block::chan_got<0>>(self()), ck::CkCallback::to<&Block::chan_got<1>>(self()),
+               ck::CkCallback::to<&Block::chan_got<2>>(self()), ck::CkCallback::to<&Block::chan_got<3>>(self()),
+               ck::CkCallback::to<&Block::chan_got<4>>(self()), ck::CkCallback::to<&Block::chan_got<5>>(self())};
+    interior = interior_box(shape);
+    shell = boundary_boxes(shape);
+    contribute(on_ready());
+  }
+  ~Block() {
+    if (stream) cuda::stream_destroy(stream);
+  }
+
+  ck::ElementProxy<Block> self() const { return thisProxy(thisIndex[0], thisIndex[1], thisIndex[2]); }
+  ck::ElementProxy<Block> neighbour(int f) const {
+    std::array<int, 3> i = thisIndex;
+    i[axis_of(f)] += f % 2 ? 1 : -1;
+    return thisProxy(i[0], i[1], i[2]);
+  }
+
+  // Ghost cells on the global boundary hold the fixed values, in both arrays, forever.
+  void init_boundary() {
+    const Decomposition& d = cfg->d;
+    std::vector<double> h(shape.cells(), 0.0);
+    const int ox = thisIndex[0] * shape.lx, oy = thisIndex[1] * shape.ly, oz = thisIndex[2] * shape.lz;
+    for (int k = 0; k <= shape.lz + 1; ++k)
+      for (int j = 0; j <= shape.ly + 1; ++j)
+        for (int i = 0; i <= shape.lx + 1; ++i)
+          h[shape.at(i, j, k)] = boundary_value(ox + i, oy + j, oz + k, d.gx, d.gy, d.gz);
+    for (Buffer& b : u) put(b, h.data(), h.size() * sizeof(double));
+  }
+  void put(Buffer& b, const void* src, std::size_t bytes) {
+    if (gpu) {
+      cuda::copy_to_device(b.data(), src, bytes, stream);
+      cuda::synchronize(stream);
+    } else {
+      std::memcpy(b.data(), src, bytes);
+    }
+  }
+
+  // ---- kernels on the GPU or the CPU ----
+  void update(const Box& b) {
+    const double* in = u[cur % 2].data();
+    double* out = u[(cur + 1) % 2].data();
+    if (gpu) cuda::update(shape, in, out, b, stream);
+    else cpu::update(shape, in, out, b);
+  }
+  void pack(int f, double* buf) {
+    if (gpu) cuda::pack(shape, u[cur % 2].data(), send_box[f], buf, stream);
+    else cpu::pack(shape, u[cur % 2].data(), send_box[f], buf);
+  }
+  void unpack(int it, int f, const double* buf) {
+    if (gpu) cuda::unpack(shape, u[it % 2].data(), ghost_box[f], buf, stream);
+    else cpu::unpack(shape, u[it % 2].data(), ghost_box[f], buf);
+  }
+
+  // ---- iterations ----
+  // Runs `n` more iterations, then reports to the main chare.
+  void run(int n) {
+    target = cur + n;
+    advance(true);
+  }
+
+  // Starts iterations while their halos are in; returns when one must wait for halos.
+  void advance(bool starting) {
+    for (;;) {
+      if (starting) {
+        if (cur == target) return finish_run();
+        begin_iteration();
+      }
+      if (got[cur % 2] < neighbours) return;  // a halo arrival calls advance(false)
+      end_iteration();
+      starting = true;
+    }
+  }
+
+  void begin_iteration() {
+    const int p = cur % 2;
+    const Mode mode = cfg->mode;
+    // Receive buffers of parity p were last read by the unpacks of iteration cur - 2,
+    // which precede (on the stream) the packs whose data the neighbour needed before it
+    // could send this iteration's halos: so the receives need no stream ordering.
+    if (mode == Mode::Channel)
+      for (int f = 0; f < kFaces; ++f)
+        if (nb[f]) ch[f].recv(recv_buf[p][f].data(), recv_buf[p][f].bytes(), chan_cb[f]);
+    for (int f = 0; f < kFaces; ++f)
+      if (nb[f]) pack(f, send_buf[p][f].data());
+    if (mode == Mode::Staging) send_staged(p);
+    for (int f = 0; f < kFaces && mode != Mode::Staging; ++f) {
+      if (!nb[f]) continue;
+      // The send names the stream: the data leaves once the pack kernel has run.
+      if (mode == Mode::GpuMsg)
+        neighbour(f).send<&Block::halo_dev>(opposite(f), cur, ck::CkDeviceBuffer(send_buf[p][f].data(), send_buf[p][f].bytes(), stream));
+      else
+        ch[f].send(send_buf[p][f].data(), send_buf[p][f].bytes(), ck::CkCallback::ignore(), stream);
+    }
+    update(interior);  // overlaps with the halo exchange
+    waiting = true;
+    wait_start = CkWallTimer();
+  }
+
+  void send_staged(int p) {
+    for (int f = 0; f < kFaces; ++f)
+      if (nb[f] && gpu) cuda::copy_to_host(stage[f].data(), send_buf[p][f].data(), send_buf[p][f].bytes(), stream);
+    if (gpu) cuda::synchronize(stream);
+    for (int f = 0; f < kFaces; ++f) {
+      if (!nb[f]) continue;
+      const double* h = gpu ? stage[f].data() : send_buf[p][f].data();
+      neighbour(f).send<&Block::halo_host>(opposite(f), cur, std::span<const double>(h, face_n[f]));
+    }
+  }
+
+  void end_iteration() {
+    const double now = CkWallTimer();
+    if (waiting && now > wait_start) comm += now - wait_start;
+    waiting = false;
+    got[cur % 2] = 0;
+    for (const Box& b : shell) update(b);
+    ++cur;
+  }
+
+  void finish_run() {
+    if (gpu) cuda::synchronize(stream);
+    const double c = comm;
+    comm = 0;
+    contribute(c, ck::Reducer::sum, on_run_done());
+  }
+
+  // A halo for iteration `it` has been unpacked (or its unpack queued on the stream).
+  void halo_in(int it) {
+    ++got[it % 2];
+    if (it == cur && waiting && got[cur % 2] == neighbours) advance(false);
+  }
+
+  // ---- arrivals, one entry per mode ----
+  void halo_host(int f, int it, std::span<const double> data) {
+    if (gpu) {  // staging: host to GPU, then unpack there
+      double* d = recv_buf[it % 2][f].data();
+      cuda::copy_to_device(d, data.data(), data.size_bytes(), stream);
+      cuda::synchronize(stream);  // the message buffer goes when this entry returns
+      unpack(it, f, d);
+    } else {
+      unpack(it, f, data.data());
+    }
+    halo_in(it);
+  }
+  void halo_dev_post(int f, int it, ck::CkDeviceBuffer& b) { b.ptr = recv_buf[it % 2][f].data(); }
+  void halo_dev(int f, int it, ck::CkDeviceBuffer b) {
+    unpack(it, f, static_cast<const double*>(b.ptr));
+    halo_in(it);
+  }
+  template <int F>
+  void chan_got(std::size_t) {
+    unpack(cur, F, recv_buf[cur % 2][F].data());  // channel receives are posted in the iteration they serve
+    halo_in(cur);
+  }
+
+  // ---- verification ----
+  void verify() {
+    const Decomposition& d = cfg->d;
+    static std::vector<double> ref;  // one serial run per PE, shared by its blocks
+    static int ref_iters = -1;
+    if (ref_iters != cur) {
+      ref = serial_reference(d.gx, d.gy, d.gz, cur);
+      ref_iters = cur;
+    }
+    std::vector<double> h(shape.cells());
+    if (gpu) {
+      cuda::copy_to_host(h.data(), u[cur % 2].data(), u[cur % 2].bytes(), stream);
+      cuda::synchronize(stream);
+    } else {
+      std::memcpy(h.data(), u[cur % 2].data(), u[cur % 2].bytes());
+    }
+    const Shape g{d.gx, d.gy, d.gz};
+    const int ox = thisIndex[0] * shape.lx, oy = thisIndex[1] * shape.ly, oz = thisIndex[2] * shape.lz;
+    long wrong = 0;
+    for (int k = 1; k <= shape.lz; ++k)
+      for (int j = 1; j <= shape.ly; ++j)
+        for (int i = 1; i <= shape.lx; ++i)
+          if (h[shape.at(i, j, k)] != ref[g.at(ox + i, oy + j, oz + k)]) ++wrong;
+    contribute(wrong, ck::Reducer::sum, on_verified());
+  }
+};
+
+struct Main : ck::MainChare<Main> {
+  ck::ArrayProxy<Block> blocks;
+  Config c;
+  int blocks_total = 0;
+  double t0 = 0, startup = 0;
+  bool warm = false;
+  std::string csv;
+  double per_iter = 0, comm_per_iter = 0;
+
+  explicit Main(ck::MainArgs args) {
+    CLI::App app{"Jacobi3D: 7-point stencil on a 3-D grid of chare-array blocks"};
+    int grid = 0, gx = 64, gy = 64, gz = 64;
+    std::string mode = "channel", kernels = "auto";
+    blocks_total = CkNumPes();
+    app.add_option("--grid", grid, "cells per dimension of a cubic grid (overrides -x/-y/-z)")->check(CLI::PositiveNumber);
+    app.add_option("-x", gx, "grid cells in x")->check(CLI::PositiveNumber);
+    app.add_option("-y", gy, "grid cells in y")->check(CLI::PositiveNumber);
+    app.add_option("-z", gz, "grid cells in z")->check(CLI::PositiveNumber);
+    app.add_option("--blocks", blocks_total, "number of blocks (default: one per PE)")->check(CLI::PositiveNumber);
+    app.add_option("--iters", c.iters, "timed iterations")->check(CLI::PositiveNumber);
+    app.add_option("--warmup", c.warmup, "untimed iterations first")->check(CLI::NonNegativeNumber);
+    app.add_option("--mode", mode, "halo exchange: staging, gpumsg or channel")
+        ->check(CLI::IsMember({"staging", "gpumsg", "channel"}));
+    app.add_option("--kernels", kernels, "auto (GPU if visible), cuda or cpu")->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+    app.add_flag("--verify", c.verify, "compare with a serial run, bit for bit (small grids)");
+    app.add_option("--csv", csv, "append one result line to this CSV file");
+    try {
+      app.parse(args.argc, args.argv);
+    } catch (const CLI::ParseError& e) {
+      std::exit(app.exit(e));
+    }
+    if (grid) gx = gy = gz = grid;
+    std::string why;
+    auto d = decompose(gx, gy, gz, blocks_total, why);
+    if (!d) CkAbort("jacobi3d: %s", why.c_str());
+    c.d = *d;
+    c.mode = mode == "staging" ? Mode::Staging : mode == "gpumsg" ? Mode::GpuMsg : Mode::Channel;
+    const bool have_gpu = cuda::available();
+    if (kernels == "cuda" && !have_gpu) CkAbort("jacobi3d: --kernels cuda, but no GPU is visible (or a build without CUDA)");
+    c.gpu = kernels == "cuda" || (kernels == "auto" && have_gpu);
+    cfg = c;
+    mainProxy = thisProxy;
+    const Shape s = d->block();
+    CkPrintf("Jacobi3D: grid %dx%dx%d, %d blocks (%dx%dx%d) of %dx%dx%d, %d PEs, mode %s, %s kernels\n", c.d.gx, c.d.gy,
+             c.d.gz, blocks_total, c.d.bx, c.d.by, c.d.bz, s.lx, s.ly, s.lz, CkNumPes(), mode_name(c.mode),
+             c.gpu ? "CUDA" : "CPU");
+    blocks = ck::ArrayProxy<Block>::create(ck::dims(c.d.bx, c.d.by, c.d.bz), ck::Map::block);
+  }
+
+  void ready() {
+    startup = CkWallTimer();
+    CkPrintf("start-up: %.3f s\n", startup);
+    if (c.warmup > 0) {
+      blocks.send<&Block::run>(c.warmup);
+    } else {
+      warm = true;
+      t0 = CkWallTimer();
+      blocks.send<&Block::run>(c.iters);
+    }
+  }
+
+  void run_done(double comm_sum) {
+    if (!warm) {
+      warm = true;
+      t0 = CkWallTimer();
+      blocks.send<&Block::run>(c.iters);
+      return;
+    }
+    const double total = CkWallTimer() - t0;
+    per_iter = total / c.iters * 1e3;
+    comm_per_iter = comm_sum / blocks_total / c.iters * 1e3;
+    CkPrintf("iterations: %d (after %d warm-up)\n", c.iters, c.warmup);
+    CkPrintf("time per iteration: %.4f ms\n", per_iter);
+    CkPrintf("communication time per iteration: %.4f ms (halo wait, mean over blocks)\n", comm_per_iter);
+    if (!csv.empty()) {
+      FILE* f = std::fopen(csv.c_str(), "a");
+      if (!f) CkAbort("jacobi3d: cannot open %s for appending", csv.c_str());
+      std::fprintf(f, "%s,%s,%d,%d,%d,%d,%d,%d,%.5f,%.5f,%.4f\n", mode_name(c.mode), c.gpu ? "cuda" : "cpu", CkNumPes(),
+                   c.d.gx, c.d.gy, c.d.gz, blocks_total, c.iters, per_iter, comm_per_iter, startup);
+      std::fclose(f);
+    }
+    if (c.verify) blocks.send<&Block::verify>();
+    else CkExit(0);
+  }
+
+  void verified(long wrong) {
+    if (wrong) {
+      CkPrintf("verify: FAILED, %ld of %ld cells differ from the serial reference\n", wrong,
+               static_cast<long>(c.d.gx) * c.d.gy * c.d.gz);
+      CkExit(1);
+    }
+    CkPrintf("verify: ok, all %ld cells equal the serial reference after %d iterations\n",
+             static_cast<long>(c.d.gx) * c.d.gy * c.d.gz, c.warmup + c.iters);
+    CkExit(0);
+  }
+};
+
+ck::CkCallback on_ready() { return ck::CkCallback::to<&Main::ready>(*mainProxy); }
+ck::CkCallback on_run_done() { return ck::CkCallback::to<&Main::run_done>(*mainProxy); }
+ck::CkCallback on_verified() { return ck::CkCallback::to<&Main::verified>(*mainProxy); }
+
+}  // namespace
+
+int main(int argc, char** argv) { return ck::start<Main>(argc, argv); }
