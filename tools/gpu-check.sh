@@ -23,6 +23,15 @@ echo "--- GPU tests"
 grep -E "^\[ *(OK|FAILED|SKIPPED|PASSED) " "$out/gtest.txt"
 /work/main/build/tests/core/core_tests --gtest_filter='CoreGpu.*:*channels*' > "$out/gtest-core.txt" 2>&1
 grep -E "^\[ *(OK|FAILED|SKIPPED|PASSED) " "$out/gtest-core.txt"
+echo "--- Jacobi3D with CUDA kernels, every mode, 1 and 2 PEs, overdecomposed, checked against the serial run"
+for mode in staging gpumsg channel; do
+  for n in 1 2; do
+    r=$(/work/main/build/tools/ucharmrun/ucharmrun -n $n --timeout 120 /work/main/build/examples/jacobi3d/jacobi3d \
+        -x 48 -y 36 -z 24 --blocks 12 --iters 20 --warmup 3 --mode $mode --kernels cuda --verify 2>&1)
+    echo "$r" >> "$out/jacobi-verify.txt"
+    echo "jacobi3d $mode $n PEs: $(echo "$r" | grep -E "verify|rror|abort" | head -2)"
+  done
+done
 echo "--- protocols UCX picked for CUDA buffers (2 PEs, one GPU each)"
 UCX_PROTO_INFO=y /work/main/build/tools/ucharmrun/ucharmrun -n 2 --timeout 60 \
   /work/main/build/tests/converse/converse_testprog channel cuda > "$out/proto.txt" 2>&1
