@@ -6,12 +6,7 @@ set -uo pipefail
 root=$(pwd)
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
-ucx=$(cat .device/ucx-dir)
-mkdir -p "$(dirname "$ucx")" /work/main
-ln -sfn "$root/.device/libucx" "$ucx"
-ln -sfn "$root/.device/build" /work/main/build
-export LD_LIBRARY_PATH=$root/.device/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export NCCL_NVLS_ENABLE=0
+source tools/device-env.sh
 {
   nvidia-smi -L
   echo "--- libraries"
