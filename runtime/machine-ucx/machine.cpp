@@ -87,7 +87,6 @@ class ChunkPool {
  public:
   T* take() {
     if (!free_) {
-      constexpr int kChunk = 64;
       chunks_.push_back(std::make_unique<T[]>(kChunk));
       for (int i = 0; i < kChunk; ++i) give(&chunks_.back()[i]);
     }
@@ -102,10 +101,11 @@ class ChunkPool {
   template <class F>
   void for_each(F&& f) {
     for (auto& c : chunks_)
-      for (int i = 0; i < 64; ++i) f(c[i]);
+      for (int i = 0; i < kChunk; ++i) f(c[i]);
   }
 
  private:
+  static constexpr int kChunk = 64;
   T* free_ = nullptr;
   std::vector<std::unique_ptr<T[]>> chunks_;
 };

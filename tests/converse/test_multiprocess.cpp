@@ -259,6 +259,15 @@ TEST(Converse, UnknownHandlerIndexIsReported) {
   EXPECT_TRUE(has(r.err, "names handler 999")) << describe(r);
 }
 
+// Where CUDA is not available (no GPU here, or a build without CUDA), naming a stream is
+// an error that says so, not an operation that waits forever.
+TEST(Converse, StreamWithoutCudaIsReported) {
+  if (cuda_devices() > 0) GTEST_SKIP() << "a GPU is visible: streams work here";
+  Result r = job(2, {"streamnogpu"}, 30);
+  EXPECT_NE(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.err, "CUDA stream")) << describe(r);
+}
+
 TEST(Converse, SuspendOutsideAThreadIsReported) {
   Result r = job(1, {"suspendmain"}, 30);
   EXPECT_NE(r.code, 0) << describe(r);

@@ -979,6 +979,10 @@ void fail_start() {
     CmiSyncSendAndFree(last, msg_size<int>(), m);
   }
   if (g_mode == "suspendmain" && CmiMyPe() == 0) CthSuspend();
+  if (g_mode == "streamnogpu" && CmiMyPe() == 0) {  // a stream named where CUDA is not available
+    static char buf[64];
+    CmiChannelSend(last, buf, sizeof buf, CmiChannelTag(9, 0), nullptr, reinterpret_cast<void*>(0x1234));
+  }
 }
 
 void start(int argc, char** argv) {
@@ -1014,7 +1018,7 @@ void start(int argc, char** argv) {
   else if (g_mode == "sched") sched::start();
   else if (g_mode == "idle") idle::start();
   else if (g_mode == "abort" || g_mode == "killpeer" || g_mode == "exitcode" ||
-           g_mode == "badpe" || g_mode == "badhandler" || g_mode == "suspendmain")
+           g_mode == "badpe" || g_mode == "badhandler" || g_mode == "suspendmain" || g_mode == "streamnogpu")
     fail_start();
   else if (g_mode == "wait") {
     // Sits in the scheduler until stopped from outside (signal and timeout tests).
