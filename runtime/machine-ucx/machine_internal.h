@@ -1,0 +1,147 @@
+// Machine-layer internals shared by its files: per-request state, pools and the one
+// Machine of this process (non-SMP). Not installed; nothing above the layer includes it.
+#pragma once
+
+#include <ucharm/machine.h>
+#include <ucharm/tag.h>
+
+#include <ucp/api/ucp.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bootstrap.h"
+#include "chunk_pool.h"
+#include "cuda_driver.h"
+
+namespace ucharm::machine::detail {
+
+inline constexpr const char* kAddressKey = "ucharm.ucp.addr";
+
+enum class ReqKind : std::uint8_t { Send, Eager, Probe, OpSend, DeviceRecv, ChannelRecv };
+
+// Per-request state lives in the space UCX reserves in front of each request
+// (ucp_params_t::request_size): nothing is allocated per message.
+struct RequestState {
+  void* msg;     // the send buffer, or the receive buffer of a probed message
+  int pe;        // destination of a send (for error reports)
+  int slot;      // pre-posted receive slot (Eager)
+  ReqKind kind;
+  DeviceRecvType rtype;
+  Completion done;        // OpSend, ChannelRecv
+  DeviceRdmaOp* op;       // DeviceRecv
+  std::size_t capacity;   // receive buffer size (truncation reports)
+  std::uint64_t tag;
+  RequestState* prev;     // outstanding device/channel receives, cancelled at exit
+  RequestState* next;
+  bool gpu;               // a receive into GPU memory (counted in gpu_inflight)
+};
+
+// State of one device/channel send, handed to UCX as user_data. It must exist before the
+// send is issued: with UCP_OP_ATTR_FLAG_NO_IMM_CMPL, UCX may run the callback inside
+// ucp_tag_send_nbx, before the request it returns could be filled in.
+struct OpState {
+  Completion done;
+  int pe;
+  bool gpu;
+  OpState* next_free;
+};
+
+// A device/channel operation waiting for the work queued on its CUDA stream: an event
+// recorded on the stream is polled from progress. Pooled, with its event, so nothing is
+// created per operation once the pool has grown.
+struct Deferred {
+  bool send;
+  ReqKind kind;           // receives: DeviceRecv or ChannelRecv
+  DeviceRecvType rtype;
+  MemoryType mem;
+  int pe;
+  void* ptr;
+  std::size_t size;
+  std::uint64_t tag;
+  Completion done;
+  DeviceRdmaOp* op;
+#ifdef UCHARM_HAVE_CUDA
+  CUevent event;
+#endif
+  Deferred* next;         // FIFO of waiting operations
+  Deferred* next_free;
+};
+
+// A device/channel completion waiting to run after progress.
+struct PendingDone {
+  Completion done;
+  DeviceRdmaOp* op;  // a device receive (handled by its type's handler) or nullptr
+  DeviceRecvType rtype;
+};
+
+
+struct EagerSlot {
+  void* buf = nullptr;
+  RequestState* req = nullptr;  // outstanding receive, or null
+};
+
+struct Completed {
+  int slot;
+  std::size_t bytes;
+};
+
+struct Arrived {
+  void* msg;
+  std::size_t bytes;
+};
+
+struct Machine {
+  Options opt;
+  Hooks hooks{};
+  Info info;
+  std::unique_ptr<Bootstrap> boot;
+  ucp_context_h context = nullptr;
+  ucp_worker_h worker = nullptr;
+  std::vector<ucp_ep_h> eps;
+  std::vector<bool> ep_peer_mode;  // endpoint created with UCP_ERR_HANDLING_MODE_PEER
+  std::vector<EagerSlot> slots;
+  std::vector<Completed> completed;  // filled by callbacks, drained after progress
+  std::vector<int> repost;           // delivered slots waiting to be posted again
+  std::vector<Arrived> probe_arrived;
+  int ucx_fd = -1, wake_fd = -1, epoll_fd = -1;
+  std::size_t pending_sends = 0;
+  std::size_t pending_probe_recvs = 0;
+  bool shutting_down = false;
+  // device and channel operations
+  std::vector<PendingDone> done;  // run after progress
+  DeviceRecvHandler recv_handlers[kDeviceRecvTypes] = {};
+  std::uint64_t device_counter = 0;
+  RequestState* open_recvs = nullptr;  // intrusive list
+  ChunkPool<OpState> ops;
+  ChunkPool<Deferred> deferred_pool;
+  Deferred* deferred_head = nullptr;  // waiting for their streams, oldest first
+  Deferred* deferred_tail = nullptr;
+  // GPU-memory operations in flight (and operations waiting for a stream). UCX finishes
+  // them by polling CUDA events, which do not signal the worker's event fd, so an idle PE
+  // must not sleep while any is open.
+  std::size_t gpu_inflight = 0;
+  std::vector<char> my_address;        // for the endpoint to self (device data to self)
+  bool trace_ops = false;              // UCHARM_TRACE_OPS=1: one stderr line per device/channel op
+  bool force_callbacks = false;        // UCHARM_TEST_SEND_CALLBACKS=1: host buffers take the
+                                       // device path (callback always), so CI covers it
+};
+
+extern Machine g_machine;  // this process's PE (non-SMP); reached only through M()
+inline Machine& M() { return g_machine; }
+
+[[noreturn]] void fatal(const std::string& what);
+void check(ucs_status_t s, const char* what);
+
+// host.cpp: the host message path
+void post_eager(int i);
+// gpu_ops.cpp: device and channel operations
+int start_deferred();
+// endpoints.cpp
+void bind_to_core(Machine& m);
+ucp_ep_h endpoint(int pe);
+void wait_request(ucs_status_ptr_t sp, const char* what);
+
+}  // namespace ucharm::machine::detail
