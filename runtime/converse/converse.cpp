@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fmt/core.h>
 #include <vector>
 
@@ -42,11 +43,33 @@ inline void enqueue_local(void* msg) {
   pe_state().queue.push(msg, h->prio, (h->flags & CmiMsgExpedited) != 0);
 }
 
+// Flow control: when more than the send-queue limit waits for credit, the sending PE
+// progresses (taking in messages, returning and receiving credit, running no handler)
+// until half of it has left. Receivers return credit without running handlers either,
+// so two PEs flooding each other cannot deadlock.
+void wait_for_backlog() {
+  PeState& s = pe_state();
+  if (s.in_backlog_wait || s.exiting) return;
+  s.in_backlog_wait = true;
+  while (lrts::LrtsBackloggedBytes() > s.options.send_queue_limit / 2)
+    if (lrts::LrtsProgress() == 0) lrts::LrtsIdleWait(10);
+  s.in_backlog_wait = false;
+}
+
+inline void check_backlog() {
+  if (lrts::LrtsBackloggedBytes() > pe_state().options.send_queue_limit) [[unlikely]]
+    wait_for_backlog();
+}
+
 // Takes `msg` (one reference).
 inline void send_owned(int pe, void* msg) {
   PeState& s = pe_state();
-  if (pe == s.my_pe) enqueue_local(msg);
-  else lrts::LrtsSend(pe, msg, hdr(msg)->size);
+  if (pe == s.my_pe) {
+    enqueue_local(msg);
+    return;
+  }
+  lrts::LrtsSend(pe, msg, hdr(msg)->size);
+  check_backlog();
 }
 
 void* copy_msg(std::size_t size, const void* msg) {
@@ -74,6 +97,11 @@ void forward_broadcast(void* msg) {
 void* hook_alloc(std::size_t bytes) { return pe_state().pool.alloc(bytes); }
 
 void hook_deliver(void* msg, std::size_t bytes) {
+  // Exiting: what still arrives is dropped (as queued messages are, like CkExit).
+  if (pe_state().exiting) {
+    CmiFree(msg);
+    return;
+  }
   CmiMsgHeader* h = hdr(msg);
   if (bytes < CmiMsgHeaderSizeBytes || h->size != bytes)
     CmiAbort("received a corrupted message (%zu bytes, header says %u)", bytes,
@@ -155,6 +183,29 @@ void broadcast_owned(std::size_t size, void* msg, bool include_self) {
   forward_broadcast(msg);
   if (include_self) enqueue_local(msg);
   else CmiFree(msg);
+  check_backlog();
+}
+
+// exit(n) called by the program (not CmiExit) ends the whole job with n, as CmiExit(n)
+// does. Without this the machine's static destructors would finalize PMIx, the launcher
+// would take this PE's end for an orderly one, and the other PEs would wait for it.
+void on_process_exit(int code, void*) {
+  if (!pe_state().exiting) CmiExit(code);
+}
+
+// An exception that leaves an entry point ends the job with a message, not a SIGABRT
+// the other PEs learn of only through the launcher.
+[[noreturn]] void on_terminate() {
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      CmiAbort("uncaught exception: %s", x.what());
+    } catch (...) {
+      CmiAbort("uncaught exception (not derived from std::exception)");
+    }
+  }
+  CmiAbort("std::terminate called without an active exception");
 }
 
 }  // namespace
@@ -378,10 +429,13 @@ void ConverseInit(int argc, char** argv, void (*start)(int, char**), int usched,
   lrts::Options mo;
   mo.eager_size = s.options.eager_size;
   mo.prepost = s.options.prepost;
+  mo.flow_window = s.options.flow_window;
   mo.bind = s.options.bind;
   lrts::LrtsInit(mo, lrts::Hooks{hook_alloc, hook_deliver, hook_release, hook_peer_failed});
   s.my_pe = lrts::LrtsMyPe();
   s.num_pes = lrts::LrtsNumPes();
+  ::on_exit(on_process_exit, nullptr);  // after LrtsInit: runs before the machine's destructors
+  std::set_terminate(on_terminate);
   device_init();
   if (s.options.verbose) print_banner();
 

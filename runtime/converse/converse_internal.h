@@ -24,6 +24,7 @@ struct PeState {
   std::vector<CmiHandler> handlers;
   bool stop_scheduler = false;
   bool exiting = false;
+  bool in_backlog_wait = false;  // a send is waiting for flow-control credit
   long long idle_since_ns = 0;
   unsigned idle_polls = 0;
   // internal handler indices

@@ -60,6 +60,18 @@ std::optional<std::string> apply(std::string_view name, std::optional<std::strin
     auto v = parse_int(*value, 1, 4096);
     if (!v) return bad("an integer from 1 to 4096");
     o.prepost = *v;
+  } else if (name == "flow-window") {
+    if (!value) return need();
+    auto v = parse_size(*value);
+    if (!v || *v < 64 * 1024 || *v > (std::size_t{1} << 32))
+      return bad("a size in bytes from 64k to 4G (suffixes k, M, G)");
+    o.flow_window = *v;
+  } else if (name == "send-queue-limit") {
+    if (!value) return need();
+    auto v = parse_size(*value);
+    if (!v || *v < 64 * 1024 || *v > (std::size_t{1} << 40))
+      return bad("a size in bytes from 64k to 1T (suffixes k, M, G)");
+    o.send_queue_limit = *v;
   } else if (name == "stacksize") {
     if (!value) return need();
     auto v = parse_size(*value);
@@ -83,7 +95,7 @@ std::optional<std::string> apply(std::string_view name, std::optional<std::strin
     else o.verbose = on;
   } else {
     return fmt::format("{}: unknown runtime option '{}' (known: +eager-size=BYTES, +prepost=N, "
-                       "+stacksize=BYTES, +idle-spin-us=N, +nobind, +verbose)", where, name);
+                       "+flow-window=BYTES, +send-queue-limit=BYTES, +stacksize=BYTES, +idle-spin-us=N, +nobind, +verbose)", where, name);
   }
   return std::nullopt;
 }

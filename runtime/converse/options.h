@@ -12,6 +12,10 @@ namespace ucharm::converse {
 struct RuntimeOptions {
   std::size_t eager_size = 32 * 1024;
   int prepost = 64;
+  // Flow control (see docs/architecture.md): bytes in flight from this PE to one other
+  // before it waits for credit, and bytes waiting for credit before a sender is held.
+  std::size_t flow_window = 4u << 20;
+  std::size_t send_queue_limit = 64u << 20;
   std::size_t stack_size = 1 << 20;
   int idle_spin_us = 50;
   bool bind = true;

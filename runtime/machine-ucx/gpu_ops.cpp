@@ -37,6 +37,14 @@ void op_send_done(void* request, ucs_status_t status, void* user_data) {
   ucp_request_free(request);
 }
 
+void link_recv(RequestState* r) {
+  Machine& m = M();
+  r->prev = nullptr;
+  r->next = m.open_recvs;
+  if (m.open_recvs) m.open_recvs->prev = r;
+  m.open_recvs = r;
+}
+
 void unlink_recv(RequestState* r) {
   Machine& m = M();
   if (r->prev) r->prev->next = r->next;
@@ -147,10 +155,7 @@ void tagged_recv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t t, R
     recv_finished(r, sp == nullptr ? UCS_OK : UCS_PTR_STATUS(sp), tinfo.length);
     return;
   }
-  r->prev = nullptr;
-  r->next = m.open_recvs;
-  if (m.open_recvs) m.open_recvs->prev = r;
-  m.open_recvs = r;
+  link_recv(r);
 }
 
 void issue_recv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t t, ReqKind kind, Completion done,

@@ -3,11 +3,9 @@
 // The host path is in host.cpp, device/channel operations in gpu_ops.cpp, endpoints in
 // endpoints.cpp; their shared state in machine_internal.h.
 //
-// Host messages: up to the eager size they go with the EAGER tag into pre-posted
-// receives; larger ones go with the PROBE tag and are found with ucp_tag_probe_nb and
-// received with ucp_tag_msg_recv_nbx. UCX callbacks only record completions; delivery
-// to Converse and re-posting happen after ucp_worker_progress returns, so no UCX call
-// is ever made from inside a UCX callback.
+// UCX callbacks only record completions; delivery to Converse and re-posting happen
+// after ucp_worker_progress returns, so no UCX call is ever made from inside a UCX
+// callback.
 #include <ucharm/machine.h>
 #include <ucharm/tag.h>
 
@@ -111,15 +109,14 @@ void LrtsInit(const Options& options, const Hooks& hooks) {
 
   m.eps.assign(static_cast<std::size_t>(m.info.num_pes), nullptr);
   m.ep_peer_mode.assign(static_cast<std::size_t>(m.info.num_pes), false);
-  m.slots.assign(static_cast<std::size_t>(m.opt.prepost), EagerSlot{});
-  m.completed.reserve(static_cast<std::size_t>(m.opt.prepost));
-  m.repost.reserve(static_cast<std::size_t>(m.opt.prepost));
-  m.probe_arrived.reserve(64);
-  m.done.reserve(256);
-  for (int i = 0; i < m.opt.prepost; ++i) post_eager(i);
+  post_host_receives();
 
-  // Every PE's address is known (and its receives posted) once the fence is done.
-  b.fence(true, LrtsProgress);
+  // Every PE's address is known (and its receives posted) once the fence is done. Peers
+  // that finish the fence first may already send: their messages are received here but
+  // only recorded, and delivered by the first LrtsProgress after LrtsInit, once the layer
+  // above knows this PE's number and the job's size (a broadcast delivered earlier would
+  // be forwarded along a tree of one PE).
+  b.fence(true, [] { return static_cast<int>(ucp_worker_progress(M().worker)); });
 }
 
 const Info& LrtsInfo() { return M().info; }
@@ -136,27 +133,28 @@ void LrtsExit() {
     start_deferred();
     ucp_worker_progress(m.worker);
   }
-  // 1. Our sends complete, then every PE is past that point.
+  // 1. What waits for credit leaves now; our sends complete (a large one needs its
+  //    receiver to take it, so we keep receiving, and returning credit to PEs that have
+  //    not yet heard of the exit; the layer above drops what is delivered now). Then
+  //    every PE is past that point.
+  send_backlogs_now();
+  while (m.pending_sends > 0)
+    if (LrtsProgress() == 0) LrtsIdleWait(10);
+  m.boot->fence(false, LrtsProgress);
+  m.shutting_down = true;  // every PE is exiting: no more credit, no more deliveries
   ucp_request_param_t fp{};
   wait_request(ucp_worker_flush_nbx(m.worker, &fp), "ucp_worker_flush_nbx");
-  m.boot->fence(false, LrtsProgress);
-  m.shutting_down = true;
   m.repost.clear();
   // 2. Cancel receives nobody sent to, and the pre-posted ones (their callbacks release
-  //    the buffers).
-  for (RequestState* r = m.open_recvs; r; r = r->next) ucp_request_cancel(m.worker, r);
+  //    the buffers). Cancelling may complete and free a request at once: read the next
+  //    one first.
+  for (RequestState* r = m.open_recvs, *next; r; r = next) {
+    next = r->next;
+    ucp_request_cancel(m.worker, r);
+  }
   while (m.open_recvs) ucp_worker_progress(m.worker);
   m.done.clear();
-  for (EagerSlot& slot : m.slots)
-    if (slot.req) ucp_request_cancel(m.worker, slot.req);
-  for (EagerSlot& slot : m.slots) {
-    while (slot.req) ucp_worker_progress(m.worker);
-  }
-  for (const Completed& c : m.completed) {  // arrived after the fence: nobody will read them
-    m.hooks.release(m.slots[c.slot].buf);
-    m.slots[c.slot].buf = nullptr;
-  }
-  m.completed.clear();
+  cancel_host_receives();
   // 3. Close endpoints; a second fence keeps every worker alive until all have closed.
   std::vector<ucs_status_ptr_t> closing;
   for (std::size_t pe = 0; pe < m.eps.size(); ++pe) {

@@ -20,21 +20,21 @@ namespace ucharm::machine::detail {
 
 inline constexpr const char* kAddressKey = "ucharm.ucp.addr";
 
-enum class ReqKind : std::uint8_t { Send, Eager, Probe, OpSend, DeviceRecv, ChannelRecv };
+enum class ReqKind : std::uint8_t { Send, Eager, Large, Credit, OpSend, DeviceRecv, ChannelRecv };
 
 // Per-request state lives in the space UCX reserves in front of each request
 // (ucp_params_t::request_size): nothing is allocated per message.
 struct RequestState {
-  void* msg;     // the send buffer, or the receive buffer of a probed message
-  int pe;        // destination of a send (for error reports)
-  int slot;      // pre-posted receive slot (Eager)
+  void* msg;     // the send buffer (null for a credit), or a Large receive's Held record
+  int pe;        // destination of a send (for error reports); source of a Large receive
+  int slot;      // pre-posted receive slot (Eager, Credit)
   ReqKind kind;
   DeviceRecvType rtype;
   Completion done;        // OpSend, ChannelRecv
   DeviceRdmaOp* op;       // DeviceRecv
   std::size_t capacity;   // receive buffer size (truncation reports)
   std::uint64_t tag;
-  RequestState* prev;     // outstanding device/channel receives, cancelled at exit
+  RequestState* prev;     // outstanding Large/device/channel receives, cancelled at exit
   RequestState* next;
   bool gpu;               // a receive into GPU memory (counted in gpu_inflight)
 };
@@ -86,11 +86,39 @@ struct EagerSlot {
 struct Completed {
   int slot;
   std::size_t bytes;
+  std::uint64_t tag;  // the sender's tag: source PE, sequence number, announce bit
 };
 
-struct Arrived {
+// A host message that arrived ahead of an earlier one from the same PE, or a large
+// message whose data is still coming. Pooled.
+struct Held {
   void* msg;
   std::size_t bytes;
+  std::uint32_t seq;
+  bool ready;        // the data is in
+  Held* next;        // the source's held messages, in sequence order
+  Held* next_free;
+};
+
+// A host message waiting for flow-control credit (the link's window is full).
+struct Backlogged {
+  void* msg;
+  std::size_t bytes;
+  Backlogged* next;
+  Backlogged* next_free;
+};
+
+// Per peer: both directions of the host path between this PE and it.
+struct Link {
+  // sending: sequence numbers, credit units in flight, messages waiting for credit
+  std::uint32_t send_seq = 0;
+  std::int64_t in_flight = 0;
+  Backlogged* backlog_head = nullptr;
+  Backlogged* backlog_tail = nullptr;
+  // receiving: the next sequence number to deliver, credit not yet returned, held messages
+  std::uint32_t recv_seq = 0;
+  std::int64_t unreturned = 0;
+  Held* held = nullptr;
 };
 
 struct Machine {
@@ -105,11 +133,20 @@ struct Machine {
   std::vector<EagerSlot> slots;
   std::vector<Completed> completed;  // filled by callbacks, drained after progress
   std::vector<int> repost;           // delivered slots waiting to be posted again
-  std::vector<Arrived> probe_arrived;
   int ucx_fd = -1, wake_fd = -1, epoll_fd = -1;
   std::size_t pending_sends = 0;
-  std::size_t pending_probe_recvs = 0;
-  bool shutting_down = false;
+  // host path: order and flow control
+  std::vector<Link> links;               // one per PE
+  std::int64_t window_units = 0;         // credit a link may have in flight
+  std::size_t backlog_bytes = 0;         // bytes waiting for credit, all links
+  ChunkPool<Held> held_pool;
+  ChunkPool<Backlogged> backlog_pool;
+  std::vector<int> large_done;           // sources whose large receive completed
+  std::vector<RequestState*> credit_slots;  // pre-posted credit receives
+  std::vector<std::uint64_t> credits_in;    // arrived credit tags, applied after progress
+  std::vector<int> credit_repost;
+  bool exiting = false;      // LrtsExit: backlogs leave regardless of credit
+  bool shutting_down = false;  // after the exit fence: no more credit, errors expected
   // device and channel operations
   std::vector<PendingDone> done;  // run after progress
   DeviceRecvHandler recv_handlers[kDeviceRecvTypes] = {};
@@ -136,7 +173,12 @@ inline Machine& M() { return g_machine; }
 void check(ucs_status_t s, const char* what);
 
 // host.cpp: the host message path
-void post_eager(int i);
+void post_host_receives();
+void send_backlogs_now();     // at exit: backlogs leave regardless of credit
+void cancel_host_receives();  // at exit, after the last fence
+// gpu_ops.cpp: the list of open receives (cancelled at exit)
+void link_recv(RequestState* r);
+void unlink_recv(RequestState* r);
 // gpu_ops.cpp: device and channel operations
 int start_deferred();
 // endpoints.cpp

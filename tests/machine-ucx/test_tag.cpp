@@ -54,7 +54,7 @@ void all_channel_splits(std::integer_sequence<unsigned, A...>, std::mt19937_64& 
 
 TEST(Tag, HostTypesOccupyTheLowFourBits) {
   EXPECT_EQ(host_tag(MsgType::Eager), 1u);
-  EXPECT_EQ(host_tag(MsgType::Probe), 2u);
+  EXPECT_EQ(host_tag(MsgType::Large), 2u);
   EXPECT_EQ(type_of(DeviceTag::make(123, 456)), MsgType::Device);
   EXPECT_EQ(type_of(ChannelTag::make(123, 456)), MsgType::Channel);
   EXPECT_NE(DeviceTag::make(1, 1), ChannelTag::make(1, 1));

@@ -14,6 +14,9 @@ namespace ucharm::machine {
 struct Options {
   std::size_t eager_size = 32 * 1024;  // largest message sent with the EAGER tag (bytes)
   int prepost = 64;                    // pre-posted EAGER receives
+  // Flow control: bytes one PE may have in flight to another before it waits for the
+  // receiver to take them (a message larger than this goes alone).
+  std::size_t flow_window = 4u << 20;
   bool bind = true;                    // bind this PE to its own core when there are enough
 };
 
@@ -53,7 +56,14 @@ int LrtsNumPes();
 
 // Sends `bytes` of `msg` to `pe`. The machine calls hooks.release(msg) once the buffer
 // may be reused (possibly before this returns). Send to self is not handled here.
+// Delivery: exactly once, and in send order between two PEs, whatever the sizes. When
+// the link to `pe` has its flow-control window in flight, the message waits in the
+// link's backlog (in order) and leaves as the receiver returns credit; never blocks.
 void LrtsSend(int pe, void* msg, std::size_t bytes);
+
+// Bytes waiting for flow-control credit on all links. The layer above bounds it by
+// progressing (which lets receivers return credit) while it is over its limit.
+std::size_t LrtsBackloggedBytes();
 
 // Drives UCX; delivers arrived messages through hooks.deliver. Returns the number of
 // events seen (0: nothing happened).

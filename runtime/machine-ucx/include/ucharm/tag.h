@@ -3,7 +3,11 @@
 //   bits 0..3   message type (MsgType)
 //   DEVICE:     type | source PE (SrcPeBits) | per-source counter (CounterBits)
 //   CHANNEL:    type | channel id (IdBits)   | per-channel, per-direction counter (CounterBits)
-//   EAGER/PROBE: the type alone; receives match on the full mask.
+//   EAGER:      type | source PE (32) | per-link sequence number (27) | announce bit
+//               (pre-posted receives match on the type bits alone)
+//   LARGE:      type | source PE (32) | the sequence number of its announcement (28);
+//               received with the full mask after the announcement was taken in order
+//   CREDIT:     type | source PE (32) | returned flow-control credit, in 256-byte units
 //
 // Widths are template parameters so tests can build narrow layouts and exercise
 // counter wrap-around; the runtime uses the defaults below. Counters wrap modulo
@@ -17,7 +21,7 @@ namespace ucharm::tag {
 
 using Tag = std::uint64_t;
 
-enum class MsgType : std::uint8_t { Eager = 1, Probe = 2, Device = 3, Channel = 4 };
+enum class MsgType : std::uint8_t { Eager = 1, Large = 2, Device = 3, Channel = 4, Credit = 5 };
 
 inline constexpr unsigned kTypeBits = 4;
 inline constexpr Tag kTypeMask = (Tag{1} << kTypeBits) - 1;
@@ -76,6 +80,33 @@ struct ChannelTagLayout : TwoFieldLayout<MsgType::Channel, IdBits, CounterBits> 
   static constexpr std::uint64_t counter(Tag t) { return Base::second(t); }
 };
 
+// Host messages. Every host message between a pair of PEs carries the pair's next
+// sequence number, so the receiver delivers in send order whatever the completion order.
+// A message above the eager size travels as an EAGER announcement (its size, in order
+// with the others) followed by the data under a LARGE tag that names the same sequence
+// number, which the receiver takes with an exact-tag receive (no probing).
+struct EagerTag : TwoFieldLayout<MsgType::Eager, 32, 28> {
+  using Base = TwoFieldLayout<MsgType::Eager, 32, 28>;
+  static constexpr std::uint64_t seq_mask = Base::second_mask >> 1;
+  static constexpr Tag make(std::uint64_t src_pe, std::uint64_t seq, bool announce) {
+    return Base::encode(src_pe, ((seq & seq_mask) << 1) | (announce ? 1 : 0));
+  }
+  static constexpr std::uint64_t src_pe(Tag t) { return Base::first(t); }
+  static constexpr std::uint64_t seq(Tag t) { return Base::second(t) >> 1; }
+  static constexpr bool announce(Tag t) { return (Base::second(t) & 1) != 0; }
+  static constexpr std::uint64_t next_seq(std::uint64_t s) { return (s + 1) & seq_mask; }
+};
+struct LargeTag : TwoFieldLayout<MsgType::Large, 32, 28> {
+  using Base = TwoFieldLayout<MsgType::Large, 32, 28>;
+  static constexpr Tag make(std::uint64_t src_pe, std::uint64_t seq) { return Base::encode(src_pe, seq); }
+};
+struct CreditTag : TwoFieldLayout<MsgType::Credit, 32, 28> {
+  using Base = TwoFieldLayout<MsgType::Credit, 32, 28>;
+  static constexpr Tag make(std::uint64_t src_pe, std::uint64_t units) { return Base::encode(src_pe, units); }
+  static constexpr std::uint64_t src_pe(Tag t) { return Base::first(t); }
+  static constexpr std::uint64_t units(Tag t) { return Base::second(t); }
+};
+
 #ifdef UCHARM_TEST_NARROW_TAGS
 // A test build only: 16 counter values, so sequences of transfers wrap many times.
 using DeviceTag = DeviceTagLayout<56, 4>;
@@ -89,6 +120,9 @@ static_assert(DeviceTag::src_pe(DeviceTag::make(7, 9)) == 7);
 static_assert(DeviceTag::counter(DeviceTag::make(7, 9)) == 9);
 static_assert(DeviceTag::counter(DeviceTag::make(7, 9)) == 9);
 static_assert(ChannelTag::channel_id(ChannelTag::make(5, 3)) == 5);
-static_assert(type_of(host_tag(MsgType::Probe)) == MsgType::Probe);
+static_assert(type_of(host_tag(MsgType::Large)) == MsgType::Large);
+static_assert(EagerTag::seq(EagerTag::make(3, EagerTag::seq_mask + 5, true)) == 4);
+static_assert(EagerTag::announce(EagerTag::make(3, 9, true)) && !EagerTag::announce(EagerTag::make(3, 9, false)));
+static_assert(EagerTag::src_pe(EagerTag::make(0xffffffffu, 1, false)) == 0xffffffffu);
 
 }  // namespace ucharm::tag
