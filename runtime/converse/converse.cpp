@@ -51,8 +51,10 @@ void wait_for_backlog() {
   PeState& s = pe_state();
   if (s.in_backlog_wait || s.exiting) return;
   s.in_backlog_wait = true;
+  lrts::LrtsCreditOnDelivery(true);
   while (lrts::LrtsBackloggedBytes() > s.options.send_queue_limit / 2)
     if (lrts::LrtsProgress() == 0) lrts::LrtsIdleWait(10);
+  lrts::LrtsCreditOnDelivery(false);
   s.in_backlog_wait = false;
 }
 
@@ -96,12 +98,14 @@ void forward_broadcast(void* msg) {
 // Receive buffers: UCX writes the header, so none is initialised here.
 void* hook_alloc(std::size_t bytes) { return pe_state().pool.alloc(bytes); }
 
-void hook_deliver(void* msg, std::size_t bytes) {
+void hook_deliver(void* msg, std::size_t bytes, int src) {
   // Exiting: what still arrives is dropped (as queued messages are, like CkExit).
   if (pe_state().exiting) {
     CmiFree(msg);
+    lrts::LrtsConsumed(src, bytes);
     return;
   }
+  prefix_of(msg)->link_src = src;  // its credit goes back to `src` when it is dispatched
   CmiMsgHeader* h = hdr(msg);
   if (bytes < CmiMsgHeaderSizeBytes || h->size != bytes)
     CmiAbort("received a corrupted message (%zu bytes, header says %u)", bytes,
@@ -154,6 +158,11 @@ void barrier_release_handler(void* msg) {
 void dispatch(void* msg) {
   PeState& s = pe_state();
   CmiMsgHeader* h = hdr(msg);
+  // Off the queue: a message from another PE gives its sender's credit back.
+  if (int src = prefix_of(msg)->link_src; src >= 0) {
+    prefix_of(msg)->link_src = -1;
+    lrts::LrtsConsumed(src, h->size);
+  }
   if (h->handler >= s.handlers.size())
     CmiAbort("message from PE %d names handler %d, but only %zu are registered: register "
              "handlers in the same order on every PE",

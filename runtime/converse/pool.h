@@ -1,7 +1,8 @@
 // Message memory: size-class free lists in front of malloc, with a reference count in
 // a prefix that never travels. Non-SMP: one pool per PE, no locks. Messages up to
 // kMaxPooled bytes are recycled, so steady-state sends and receives allocate nothing
-// from the heap.
+// from the heap. What the free lists keep is capped per class and in all (kKeepTotal),
+// so a burst of large messages does not stay resident.
 #pragma once
 
 #include <array>
@@ -16,8 +17,10 @@ namespace ucharm::converse {
 
 struct BlockPrefix {
   std::int32_t refcount;
-  std::int32_t size_class;  // -1: not pooled
-  std::uint64_t capacity;   // bytes usable after the prefix
+  std::int16_t size_class;  // -1: not pooled
+  std::int16_t unused;
+  std::uint32_t capacity;   // bytes usable after the prefix (messages are < 4 GiB)
+  std::int32_t link_src;    // a received message: the PE its flow-control credit goes to; else -1
 };
 static_assert(sizeof(BlockPrefix) == 16, "keeps messages 16-byte aligned");
 
@@ -28,6 +31,7 @@ class MsgPool {
   static constexpr unsigned kMinShift = 6;   // 64 B
   static constexpr unsigned kMaxShift = 26;  // 64 MiB
   static constexpr std::size_t kMaxPooled = std::size_t{1} << kMaxShift;
+  static constexpr std::size_t kKeepTotal = std::size_t{96} << 20;
   // Keep up to ~32 MiB per class on the free list (at least 2, at most 4096 blocks):
   // large blocks are reused too, since a fresh multi-MiB malloc costs page faults.
   static constexpr std::size_t keep_limit(int cls) {
@@ -49,24 +53,29 @@ class MsgPool {
     if (cls >= 0 && !free_[cls].empty()) {
       b = static_cast<BlockPrefix*>(free_[cls].back());
       free_[cls].pop_back();
+      kept_ -= b->capacity;
     } else {
       std::size_t cap = cls >= 0 ? (std::size_t{1} << (cls + kMinShift)) : bytes;
       b = static_cast<BlockPrefix*>(std::malloc(sizeof(BlockPrefix) + cap));
       if (!b) throw std::bad_alloc();
-      b->size_class = cls;
-      b->capacity = cap;
+      b->size_class = static_cast<std::int16_t>(cls);
+      b->capacity = static_cast<std::uint32_t>(cap);
     }
     b->refcount = 1;
+    b->link_src = -1;
     return b + 1;
   }
 
   void release(void* msg) {
     BlockPrefix* b = prefix_of(msg);
     if (--b->refcount > 0) return;
-    if (b->size_class >= 0 && free_[b->size_class].size() < keep_limit(b->size_class))
+    if (b->size_class >= 0 && free_[b->size_class].size() < keep_limit(b->size_class) &&
+        kept_ + b->capacity <= kKeepTotal) {
       free_[b->size_class].push_back(b);
-    else
+      kept_ += b->capacity;
+    } else {
       std::free(b);
+    }
   }
 
   static int class_of(std::size_t bytes) {
@@ -77,6 +86,7 @@ class MsgPool {
 
  private:
   std::array<std::vector<void*>, kMaxShift - kMinShift + 1> free_;
+  std::size_t kept_ = 0;  // bytes on the free lists
 };
 
 }  // namespace ucharm::converse

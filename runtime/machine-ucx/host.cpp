@@ -10,10 +10,13 @@
 // partial mask walked UCX's whole unexpected queue on every call and gave no order.)
 //
 // Flow control: a link may have `window` credit units in flight (a message costs its
-// size in 256-byte units, plus one). The receiver returns credit once it has handed the
-// messages to Converse, in CREDIT messages (the amount is in the tag, no payload). A
-// message that finds its link's window full waits in the link's backlog, in order.
-// Converse bounds the backlog by making a sending PE progress until it drains.
+// size in 256-byte units, plus one). The receiver returns credit once Converse has
+// consumed the messages (run or dropped them), in CREDIT messages (the amount is in the
+// tag, no payload), so a slow receiver holds at most a window per sender. A message that
+// finds its link's window full waits in the link's backlog, in order. Converse bounds
+// the backlog by making a sending PE progress until it drains; while it does, that PE
+// returns credit on arrival (LrtsCreditOnDelivery), so PEs flooding each other never
+// wait for each other.
 //
 // UCX callbacks only record; delivery, re-posting and credit returns happen after
 // ucp_worker_progress returns, so no UCX call is made from inside a UCX callback.
@@ -24,6 +27,7 @@
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fmt/core.h>
 
@@ -170,13 +174,24 @@ void return_credit(int pe, Link& l) {
   }
 }
 
-// Hands the next message of `src`'s link to Converse; returns its credit when due.
+void credit_due(int src, Link& l) {
+  Machine& m = M();
+  if (l.unreturned >= m.window_units / 2 && !m.shutting_down) return_credit(src, l);
+}
+
+// Hands the next message of `src`'s link to Converse.
 void deliver_next(int src, Link& l, void* msg, std::size_t bytes) {
   Machine& m = M();
   l.recv_seq = static_cast<std::uint32_t>(tag::EagerTag::next_seq(l.recv_seq));
-  l.unreturned += cost_units(bytes);
-  if (l.unreturned >= m.window_units / 2 && !m.shutting_down) return_credit(src, l);
-  m.hooks.deliver(msg, bytes);
+  const std::int64_t c = cost_units(bytes);
+  if (m.credit_on_delivery) {
+    l.forgiven += c;
+    l.unreturned += c;
+    credit_due(src, l);
+  } else {
+    l.owed += c;
+  }
+  m.hooks.deliver(msg, bytes, src);
 }
 
 // Delivers `src`'s held messages that are next in order and complete.
@@ -435,6 +450,31 @@ void LrtsSend(int pe, void* msg, std::size_t bytes) {
 }
 
 std::size_t LrtsBackloggedBytes() { return M().backlog_bytes; }
+
+void LrtsConsumed(int src, std::size_t bytes) {
+  Machine& m = M();
+  Link& l = m.links[static_cast<std::size_t>(src)];
+  std::int64_t c = cost_units(bytes);
+  const std::int64_t pre = std::min(c, l.forgiven);  // returned ahead already
+  l.forgiven -= pre;
+  c -= pre;
+  l.owed -= c;
+  l.unreturned += c;
+  credit_due(src, l);
+}
+
+void LrtsCreditOnDelivery(bool on) {
+  Machine& m = M();
+  m.credit_on_delivery = on;
+  if (!on || m.shutting_down) return;
+  for (int pe = 0; pe < m.info.num_pes; ++pe) {
+    Link& l = m.links[static_cast<std::size_t>(pe)];
+    l.forgiven += l.owed;
+    l.unreturned += l.owed;
+    l.owed = 0;
+    if (l.unreturned > 0) return_credit(pe, l);
+  }
+}
 
 int LrtsProgress() {
   Machine& m = M();

@@ -115,10 +115,14 @@ struct Link {
   std::int64_t in_flight = 0;
   Backlogged* backlog_head = nullptr;
   Backlogged* backlog_tail = nullptr;
-  // receiving: the next sequence number to deliver, credit not yet returned, held messages
+  // receiving: the next sequence number to deliver, held messages, and credit: of
+  // delivered messages not yet consumed (owed), returned before their consumption
+  // (forgiven), consumed and not yet returned (unreturned, sent in batches)
   std::uint32_t recv_seq = 0;
-  std::int64_t unreturned = 0;
   Held* held = nullptr;
+  std::int64_t owed = 0;
+  std::int64_t forgiven = 0;
+  std::int64_t unreturned = 0;
 };
 
 struct Machine {
@@ -145,6 +149,7 @@ struct Machine {
   std::vector<RequestState*> credit_slots;  // pre-posted credit receives
   std::vector<std::uint64_t> credits_in;    // arrived credit tags, applied after progress
   std::vector<int> credit_repost;
+  bool credit_on_delivery = false;  // LrtsCreditOnDelivery
   bool exiting = false;      // LrtsExit: backlogs leave regardless of credit
   bool shutting_down = false;  // after the exit fence: no more credit, errors expected
   // device and channel operations

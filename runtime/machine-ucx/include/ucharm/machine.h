@@ -25,8 +25,9 @@ struct Options {
 struct Hooks {
   // A buffer for an incoming message of `bytes` (the layer above owns its memory).
   void* (*alloc)(std::size_t bytes);
-  // A complete message: ownership of `msg` passes to the layer above.
-  void (*deliver)(void* msg, std::size_t bytes);
+  // A complete message from PE `src`: ownership of `msg` passes to the layer above,
+  // which calls LrtsConsumed(src, bytes) once it has taken the message off its queues.
+  void (*deliver)(void* msg, std::size_t bytes, int src);
   // The machine no longer needs the buffer of a send.
   void (*release)(void* msg);
   // A peer was lost (its process died or became unreachable). Must not return.
@@ -64,6 +65,17 @@ void LrtsSend(int pe, void* msg, std::size_t bytes);
 // Bytes waiting for flow-control credit on all links. The layer above bounds it by
 // progressing (which lets receivers return credit) while it is over its limit.
 std::size_t LrtsBackloggedBytes();
+
+// A message delivered from `src` has been consumed (handled or dropped): its credit goes
+// back to the sender (in batches). Credit for a message is returned once, whichever of
+// this and LrtsCreditOnDelivery comes first.
+void LrtsConsumed(int src, std::size_t bytes);
+
+// On: credit for everything delivered and not yet consumed is returned now, and for
+// what arrives from now on at once. For a PE that is itself waiting for credit: were it
+// to keep the credit of the messages in its queue, two PEs flooding each other would
+// wait for each other forever.
+void LrtsCreditOnDelivery(bool on);
 
 // Drives UCX; delivers arrived messages through hooks.deliver. Returns the number of
 // events seen (0: nothing happened).
