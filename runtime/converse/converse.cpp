@@ -49,10 +49,11 @@ inline void enqueue_local(void* msg) {
 // so two PEs flooding each other cannot deadlock.
 void wait_for_backlog() {
   PeState& s = pe_state();
-  if (s.in_backlog_wait || s.exiting) return;
+  if (s.in_backlog_wait || s.exiting || s.exit_arrived) return;
   s.in_backlog_wait = true;
   lrts::LrtsCreditOnDelivery(true);
-  while (lrts::LrtsBackloggedBytes() > s.options.send_queue_limit / 2)
+  // An exit that arrives meanwhile ends the wait: the scheduler runs it next.
+  while (lrts::LrtsBackloggedBytes() > s.options.send_queue_limit / 2 && !s.exit_arrived)
     if (lrts::LrtsProgress() == 0) lrts::LrtsIdleWait(10);
   lrts::LrtsCreditOnDelivery(false);
   s.in_backlog_wait = false;
@@ -70,7 +71,7 @@ inline void send_owned(int pe, void* msg) {
     enqueue_local(msg);
     return;
   }
-  lrts::LrtsSend(pe, msg, hdr(msg)->size);
+  lrts::LrtsSend(pe, msg, hdr(msg)->size, (hdr(msg)->flags & CmiMsgExpedited) != 0);
   check_backlog();
 }
 
@@ -89,7 +90,7 @@ void forward_broadcast(void* msg) {
   for (int c = rel * CmiBroadcastBranching + 1;
        c <= rel * CmiBroadcastBranching + CmiBroadcastBranching && c < n; ++c) {
     CmiReference(msg);
-    lrts::LrtsSend((root + c) % n, msg, hdr(msg)->size);
+    lrts::LrtsSend((root + c) % n, msg, hdr(msg)->size, (hdr(msg)->flags & CmiMsgExpedited) != 0);
   }
 }
 
@@ -107,6 +108,7 @@ void hook_deliver(void* msg, std::size_t bytes, int src) {
   }
   prefix_of(msg)->link_src = src;  // its credit goes back to `src` when it is dispatched
   CmiMsgHeader* h = hdr(msg);
+  if (h->handler == pe_state().h_exit) pe_state().exit_arrived = true;
   if (bytes < CmiMsgHeaderSizeBytes || h->size != bytes)
     CmiAbort("received a corrupted message (%zu bytes, header says %u)", bytes,
              bytes >= CmiMsgHeaderSizeBytes ? h->size : 0u);
@@ -358,9 +360,14 @@ void ConverseExit(int code) {
   PeState& s = pe_state();
   s.exiting = true;
   std::fflush(stdout);
+  // Messages still queued are discarded (as in Charm++'s CkExit), first: their senders
+  // get the credit back, or a sender still flooding this PE would wait for it forever
+  // and never reach the exit.
+  while (void* m = s.queue.pop()) {
+    if (int src = prefix_of(m)->link_src; src >= 0) lrts::LrtsConsumed(src, hdr(m)->size);
+    CmiFree(m);
+  }
   lrts::LrtsExit();
-  // Messages still queued are discarded (as in Charm++'s CkExit).
-  while (void* m = s.queue.pop()) CmiFree(m);
   std::fflush(stdout);
   std::fflush(stderr);
   std::_Exit(code);

@@ -25,6 +25,7 @@ struct PeState {
   bool stop_scheduler = false;
   bool exiting = false;
   bool in_backlog_wait = false;  // a send is waiting for flow-control credit
+  bool exit_arrived = false;     // an exit message is queued: sends no longer wait
   long long idle_since_ns = 0;
   unsigned idle_polls = 0;
   // internal handler indices

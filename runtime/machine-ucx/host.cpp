@@ -146,11 +146,11 @@ void transmit(int pe, void* msg, std::size_t bytes) {
   post_send(pe, msg, bytes, tag::LargeTag::make(me, seq));
 }
 
-// Sends what waits on `pe`'s link while its window allows (any amount while exiting).
+// Sends what waits on `pe`'s link while its window allows.
 void send_backlog(int pe) {
   Machine& m = M();
   Link& l = m.links[static_cast<std::size_t>(pe)];
-  while (l.backlog_head && (l.in_flight < m.window_units || m.exiting)) {
+  while (l.backlog_head && l.in_flight < m.window_units) {
     Backlogged* b = l.backlog_head;
     l.backlog_head = b->next;
     if (!l.backlog_head) l.backlog_tail = nullptr;
@@ -398,10 +398,17 @@ void post_host_receives() {
   for (int i = 0; i < kCreditSlots; ++i) post_credit(i);
 }
 
-void send_backlogs_now() {
+void drop_backlogs() {
   Machine& m = M();
-  m.exiting = true;
-  for (int pe = 0; pe < m.info.num_pes; ++pe) send_backlog(pe);
+  for (Link& l : m.links) {
+    while (Backlogged* b = l.backlog_head) {
+      l.backlog_head = b->next;
+      m.hooks.release(b->msg);
+      m.backlog_pool.give(b);
+    }
+    l.backlog_tail = nullptr;
+  }
+  m.backlog_bytes = 0;
 }
 
 void cancel_host_receives() {
@@ -434,10 +441,10 @@ void cancel_host_receives() {
 
 using namespace detail;
 
-void LrtsSend(int pe, void* msg, std::size_t bytes) {
+void LrtsSend(int pe, void* msg, std::size_t bytes, bool urgent) {
   Machine& m = M();
   Link& l = m.links[static_cast<std::size_t>(pe)];
-  if (!l.backlog_head && (l.in_flight < m.window_units || m.exiting)) {
+  if (urgent || (!l.backlog_head && l.in_flight < m.window_units)) {
     transmit(pe, msg, bytes);
     return;
   }

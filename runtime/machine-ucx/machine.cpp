@@ -39,6 +39,25 @@ void check(ucs_status_t s, const char* what) {
 
 void request_init(void* request) { std::memset(request, 0, sizeof(RequestState)); }
 
+// Messages that arrived after the receives were cancelled (sent before their senders
+// heard of the exit) wait in UCX's unexpected queue; take them, so that destroying the
+// worker does not warn about them.
+void discard_unexpected() {
+  Machine& m = M();
+  std::vector<char> sink;
+  for (;;) {
+    ucp_worker_progress(m.worker);
+    ucp_tag_recv_info_t info{};
+    ucp_tag_message_h msg = ucp_tag_probe_nb(m.worker, 0, 0, 1, &info);
+    if (!msg) return;
+    sink.resize(info.length);
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    p.memory_type = UCS_MEMORY_TYPE_HOST;
+    wait_request(ucp_tag_msg_recv_nbx(m.worker, sink.data(), info.length, msg, &p), "ucp_tag_msg_recv_nbx");
+  }
+}
+
 }  // namespace detail
 
 using namespace detail;
@@ -133,11 +152,12 @@ void LrtsExit() {
     start_deferred();
     ucp_worker_progress(m.worker);
   }
-  // 1. What waits for credit leaves now; our sends complete (a large one needs its
-  //    receiver to take it, so we keep receiving, and returning credit to PEs that have
-  //    not yet heard of the exit; the layer above drops what is delivered now). Then
-  //    every PE is past that point.
-  send_backlogs_now();
+  // 1. What waits for credit is dropped (as Converse drops its queue: an exit does not
+  //    wait for traffic); sends already made complete (a large one needs its receiver
+  //    to take it, so we keep receiving, and returning credit to PEs that have not yet
+  //    heard of the exit; the layer above drops what is delivered now). Then every PE
+  //    is past that point.
+  drop_backlogs();
   while (m.pending_sends > 0)
     if (LrtsProgress() == 0) LrtsIdleWait(10);
   m.boot->fence(false, LrtsProgress);
@@ -169,6 +189,7 @@ void LrtsExit() {
   }
   for (ucs_status_ptr_t sp : closing) wait_request(sp, "ucp_ep_close_nbx");
   m.boot->fence(false, [] { return static_cast<int>(ucp_worker_progress(M().worker)); });
+  discard_unexpected();
 #ifdef UCHARM_HAVE_CUDA
   m.deferred_pool.for_each([](Deferred& d) {
     if (d.event) cuda_driver().event_destroy(d.event);

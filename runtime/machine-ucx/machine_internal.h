@@ -150,7 +150,6 @@ struct Machine {
   std::vector<std::uint64_t> credits_in;    // arrived credit tags, applied after progress
   std::vector<int> credit_repost;
   bool credit_on_delivery = false;  // LrtsCreditOnDelivery
-  bool exiting = false;      // LrtsExit: backlogs leave regardless of credit
   bool shutting_down = false;  // after the exit fence: no more credit, errors expected
   // device and channel operations
   std::vector<PendingDone> done;  // run after progress
@@ -179,7 +178,7 @@ void check(ucs_status_t s, const char* what);
 
 // host.cpp: the host message path
 void post_host_receives();
-void send_backlogs_now();     // at exit: backlogs leave regardless of credit
+void drop_backlogs();         // at exit: what waits for credit is dropped
 void cancel_host_receives();  // at exit, after the last fence
 // gpu_ops.cpp: the list of open receives (cancelled at exit)
 void link_recv(RequestState* r);

@@ -32,6 +32,14 @@ namespace sched { void start(const Args&); }
 namespace idle { void start(const Args&); }
 namespace wait { void start(const Args&); }
 namespace hello { void start(const Args&); }
+namespace order { void start(const Args&); }
+namespace flood { void start(const Args&); }
+namespace startbcast { void start(const Args&); }
+namespace ending {
+void exitcall(const Args&);
+void throws(const Args&);
+void exitstorm(const Args&);
+}  // namespace ending
 namespace fail {
 void abort(const Args&);
 void killpeer(const Args&);
@@ -76,6 +84,12 @@ constexpr Mode kModes[] = {
     {"streamnogpu", fail::streamnogpu},
     {"wait", wait::start},
     {"hello", hello::start},
+    {"order", order::start},
+    {"flood", flood::start},
+    {"startbcast", startbcast::start},
+    {"exitcall", ending::exitcall},
+    {"throw", ending::throws},
+    {"exitstorm", ending::exitstorm},
 };
 
 namespace {

@@ -60,7 +60,9 @@ int LrtsNumPes();
 // Delivery: exactly once, and in send order between two PEs, whatever the sizes. When
 // the link to `pe` has its flow-control window in flight, the message waits in the
 // link's backlog (in order) and leaves as the receiver returns credit; never blocks.
-void LrtsSend(int pe, void* msg, std::size_t bytes);
+// An `urgent` message (Converse's expedited ones: exit, barrier) leaves at once, ahead
+// of the backlog and regardless of credit.
+void LrtsSend(int pe, void* msg, std::size_t bytes, bool urgent = false);
 
 // Bytes waiting for flow-control credit on all links. The layer above bounds it by
 // progressing (which lets receivers return credit) while it is over its limit.
