@@ -575,7 +575,6 @@ class Launcher {
   void on_signal(int sig) {
     if (sig == SIGCHLD) return;
     if (sig == SIGPIPE) {  // stdout or stderr is gone: nowhere to put the job's output
-      out_closed_ = true;
       if (decide(128 + sig)) terminate_all();
       return;
     }
@@ -701,7 +700,6 @@ class Launcher {
   int sig_fd_ = -1;
   size_t exited_ = 0;
   bool got_signal_ = false;
-  bool out_closed_ = false;
   Stop stop_ = Stop::None;
   std::optional<Clock::time_point> next_step_;
   std::optional<int> exit_code_;      // decided by the first failure, timeout or signal
@@ -735,6 +733,7 @@ Exit codes:
   128+S    the first PE that failed was killed by signal S (e.g. 137 for SIGKILL)
   124      the job ran past --timeout
   129 130 143  ucharmrun got SIGHUP, SIGINT or SIGTERM (128+signal) and stopped the job
+  141      ucharmrun's output pipe was closed (SIGPIPE); it stopped the job
   2        bad ucharmrun command line (also the ranks' code for a bad +option)
   125      ucharmrun itself failed (PMIx server, fork, temporary folder)
   126      the program exists but cannot be executed
@@ -744,7 +743,8 @@ Messages from ucharmrun itself start with "ucharmrun:".
 Signals: on SIGINT, SIGTERM or SIGHUP every PE gets SIGTERM, then SIGKILL 3 s later
 (a second signal: SIGKILL at once). PEs die with ucharmrun, even on kill -9.
 When a PE fails, the others are told (they print which PE died and exit); any still
-running 2 s later get SIGTERM, then SIGKILL.
+running 2 s later get SIGTERM, then SIGKILL 3 s after. The first cause (failure, timeout,
+signal) decides the exit code.
 Cleanup: ucharmrun keeps its PMIx files in $TMPDIR/ucharmrun.PID.XXXXXX and removes it
 when it ends; folders left by a ucharmrun that was killed are removed by the next one.
 )";
