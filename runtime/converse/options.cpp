@@ -1,35 +1,44 @@
 #include "options.h"
 
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fmt/core.h>
+#include <limits>
 #include <string_view>
+#include <type_traits>
 
 namespace ucharm::converse {
 namespace {
 
-// "32768", "32k", "1M": bytes, binary suffixes.
-std::optional<std::size_t> parse_size(std::string_view s) {
-  if (s.empty()) return std::nullopt;
-  std::string str(s);
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(str.c_str(), &end, 10);
-  if (errno || end == str.c_str() || str[0] == '-') return std::nullopt;
-  std::string_view rest(end);
+// A number as typed by a user: decimal digits only (no sign, spaces, or base prefix), with
+// an optional binary suffix where sizes are allowed. Overflow is an error, not a wrap.
+struct Number {
+  unsigned long long value = 0;
+  const char* error = nullptr;  // why it is not a number we accept; null when it is
+};
+
+Number parse_number(std::string_view s, bool size_suffix) {
+  if (s.empty()) return {0, "empty"};
+  if (s[0] == '-') return {0, "negative"};
+  constexpr auto kMax = std::numeric_limits<unsigned long long>::max();
+  unsigned long long v = 0;
+  std::size_t i = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+    const unsigned d = static_cast<unsigned>(s[i] - '0');
+    if (v > (kMax - d) / 10) return {0, "too large"};
+    v = v * 10 + d;
+  }
+  if (i == 0) return {0, size_suffix ? "not a size" : "not an integer"};
+  const std::string_view rest = s.substr(i);
   unsigned long long mult = 1;
-  if (rest == "k" || rest == "K" || rest == "KiB") mult = 1ull << 10;
+  if (rest.empty()) mult = 1;
+  else if (!size_suffix) return {0, "not an integer"};
+  else if (rest == "k" || rest == "K" || rest == "KiB") mult = 1ull << 10;
   else if (rest == "m" || rest == "M" || rest == "MiB") mult = 1ull << 20;
   else if (rest == "g" || rest == "G" || rest == "GiB") mult = 1ull << 30;
-  else if (!rest.empty()) return std::nullopt;
-  return static_cast<std::size_t>(v * mult);
-}
-
-std::optional<int> parse_int(std::string_view s, int lo, int hi) {
-  auto v = parse_size(s);
-  if (!v || *v < static_cast<std::size_t>(lo) || *v > static_cast<std::size_t>(hi)) return std::nullopt;
-  return static_cast<int>(*v);
+  else return {0, "unknown suffix"};
+  if (v > kMax / mult) return {0, "too large"};
+  return {v * mult, nullptr};
 }
 
 std::optional<bool> parse_bool(std::string_view s) {
@@ -46,43 +55,37 @@ std::optional<std::string> apply(std::string_view name, std::optional<std::strin
   auto need = [&]() -> std::optional<std::string> {
     return fmt::format("{}: option '{}' needs a value ({}=VALUE)", where, name, name);
   };
-  auto bad = [&](const char* what) {
-    return fmt::format("{}: bad value '{}' for '{}': expected {}", where, *value, name, what);
+  auto bad = [&](const char* what, const char* why = nullptr) {
+    return fmt::format("{}: bad value '{}' for '{}'{}: expected {}", where, *value, name,
+                       why ? fmt::format(" ({})", why) : std::string(), what);
+  };
+  // Reads a number within [lo, hi] into `out`; sizes take the k/M/G suffixes.
+  auto number = [&](auto& out, bool size, unsigned long long lo, unsigned long long hi,
+                    const char* what) -> std::optional<std::string> {
+    if (!value) return need();
+    Number n = parse_number(*value, size);
+    if (!n.error && (n.value < lo || n.value > hi)) n.error = "out of range";
+    if (n.error) return bad(what, n.error);
+    out = static_cast<std::remove_reference_t<decltype(out)>>(n.value);
+    return std::nullopt;
   };
   if (name == "eager-size") {
-    if (!value) return need();
-    auto v = parse_size(*value);
-    if (!v || *v < kMinEager || *v > kMaxEager)
-      return bad("a size in bytes from 256 to 1M (suffixes k, M)");
-    o.eager_size = *v;
+    return number(o.eager_size, true, kMinEager, kMaxEager,
+                  "a size in bytes from 256 to 1M (suffixes k, M)");
   } else if (name == "prepost") {
-    if (!value) return need();
-    auto v = parse_int(*value, 1, 4096);
-    if (!v) return bad("an integer from 1 to 4096");
-    o.prepost = *v;
+    return number(o.prepost, false, 1, 4096, "an integer from 1 to 4096");
   } else if (name == "flow-window") {
-    if (!value) return need();
-    auto v = parse_size(*value);
-    if (!v || *v < 64 * 1024 || *v > (std::size_t{1} << 32))
-      return bad("a size in bytes from 64k to 4G (suffixes k, M, G)");
-    o.flow_window = *v;
+    return number(o.flow_window, true, 64 * 1024, std::size_t{1} << 32,
+                  "a size in bytes from 64k to 4G (suffixes k, M, G)");
   } else if (name == "send-queue-limit") {
-    if (!value) return need();
-    auto v = parse_size(*value);
-    if (!v || *v < 64 * 1024 || *v > (std::size_t{1} << 40))
-      return bad("a size in bytes from 64k to 1T (suffixes k, M, G)");
-    o.send_queue_limit = *v;
+    return number(o.send_queue_limit, true, 64 * 1024, std::size_t{1} << 40,
+                  "a size in bytes from 64k to 1T (suffixes k, M, G)");
   } else if (name == "stacksize") {
-    if (!value) return need();
-    auto v = parse_size(*value);
-    if (!v || *v < 16 * 1024 || *v > (std::size_t{1} << 30))
-      return bad("a size in bytes from 16k to 1G");
-    o.stack_size = *v;
+    return number(o.stack_size, true, 16 * 1024, std::size_t{1} << 30,
+                  "a size in bytes from 16k to 1G (suffixes k, M, G)");
   } else if (name == "idle-spin-us") {
-    if (!value) return need();
-    auto v = parse_int(*value, 0, 1000000);
-    if (!v) return bad("an integer number of microseconds from 0 to 1000000");
-    o.idle_spin_us = *v;
+    return number(o.idle_spin_us, false, 0, 1000000,
+                  "an integer number of microseconds from 0 to 1000000");
   } else if (name == "nobind" || name == "verbose" || name == "bind") {
     bool on = true;
     if (value) {

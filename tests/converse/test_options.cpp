@@ -79,3 +79,60 @@ TEST(RuntimeOptions, ErrorsNameTheOptionAndTheProblem) {
   ASSERT_TRUE(err);
   EXPECT_NE(err->find("UCHARM_PREPOST"), std::string::npos) << *err;
 }
+
+// Every numeric option: overflow, signs, spaces and suffixes on counts are errors, never
+// a silently wrapped or truncated value (18014398509482016k is 2^64 + 32k).
+TEST(RuntimeOptions, NumbersRejectOverflowAndGarbage) {
+  struct Case { const char* arg; const char* expect; };
+  const Case cases[] = {
+      {"+eager-size=18014398509482016k", "(too large)"},
+      {"+eager-size=99999999999999999999999", "(too large)"},
+      {"+eager-size=18446744073709551615", "(out of range)"},
+      {"+eager-size= 4096", "(not a size)"},
+      {"+eager-size=+4096", "(not a size)"},
+      {"+eager-size=-4096", "(negative)"},
+      {"+eager-size=4096kb", "(unknown suffix)"},
+      {"+eager-size=", "(empty)"},
+      {"+stacksize=18014398509482016k", "(too large)"},
+      {"+stacksize=17592186044416M", "(too large)"},
+      {"+stacksize=17179869184G", "(too large)"},
+      {"+stacksize=2G", "(out of range)"},
+      {"+prepost=1k", "(not an integer)"},
+      {"+prepost=4294967360", "(out of range)"},
+      {"+prepost=18446744073709551617", "(too large)"},
+      {"+prepost=0x10", "(not an integer)"},
+      {"+idle-spin-us=18014398509482016k", "(not an integer)"},
+      {"+idle-spin-us=4294967296", "(out of range)"},
+      {"+idle-spin-us=1.5", "(not an integer)"},
+  };
+  for (const Case& c : cases) {
+    Args a({"prog", c.arg});
+    RuntimeOptions o;
+    auto err = parse(a, o);
+    ASSERT_TRUE(err) << c.arg;
+    EXPECT_NE(err->find(c.expect), std::string::npos) << c.arg << ": " << *err;
+    EXPECT_NE(err->find("bad value"), std::string::npos) << *err;
+  }
+  const char* env[] = {"UCHARM_EAGER_SIZE=18014398509482016k", nullptr};
+  Args a({"prog"});
+  RuntimeOptions o;
+  auto err = parse(a, o, env);
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->find("UCHARM_EAGER_SIZE"), std::string::npos) << *err;
+  EXPECT_NE(err->find("(too large)"), std::string::npos) << *err;
+}
+
+TEST(RuntimeOptions, LargestAndSmallestValuesAreAccepted) {
+  Args a({"prog", "+eager-size=1M", "+stacksize=1G", "+prepost=4096", "+idle-spin-us=1000000"});
+  RuntimeOptions o;
+  EXPECT_FALSE(parse(a, o));
+  EXPECT_EQ(o.eager_size, 1u << 20);
+  EXPECT_EQ(o.stack_size, 1u << 30);
+  EXPECT_EQ(o.prepost, 4096);
+  EXPECT_EQ(o.idle_spin_us, 1000000);
+  Args b({"prog", "+eager-size=256", "+stacksize=16KiB", "+prepost=1", "+idle-spin-us=0"});
+  EXPECT_FALSE(parse(b, o));
+  EXPECT_EQ(o.eager_size, 256u);
+  EXPECT_EQ(o.stack_size, 16u * 1024);
+  EXPECT_EQ(o.prepost, 1);
+}
