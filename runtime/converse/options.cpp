@@ -118,7 +118,8 @@ std::optional<std::string> parse_runtime_options(int& argc, char** argv, Runtime
   static constexpr std::pair<const char*, const char*> kEnv[] = {
       {"UCHARM_EAGER_SIZE", "eager-size"}, {"UCHARM_PREPOST", "prepost"},
       {"UCHARM_STACKSIZE", "stacksize"},   {"UCHARM_IDLE_SPIN_US", "idle-spin-us"},
-      {"UCHARM_BIND", "bind"},             {"UCHARM_VERBOSE", "verbose"}};
+      {"UCHARM_BIND", "bind"},             {"UCHARM_VERBOSE", "verbose"},
+      {"UCHARM_FLOW_WINDOW", "flow-window"}, {"UCHARM_SEND_QUEUE_LIMIT", "send-queue-limit"}};
   for (auto [key, name] : kEnv) {
     if (const char* v = env_value(key, envp))
       if (auto err = apply(name, std::string_view(v), out, fmt::format("environment {}", key)))

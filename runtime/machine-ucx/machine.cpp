@@ -18,6 +18,8 @@
 #include <cstring>
 #include <fmt/core.h>
 
+#include <chrono>
+
 #include "machine_internal.h"
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -146,6 +148,13 @@ void LrtsBarrier() { M().boot->fence(false, LrtsProgress); }
 
 void LrtsExit() {
   Machine& m = M();
+  const bool trace = std::getenv("UCHARM_TRACE_EXIT") != nullptr;  // phase times, for diagnosis
+  const auto t0 = std::chrono::steady_clock::now();
+  auto phase = [&](const char* what) {
+    if (trace)
+      fmt::print(stderr, "ucharm: PE {}: exit: {} after {:.3f} s\n", m.info.my_pe, what,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  };
   // 0. Operations still waiting for their streams start (sends must leave; receives are
   //    cancelled below with the others).
   while (m.deferred_head) {
@@ -160,7 +169,9 @@ void LrtsExit() {
   drop_backlogs();
   while (m.pending_sends > 0)
     if (LrtsProgress() == 0) LrtsIdleWait(10);
+  phase("own sends complete");
   m.boot->fence(false, LrtsProgress);
+  phase("every PE is exiting");
   m.shutting_down = true;  // every PE is exiting: no more credit, no more deliveries
   ucp_request_param_t fp{};
   wait_request(ucp_worker_flush_nbx(m.worker, &fp), "ucp_worker_flush_nbx");
@@ -189,6 +200,7 @@ void LrtsExit() {
   }
   for (ucs_status_ptr_t sp : closing) wait_request(sp, "ucp_ep_close_nbx");
   m.boot->fence(false, [] { return static_cast<int>(ucp_worker_progress(M().worker)); });
+  phase("endpoints closed");
   discard_unexpected();
 #ifdef UCHARM_HAVE_CUDA
   m.deferred_pool.for_each([](Deferred& d) {
@@ -203,6 +215,7 @@ void LrtsExit() {
   m.worker = nullptr;
   m.context = nullptr;
   m.boot.reset();
+  phase("done");
 }
 
 void LrtsAbort(int code, const char* msg) {
