@@ -2,13 +2,18 @@
 # Packs what the GPU machine needs into .device/ (ignored by git; carry it with the
 # device tool): the built binaries the GPU tests run, stripped, in the build tree's own
 # layout, with the build tree's CTest files (so `ctest -R Gpu` runs there); the UCX
-# wheel's libraries; and the Debian libraries that machine's image lacks.
-#   tools/device-pack.sh [build-dir]      (DEBUG=1 keeps symbols)
+# wheel's libraries; the Debian libraries that machine's image lacks; and the scripts
+# that use the pack (tools/device-env.sh, tools/gpu-check.sh), so that it runs from any
+# checkout of the project.
+#   tools/device-pack.sh [build-dir]      (DEBUG=1 keeps symbols; DEVICE_DIR=dir packs
+#                                          into dir instead of .device, e.g. another
+#                                          checkout's ignored folder, the one that travels)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$(realpath "${1:-$root/build}")
 ucx=$(sed -n 's/^UCHARM_UCX_ROOT:PATH=//p' "$build/CMakeCache.txt")
-dev=$root/.device
+dev=$(realpath -m "${DEVICE_DIR:-$root/.device}")
+case $dev in / | "$root" | "$build") echo "device-pack: will not replace $dev" >&2; exit 1 ;; esac
 rm -rf "$dev"
 mkdir -p "$dev/build" "$dev/libucx/lib/ucx" "$dev/syslib"
 for f in tools/ucharmrun/ucharmrun runtime/converse/libucharm-converse.so runtime/core/libucharm-core.so \
@@ -29,6 +34,7 @@ mkdir -p "$dev/libucx/bin" && cp "$ucx/bin/ucx_perftest" "$dev/libucx/bin/"
 mkdir -p "$dev/libucx_cu13.libs" && cp "$ucx"/../libucx_cu13.libs/* "$dev/libucx_cu13.libs/" 2>/dev/null || true
 strip --strip-unneeded "$dev"/libucx/lib/*.so.0 "$dev"/libucx/lib/ucx/*.so.0 2>/dev/null || true
 for l in libboost_context.so.1.74.0 libfmt.so.9; do cp -L "/lib/x86_64-linux-gnu/$l" "$dev/syslib/"; done
+mkdir -p "$dev/tools" && cp "$root"/tools/{device-env.sh,gpu-check.sh} "$dev/tools/"
 echo "$build" > "$dev/build-dir"  # absolute: the RPATHs and the tests' compiled-in paths
 echo "$ucx" > "$dev/ucx-dir"
 du -sh "$dev"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (device tool), from the repository root, with .device/ carried
-# (tools/device-pack.sh makes it), with any number of GPUs:
+# (tools/device-pack.sh makes it; DEVICE_DIR names another folder, and the pack holds a
+# copy of this script), with any number of GPUs:
 #   - the GPU tests (CTest's *Gpu* tests) with every GPU visible, and with one GPU shared
 #     by all PEs;
 #   - Jacobi3D --verify with CUDA kernels in every halo mode, with 1, 2 and 4 PEs per GPU
@@ -11,7 +12,7 @@
 set -uo pipefail
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
-source tools/device-env.sh  # sets $build
+source "$(dirname "${BASH_SOURCE[0]}")/device-env.sh"  # sets $build and $dev
 R=$build/tools/ucharmrun/ucharmrun
 J=$build/examples/jacobi3d/jacobi3d
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
@@ -97,7 +98,7 @@ UCX_PROTO_INFO=y "$R" -n 2 --timeout 60 "$build/tests/converse/converse_testprog
 grep -E "cuda|channel ok" "$out/proto.txt" | grep -vE "^\s*$" | head -20
 if [ "${GPU_DIAG:-0}" = 1 ]; then
   echo "--- diagnostics"
-  ldd .device/libucx/lib/ucx/libuct_cuda.so.0 | grep -E "not found|cuda"
+  ldd "$dev/libucx/lib/ucx/libuct_cuda.so.0" | grep -E "not found|cuda"
   ls /usr/local/cuda/lib64/libcudart.so* 2>/dev/null | head -3
   for n in 1 2; do
     UCX_LOG_LEVEL=info "$R" -n $n --timeout 60 "$build/tests/converse/converse_testprog" device cuda > "$out/diag$n.txt" 2>&1
