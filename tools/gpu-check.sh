@@ -5,8 +5,8 @@
 #   - the GPU tests (CTest's *Gpu* tests) with every GPU visible, and with one GPU shared
 #     by all PEs;
 #   - Jacobi3D --verify with CUDA kernels in every halo mode, with 1, 2 and 4 PEs per GPU
-#     (8 PEs on 2 GPUs), one block per PE and overdecomposed, and with 2 PEs sharing one
-#     GPU (CUDA_VISIBLE_DEVICES);
+#     and at least 8 PEs (8 PEs on 2 GPUs), one block per PE and overdecomposed, and with
+#     2 PEs sharing one GPU (CUDA_VISIBLE_DEVICES);
 # then prints a summary table. Full logs go to $OUT. Exit status: non-zero if any failed.
 #   tools/gpu-check.sh            (GPU_DIAG=1 adds UCX/CUDA diagnostics)
 set -uo pipefail
@@ -86,8 +86,9 @@ jacobi() {  # PEs, blocks, mode, GPUs it may use, [CUDA_VISIBLE_DEVICES value]
 echo "--- Jacobi3D, CUDA kernels, --verify against the serial run"
 for mode in staging gpumsg channel; do
   jacobi 2 2 "$mode" 1 "$first"  # two PEs on one GPU
-  for per in 1 2 4; do
-    n=$((gpus * per))
+  pes="$gpus $((2 * gpus)) $((4 * gpus))"
+  [ $((4 * gpus)) -lt 8 ] && pes="$pes 8"  # 8 PEs at least: 4 per GPU on 2 GPUs, more on 1
+  for n in $pes; do
     jacobi "$n" "$n" "$mode" "$gpus"
     jacobi "$n" $((2 * n)) "$mode" "$gpus"
   done
