@@ -34,25 +34,25 @@ row() {  # what, PEs, GPUs, result
   case $4 in ok*|passed*) ;; *) failed=$((failed + 1)) ;; esac
 }
 
-# ctest's own summary: "100% tests passed, 0 tests failed out of 4" -> "passed 4/4".
+# ctest's summary ends "... tests passed out of N" (or "... failed out of N").
 gpu_tests() {  # label, log, [CUDA_VISIBLE_DEVICES value]
-  local label=$1 log=$2 n
+  local label=$1 log=$2 n rc
   if [ -n "${3:-}" ]; then
     CUDA_VISIBLE_DEVICES=$3 ctest --test-dir "$build" -R Gpu --output-on-failure --timeout 180 > "$log" 2>&1
-    n=1
+    rc=$? n=1
   else
     ctest --test-dir "$build" -R Gpu --output-on-failure --timeout 180 > "$log" 2>&1
-    n=$gpus
+    rc=$? n=$gpus
   fi
-  local rc=$? total fails skipped
-  total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log")
-  fails=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$log")
+  local total bad skipped
+  total=$(sed -n 's/.* out of \([0-9]*\).*/\1/p' "$log" | tail -1)
+  bad=$(grep -cE "Test +#.*(Failed|Timeout|Exception|Not Run)" "$log")
   skipped=$(grep -c "\*\*\*Skipped" "$log")
-  grep -E "Test +#|tests passed" "$log"
-  if [ $rc -eq 0 ] && [ -n "$total" ] && [ "$total" -gt 0 ] && [ "$skipped" -eq 0 ]; then
+  grep -E "Test +#|out of" "$log"
+  if [ $rc -eq 0 ] && [ "${total:-0}" -gt 0 ] && [ "$skipped" -eq 0 ]; then
     row "$label" "-" "$n" "passed $total/$total"
   else
-    row "$label" "-" "$n" "FAILED (${fails:-?} of ${total:-?} failed, $skipped skipped; $(basename "$log"))"
+    row "$label" "-" "$n" "FAILED ($bad failed, $skipped skipped of ${total:-?}; $(basename "$log"))"
   fi
 }
 
@@ -63,7 +63,8 @@ gpu_tests "GPU tests, 1 GPU shared" "$out/ctest-gpu-shared.txt" "$first"
 
 # Jacobi3D: a small grid whose serial reference is quick; 23 iterations in all.
 jacobi() {  # PEs, blocks, mode, GPUs it may use, [CUDA_VISIBLE_DEVICES value]
-  local n=$1 blocks=$2 mode=$3 g=$4 r rc
+  local n=$1 blocks=$2 mode=$3 g=$4 r rc what="jacobi3d --verify $3, $2 blocks"
+  [ -n "${5:-}" ] && what="$what, GPU $5 only"
   local args=(-x 48 -y 36 -z 24 --blocks "$blocks" --iters 20 --warmup 3 --mode "$mode" --kernels cuda --verify)
   if [ -n "${5:-}" ]; then
     r=$(CUDA_VISIBLE_DEVICES=$5 "$R" -n "$n" --timeout 120 "$J" "${args[@]}" 2>&1)
@@ -75,9 +76,9 @@ jacobi() {  # PEs, blocks, mode, GPUs it may use, [CUDA_VISIBLE_DEVICES value]
   local v
   v=$(echo "$r" | grep -E "^verify:" | head -1)
   if [ $rc -eq 0 ] && [[ $v == "verify: ok"* ]]; then
-    row "jacobi3d --verify $mode, $blocks blocks" "$n" "$g" "ok"
+    row "$what" "$n" "$g" "ok"
   else
-    row "jacobi3d --verify $mode, $blocks blocks" "$n" "$g" \
+    row "$what" "$n" "$g" \
         "FAILED (exit $rc) ${v:-$(echo "$r" | grep -iE "error|abort|timeout" | head -1)}"
   fi
   echo "jacobi3d $mode $n PEs $g GPUs $blocks blocks: exit $rc ${v}"
