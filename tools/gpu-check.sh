@@ -30,7 +30,7 @@ fi
 rows=()
 failed=0
 row() {  # what, PEs, GPUs, result
-  rows+=("$(printf '%-44s %4s %5s  %s' "$1" "$2" "$3" "$4")")
+  rows+=("$(printf '%-50s %4s %5s  %s' "$1" "$2" "$3" "$4")")
   case $4 in ok*|passed*) ;; *) failed=$((failed + 1)) ;; esac
 }
 
@@ -111,7 +111,7 @@ fi
 
 echo
 echo "== GPU check summary: $gpus x $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
-printf '%-44s %4s %5s  %s\n' "check" "PEs" "GPUs" "result"
+printf '%-50s %4s %5s  %s\n' "check" "PEs" "GPUs" "result"
 printf '%s\n' "${rows[@]}"
 echo "${#rows[@]} checks, $failed failed"
 [ "$failed" -eq 0 ]
