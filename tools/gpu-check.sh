@@ -1,44 +1,117 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (device tool), from the repository root, with .device/ carried
-# (tools/device-pack.sh makes it). Puts the packed build where its RPATHs and the tests'
-# compiled-in paths point, then runs the GPU tests; full logs go to $OUT.
+# (tools/device-pack.sh makes it; DEVICE_DIR names another folder, and the pack holds a
+# copy of this script), with any number of GPUs:
+#   - the GPU tests (CTest's *Gpu* tests) with every GPU visible, and with one GPU shared
+#     by all PEs;
+#   - Jacobi3D --verify with CUDA kernels in every halo mode, with 1, 2 and 4 PEs per GPU
+#     and at least 8 PEs (8 PEs on 2 GPUs), one block per PE and overdecomposed, and with
+#     2 PEs sharing one GPU (CUDA_VISIBLE_DEVICES);
+# then prints a summary table. Full logs go to $OUT. Exit status: non-zero if any failed.
+#   tools/gpu-check.sh            (GPU_DIAG=1 adds UCX/CUDA diagnostics)
 set -uo pipefail
-root=$(pwd)
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
-source tools/device-env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/device-env.sh"  # sets $build and $dev
+R=$build/tools/ucharmrun/ucharmrun
+J=$build/examples/jacobi3d/jacobi3d
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+first=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | head -1)
 {
   nvidia-smi -L
   echo "--- libraries"
-  ldd /work/main/build/tests/converse/converse_testprog | grep -E "not found|pmix|ucp|boost|fmt"
+  ldd "$build/tests/converse/converse_testprog" | grep -E "not found|pmix|ucp|boost|fmt"
 } 2>&1 | tee "$out/env.txt"
-echo "--- GPU tests"
-/work/main/build/tests/converse/converse_multiprocess_tests --gtest_filter='ConverseGpu.*:*Device*:*Channel*' \
-  > "$out/gtest.txt" 2>&1
-grep -E "^\[ *(OK|FAILED|SKIPPED|PASSED) " "$out/gtest.txt"
-/work/main/build/tests/core/core_tests --gtest_filter='CoreGpu.*:*channels*' > "$out/gtest-core.txt" 2>&1
-grep -E "^\[ *(OK|FAILED|SKIPPED|PASSED) " "$out/gtest-core.txt"
-echo "--- Jacobi3D with CUDA kernels, every mode, 1 and 2 PEs, overdecomposed, checked against the serial run"
+if [ "$gpus" -lt 1 ]; then
+  echo "gpu-check: no GPU visible (nvidia-smi lists none)" >&2
+  exit 2
+fi
+
+rows=()
+failed=0
+row() {  # what, PEs, GPUs, result
+  rows+=("$(printf '%-50s %4s %5s  %s' "$1" "$2" "$3" "$4")")
+  case $4 in ok*|passed*) ;; *) failed=$((failed + 1)) ;; esac
+}
+
+# ctest's summary ends "... tests passed out of N" (or "... failed out of N").
+gpu_tests() {  # label, log, [CUDA_VISIBLE_DEVICES value]
+  local label=$1 log=$2 n rc
+  if [ -n "${3:-}" ]; then
+    CUDA_VISIBLE_DEVICES=$3 ctest --test-dir "$build" -R Gpu --output-on-failure --timeout 180 > "$log" 2>&1
+    rc=$? n=1
+  else
+    ctest --test-dir "$build" -R Gpu --output-on-failure --timeout 180 > "$log" 2>&1
+    rc=$? n=$gpus
+  fi
+  local total bad skipped
+  total=$(sed -n 's/.* out of \([0-9]*\).*/\1/p' "$log" | tail -1)
+  bad=$(grep -cE "Test +#.*(Failed|Timeout|Exception|Not Run)" "$log")
+  skipped=$(grep -c "\*\*\*Skipped" "$log")
+  grep -E "Test +#|out of" "$log"
+  if [ $rc -eq 0 ] && [ "${total:-0}" -gt 0 ] && [ "$skipped" -eq 0 ]; then
+    row "$label" "-" "$n" "passed $total/$total"
+  else
+    row "$label" "-" "$n" "FAILED ($bad failed, $skipped skipped of ${total:-?}; $(basename "$log"))"
+  fi
+}
+
+echo "--- GPU tests (ctest -R Gpu), every GPU visible"
+gpu_tests "GPU tests, $gpus GPU(s) visible" "$out/ctest-gpu.txt"
+echo "--- GPU tests, one GPU shared by all PEs"
+gpu_tests "GPU tests, 1 GPU shared" "$out/ctest-gpu-shared.txt" "$first"
+
+# Jacobi3D: a small grid whose serial reference is quick; 23 iterations in all.
+jacobi() {  # PEs, blocks, mode, GPUs it may use, [CUDA_VISIBLE_DEVICES value]
+  local n=$1 blocks=$2 mode=$3 g=$4 r rc what="jacobi3d --verify $3, $2 blocks"
+  [ -n "${5:-}" ] && what="$what, GPU $5 only"
+  local args=(-x 48 -y 36 -z 24 --blocks "$blocks" --iters 20 --warmup 3 --mode "$mode" --kernels cuda --verify)
+  if [ -n "${5:-}" ]; then
+    r=$(CUDA_VISIBLE_DEVICES=$5 "$R" -n "$n" --timeout 120 "$J" "${args[@]}" 2>&1)
+  else
+    r=$("$R" -n "$n" --timeout 120 "$J" "${args[@]}" 2>&1)
+  fi
+  rc=$?
+  printf '=== %s PEs, %s GPUs, %s blocks, %s (exit %s)\n%s\n' "$n" "$g" "$blocks" "$mode" "$rc" "$r" >> "$out/jacobi-verify.txt"
+  local v
+  v=$(echo "$r" | grep -E "^verify:" | head -1)
+  if [ $rc -eq 0 ] && [[ $v == "verify: ok"* ]]; then
+    row "$what" "$n" "$g" "ok"
+  else
+    row "$what" "$n" "$g" \
+        "FAILED (exit $rc) ${v:-$(echo "$r" | grep -iE "error|abort|timeout" | head -1)}"
+  fi
+  echo "jacobi3d $mode $n PEs $g GPUs $blocks blocks: exit $rc ${v}"
+}
+
+echo "--- Jacobi3D, CUDA kernels, --verify against the serial run"
 for mode in staging gpumsg channel; do
-  for n in 1 2; do
-    r=$(/work/main/build/tools/ucharmrun/ucharmrun -n $n --timeout 120 /work/main/build/examples/jacobi3d/jacobi3d \
-        -x 48 -y 36 -z 24 --blocks 12 --iters 20 --warmup 3 --mode $mode --kernels cuda --verify 2>&1)
-    echo "$r" >> "$out/jacobi-verify.txt"
-    echo "jacobi3d $mode $n PEs: $(echo "$r" | grep -E "verify|rror|abort" | head -2)"
+  jacobi 2 2 "$mode" 1 "$first"  # two PEs on one GPU
+  pes="$gpus $((2 * gpus)) $((4 * gpus))"
+  [ $((4 * gpus)) -lt 8 ] && pes="$pes 8"  # 8 PEs at least: 4 per GPU on 2 GPUs, more on 1
+  for n in $pes; do
+    jacobi "$n" "$n" "$mode" "$gpus"
+    jacobi "$n" $((2 * n)) "$mode" "$gpus"
   done
 done
-echo "--- protocols UCX picked for CUDA buffers (2 PEs, one GPU each)"
-UCX_PROTO_INFO=y /work/main/build/tools/ucharmrun/ucharmrun -n 2 --timeout 60 \
-  /work/main/build/tests/converse/converse_testprog channel cuda > "$out/proto.txt" 2>&1
+
+echo "--- protocols UCX picked for CUDA buffers (2 PEs)"
+UCX_PROTO_INFO=y "$R" -n 2 --timeout 60 "$build/tests/converse/converse_testprog" channel cuda > "$out/proto.txt" 2>&1
 grep -E "cuda|channel ok" "$out/proto.txt" | grep -vE "^\s*$" | head -20
 if [ "${GPU_DIAG:-0}" = 1 ]; then
   echo "--- diagnostics"
-  ldd .device/libucx/lib/ucx/libuct_cuda.so.0 | grep -E "not found|cuda"
+  ldd "$dev/libucx/lib/ucx/libuct_cuda.so.0" | grep -E "not found|cuda"
   ls /usr/local/cuda/lib64/libcudart.so* 2>/dev/null | head -3
   for n in 1 2; do
-    UCX_LOG_LEVEL=info /work/main/build/tools/ucharmrun/ucharmrun -n $n --timeout 60 \
-      /work/main/build/tests/converse/converse_testprog device cuda > "$out/diag$n.txt" 2>&1
+    UCX_LOG_LEVEL=info "$R" -n $n --timeout 60 "$build/tests/converse/converse_testprog" device cuda > "$out/diag$n.txt" 2>&1
     echo "device cuda on $n PEs: exit $?"; grep -iE "cuda|error|warn|segm|abort" "$out/diag$n.txt" | head -8
   done
-  /work/main/build/tools/ucharmrun/ucharmrun -n 1 --timeout 60 /work/main/build/tests/converse/converse_testprog memtype 2>&1 | tail -4
+  "$R" -n 1 --timeout 60 "$build/tests/converse/converse_testprog" memtype 2>&1 | tail -4
 fi
+
+echo
+echo "== GPU check summary: $gpus x $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+printf '%-50s %4s %5s  %s\n' "check" "PEs" "GPUs" "result"
+printf '%s\n' "${rows[@]}"
+echo "${#rows[@]} checks, $failed failed"
+[ "$failed" -eq 0 ]

@@ -48,13 +48,15 @@ ck::CkCallback on_ready();
 ck::CkCallback on_run_done();
 ck::CkCallback on_verified();
 
-// A buffer of doubles in GPU memory, pinned host memory or ordinary host memory.
+// A buffer of doubles in GPU memory, pinned host memory or ordinary host memory, zeroed.
+// GPU memory is zeroed on `stream` (the block's), so that it is ordered with the block's
+// other work.
 class Buffer {
  public:
   enum class Kind { Host, Pinned, Device };
   Buffer() = default;
-  Buffer(std::size_t count, Kind kind) : kind_(kind), bytes_(count * sizeof(double)) {
-    if (kind == Kind::Device) p_ = static_cast<double*>(cuda::alloc(bytes_));
+  Buffer(std::size_t count, Kind kind, void* stream = nullptr) : kind_(kind), bytes_(count * sizeof(double)) {
+    if (kind == Kind::Device) p_ = static_cast<double*>(cuda::alloc(bytes_, stream));
     else if (kind == Kind::Pinned) p_ = static_cast<double*>(cuda::alloc_host(bytes_));
     else p_ = static_cast<double*>(std::calloc(count ? count : 1, sizeof(double)));
   }
@@ -113,7 +115,7 @@ struct Block : ck::ArrayElement<Block, 3> {
       stream = cuda::stream_create();
     }
     const Buffer::Kind dev = gpu ? Buffer::Kind::Device : Buffer::Kind::Host;
-    for (Buffer& b : u) b = Buffer(shape.cells(), dev);
+    for (Buffer& b : u) b = Buffer(shape.cells(), dev, stream);
     init_boundary();
     const std::array<int, 3> dims{c.d.bx, c.d.by, c.d.bz};
     for (int f = 0; f < kFaces; ++f) {
@@ -126,8 +128,8 @@ struct Block : ck::ArrayElement<Block, 3> {
       ghost_box[f] = face_box(shape, f, true);
       face_n[f] = send_box[f].count();
       for (int p = 0; p < 2; ++p) {
-        send_buf[p][f] = Buffer(face_n[f], dev);
-        recv_buf[p][f] = Buffer(face_n[f], dev);
+        send_buf[p][f] = Buffer(face_n[f], dev, stream);
+        recv_buf[p][f] = Buffer(face_n[f], dev, stream);
       }
       if (gpu && c.mode == Mode::Staging) stage[f] = Buffer(face_n[f], Buffer::Kind::Pinned);
       if (c.mode == Mode::Channel) ch[f] = ck::CkChannel(self(), neighbour(f));
@@ -137,6 +139,9 @@ struct Block : ck::ArrayElement<Block, 3> {
                ck::CkCallback::to<&Block::chan_got<4>>(self()), ck::CkCallback::to<&Block::chan_got<5>>(self())};
     interior = interior_box(shape);
     shell = boundary_boxes(shape);
+    // The zeroing of the halo buffers is done before a neighbour's transfer (not ordered
+    // with this stream) can write into them.
+    if (gpu) cuda::synchronize(stream);
     contribute(on_ready());
   }
   ~Block() {

@@ -21,7 +21,11 @@ namespace cuda {
 bool available();
 // Binds this PE to GPU (pe % count); idempotent.
 void select_device(int pe);
-void* alloc(std::size_t bytes);        // device memory (zeroed)
+// Device memory, zeroed by work queued on `stream`: later work on that stream sees the
+// zeros, and synchronizing it makes them visible to everyone else. (A zeroing on the
+// legacy default stream is not ordered with a non-blocking stream at all, and ran after
+// the boundary values were copied in where PEs share a GPU.)
+void* alloc(std::size_t bytes, void* stream);
 void* alloc_host(std::size_t bytes);   // pinned host memory
 void free(void* p);
 void free_host(void* p);

@@ -41,7 +41,7 @@ namespace {
 }  // namespace
 bool available() { return false; }
 void select_device(int) {}
-void* alloc(std::size_t) { absent(); }
+void* alloc(std::size_t, void*) { absent(); }
 void* alloc_host(std::size_t) { absent(); }
 void free(void*) {}
 void free_host(void*) {}

@@ -59,10 +59,10 @@ void select_device(int pe) {
   check(cudaSetDevice(pe % n), "cudaSetDevice");
 }
 
-void* alloc(std::size_t bytes) {
+void* alloc(std::size_t bytes, void* s) {
   void* p = nullptr;
   check(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc");
-  check(cudaMemset(p, 0, bytes), "cudaMemset");
+  check(cudaMemsetAsync(p, 0, bytes, st(s)), "cudaMemsetAsync");
   return p;
 }
 void* alloc_host(std::size_t bytes) {
