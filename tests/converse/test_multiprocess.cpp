@@ -151,7 +151,73 @@ TEST_P(ConverseJob, KilledPeerIsReportedByEveryOtherPe) {
   EXPECT_FALSE(process_with_token(token)) << "orphan processes left";
 }
 
-INSTANTIATE_TEST_SUITE_P(Pes, ConverseJob, ::testing::Values(1, 2, 4),
+// Per sender, messages arrive in send order at every size (a 3.5 MiB message used to be
+// overtaken by the small ones sent after it).
+TEST_P(ConverseJob, MessagesBetweenTwoPesArriveInSendOrderAtEverySize) {
+  Result r = job(n(), {"order"}, 90);
+  expect_ok(r, "order ok");
+  Result small = job(n(), {"order", "+eager-size=1k"}, 90);
+  expect_ok(small, "order ok");
+}
+
+// Peak resident memory of the largest PE, from the flood mode's report.
+long flood_peak_mib(const Result& r) {
+  auto at = r.out.find("peak resident memory of a PE ");
+  return at == std::string::npos ? -1 : std::stol(r.out.substr(at + 29));
+}
+
+// Random sizes 0 B - 4 MiB to random PEs as fast as the senders can: everything arrives
+// in order and intact, and memory stays bounded (docs/architecture.md, flow control).
+TEST_P(ConverseJob, FloodOfLargeMessagesStaysBoundedInMemory) {
+  Result r = job(n(), {"flood"}, 110);
+  expect_ok(r, "flood ok");
+  EXPECT_LT(flood_peak_mib(r), 400) << describe(r);
+}
+
+// Every PE floods PE 0, which takes half a millisecond per message: the senders are held
+// back (without flow control PE 0 queued everything: ~1.6 GB at 16 PEs).
+TEST_P(ConverseJob, SlowReceiverHoldsItsSendersBack) {
+  if (n() == 1) GTEST_SKIP() << "needs senders";
+  Result r = job(n(), {"flood", "slow"}, 110);
+  expect_ok(r, "flood ok");
+  EXPECT_LT(flood_peak_mib(r), 400) << describe(r);
+}
+
+// Broadcasts sent at once from every PE while PE 1 (an inner node of the broadcast tree
+// from PE 0 at 6 PEs and more) is held 0.7 s in the start-up fence by an LD_PRELOAD shim.
+TEST_P(ConverseJob, BroadcastsSentWhileAPeIsStillStartingReachEveryPe) {
+  if (n() == 1) GTEST_SKIP() << "no fence to delay";
+  Result r = run({kRun, "-n", std::to_string(n()), "--timeout", "50", kProg, "startbcast"}, 60,
+                 {std::string("LD_PRELOAD=") + FENCE_DELAY_PATH, "UCHARM_TEST_FENCE_DELAY_RANK=1"});
+  expect_ok(r, "startbcast ok");
+}
+
+// exit(n) from one PE (the C library's, as MPI programs call it) ends the job with n.
+TEST_P(ConverseJob, ExitFromOnePeEndsTheJobWithItsCode) {
+  std::string token = unique_token();
+  Result r = job(n(), {"exitcall", "7", token}, 30);
+  EXPECT_EQ(r.code, 7) << describe(r);
+  EXPECT_LT(r.seconds, 15) << describe(r);
+  EXPECT_FALSE(process_with_token(token)) << "orphan processes left";
+}
+
+TEST_P(ConverseJob, UncaughtExceptionEndsTheJobNamingIt) {
+  Result r = job(n(), {"throw"}, 30);
+  EXPECT_NE(r.code, 0) << describe(r);
+  EXPECT_LT(r.seconds, 15) << describe(r);
+  EXPECT_TRUE(has(r.err, "uncaught exception: test exception from an entry point")) << describe(r);
+}
+
+// CmiExit while every PE floods the others with up to 4 MiB messages: prompt, quiet, code 0.
+TEST_P(ConverseJob, ExitWithTrafficInFlightIsPromptAndQuiet) {
+  if (n() == 1) GTEST_SKIP() << "no traffic at 1 PE";
+  Result r = job(n(), {"exitstorm"}, 60);
+  expect_ok(r, "exiting with traffic in flight");
+  EXPECT_LT(r.seconds, 30) << describe(r);
+  EXPECT_FALSE(has(r.err, "UCX")) << describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pes, ConverseJob, ::testing::Values(1, 2, 4, 8, 16),
                          [](const auto& info) { return std::to_string(info.param) + "pe"; });
 
 #ifdef UCHARM_TEST_CUDA
@@ -237,6 +303,23 @@ TEST(Converse, IdlePesSleepInsteadOfSpinning) {
 TEST(Converse, SingletonStartWithoutALauncher) {
   Result r = run({kProg, "pingpong"}, 60);
   expect_ok(r, "pingpong ok");
+}
+
+TEST(Converse, ExitAndKilledRankUnderMpirun) {
+  if (::access("/usr/bin/mpirun", X_OK) != 0) GTEST_SKIP() << "OpenMPI's mpirun is not installed";
+  std::string token = unique_token();
+  Result e = run({"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4", kProg, "exitcall", "6", token}, 60);
+  EXPECT_EQ(e.code, 6) << describe(e);
+  Result z = run({"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4", kProg, "exitcall", "0", token}, 60);
+  EXPECT_EQ(z.code, 0) << describe(z);
+  EXPECT_LT(z.seconds, 20) << describe(z);
+  Result k = run({"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4", kProg, "killpeer", token}, 60);
+  EXPECT_NE(k.code, 0) << describe(k);
+  EXPECT_LT(k.seconds, 20) << describe(k);
+  // mpirun stops the other ranks itself and names the dead one (it sends them no PMIx
+  // event first, so they cannot); ucharmrun's own test checks that every PE names it.
+  EXPECT_TRUE(has(k.err, "rank 3")) << describe(k);
+  EXPECT_FALSE(process_with_token(token)) << "orphan processes left";
 }
 
 TEST(Converse, StartsUnderMpirun) {
