@@ -79,7 +79,7 @@ std::optional<std::string> apply(std::string_view name, std::optional<std::strin
                   "a size in bytes from 64k to 4G (suffixes k, M, G)");
   } else if (name == "send-queue-limit") {
     return number(o.send_queue_limit, true, 64 * 1024, std::size_t{1} << 40,
-                  "a size in bytes from 64k to 1T (suffixes k, M, G)");
+                  "a size in bytes from 64k to 1024G (suffixes k, M, G)");
   } else if (name == "stacksize") {
     return number(o.stack_size, true, 16 * 1024, std::size_t{1} << 30,
                   "a size in bytes from 16k to 1G (suffixes k, M, G)");
