@@ -17,8 +17,8 @@
 // When: UCX 1.22 installs the mmap hooks in libucs's load-time constructor, before
 // main(), reading UCX_MEM_EVENTS from the environment then. So the variable must be in
 // the environment a program starts with: the launcher applies the policy before it
-// starts the PEs. Called inside a program (before ucp_init) it only reaches the
-// processes that program starts, and UCX versions that install hooks lazily.
+// starts the PEs. Called inside a program (even before ucp_init) it only reaches the
+// processes that program starts: libucs read its UCX_MEM_* options at load time.
 #pragma once
 
 #include <cstdlib>
