@@ -12,15 +12,16 @@
 #include <dlfcn.h>
 
 #include <cstdint>
-#include <iterator>
-#include <map>
+#include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "cuda_driver.h"
+#include "memtype_ranges.h"
 
 #ifdef UCHARM_HAVE_CUDA
 #include <ucm/api/ucm.h>
-#include <ucs/memory/memtype_cache.h>
+#include <uct/api/uct.h>
 #endif
 
 namespace ucharm::machine {
@@ -52,6 +53,63 @@ const char* CudaDriver::name_of(CUresult r) const {
 
 namespace {
 
+#ifdef UCHARM_HAVE_CUDA
+// Tells UCX's own memory-type cache about a CUDA range, through public UCT calls only.
+// UCX fills that cache from its CUDA hooks, which miss some allocations (static cudart,
+// memory allocated before UCX started, custom pools). While it looks empty, UCX 1.22
+// sends small CUDA buffers down its host short path and crashes (seen on H200); turning
+// it off instead costs 8x in GPU latency (8.4 -> 64 us). So each CUDA range found here
+// is reported to it.
+//
+// How: uct_md_mem_query on a "cuda_cpy" memory domain. UCX's own slow-path detection
+// is that same call, and the CUDA copy domain's answer updates the memory-type cache
+// with the whole allocation (base address, length). The calls used (uct_query_components,
+// uct_component_query, uct_md_config_read, uct_md_open, uct_md_mem_query) are public
+// (uct/api/uct.h) with unchanged signatures from UCX 1.16 through 1.22. The private
+// ucs_memtype_cache_update used before is not: it took 4 arguments up to 1.21 and 5 in
+// 1.22, so building against another UCX failed. ucm has no public call that dispatches
+// a memory-type event (ucm_dispatch_mem_type_alloc is in a private header).
+class UcxRangeReporter {
+ public:
+  void report(std::uintptr_t start, std::size_t size) {
+    if (!opened_) open();
+    if (!md_ || size == 0) return;
+    uct_md_mem_attr_t attr{};
+    attr.field_mask = UCT_MD_MEM_ATTR_FIELD_MEM_TYPE;
+    uct_md_mem_query(md_, reinterpret_cast<const void*>(start), size, &attr);  // the update is the point
+  }
+
+ private:
+  // Finds the CUDA copy domain. Left open until exit: closing it from a static
+  // destructor could run after UCX's own teardown.
+  void open() {
+    opened_ = true;
+    uct_component_h* comps = nullptr;
+    unsigned count = 0;
+    if (uct_query_components(&comps, &count) != UCS_OK) return;
+    for (unsigned i = 0; i < count && !md_; ++i) {
+      uct_component_attr_t ca{};
+      ca.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME | UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
+      if (uct_component_query(comps[i], &ca) != UCS_OK || std::strcmp(ca.name, "cuda_cpy") != 0 ||
+          ca.md_resource_count == 0)
+        continue;
+      std::vector<uct_md_resource_desc_t> mds(ca.md_resource_count);
+      ca.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
+      ca.md_resources = mds.data();
+      uct_md_config_t* config = nullptr;
+      if (uct_component_query(comps[i], &ca) != UCS_OK ||
+          uct_md_config_read(comps[i], nullptr, nullptr, &config) != UCS_OK)
+        continue;
+      if (uct_md_open(comps[i], mds[0].md_name, config, &md_) != UCS_OK) md_ = nullptr;
+      uct_config_release(config);
+    }
+    uct_release_component_list(comps);
+  }
+  bool opened_ = false;
+  uct_md_h md_ = nullptr;
+};
+#endif
+
 class MemoryTypeCache {
  public:
   MemoryType query(const void* p) {
@@ -59,11 +117,7 @@ class MemoryTypeCache {
     if (!init_done_) init();
     if (!cuda_) return MemoryType::Host;
     const auto a = reinterpret_cast<std::uintptr_t>(p);
-    auto it = device_.upper_bound(a);
-    if (it != device_.begin()) {
-      --it;
-      if (a < it->second) return MemoryType::Cuda;
-    }
+    if (ranges_.known_device(a)) return MemoryType::Cuda;
     CUmemorytype type{};
     CUdeviceptr start = 0;
     std::size_t size = 0;
@@ -72,8 +126,9 @@ class MemoryTypeCache {
     void* out[] = {&type, &start, &size};
     if (cuda_driver().get_attrs(3, attrs, out, static_cast<CUdeviceptr>(a)) != CUDA_SUCCESS || type != CU_MEMORYTYPE_DEVICE)
       return MemoryType::Host;
-    if (evictable_ && size) device_[static_cast<std::uintptr_t>(start)] = static_cast<std::uintptr_t>(start) + size;
-    tell_ucx(static_cast<std::uintptr_t>(start), size);
+    ranges_.learn(static_cast<std::uintptr_t>(start), size);
+    if (ranges_.needs_report(static_cast<std::uintptr_t>(start), size))
+      reporter_.report(static_cast<std::uintptr_t>(start), size);
     return MemoryType::Cuda;
 #else
     (void)p;
@@ -81,39 +136,15 @@ class MemoryTypeCache {
 #endif
   }
 
-  void evict(std::uintptr_t addr, std::size_t len) {
-    // Drop every cached range overlapping [addr, addr + len).
-    auto it = device_.upper_bound(addr);
-    if (it != device_.begin()) --it;
-    while (it != device_.end() && it->first < addr + (len ? len : 1)) {
-      if (it->second > addr) it = device_.erase(it);
-      else ++it;
-    }
-  }
-
-  std::size_t cached() const { return device_.size(); }
-
-#ifdef UCHARM_HAVE_CUDA
-  // UCX keeps its own memory-type cache, filled by hooks that miss some allocations
-  // (static cudart, early ones). While it looks empty, UCX 1.22 sends small CUDA buffers
-  // down its host short path and crashes (seen on H200); turning it off instead costs 8x
-  // in latency (8.4 -> 64 us). So every CUDA range found here is reported to it, once.
-  void tell_ucx(std::uintptr_t start, std::size_t size) {
-    auto it = reported_.upper_bound(start);
-    if (it != reported_.begin() && std::prev(it)->first <= start && start + size <= std::prev(it)->second) return;
-    reported_[start] = start + size;
-    ucs_memtype_cache_update(reinterpret_cast<const void*>(start), size, UCS_MEMORY_TYPE_CUDA,
-                             UCS_SYS_DEVICE_ID_UNKNOWN, 0);
-  }
-  std::map<std::uintptr_t, std::uintptr_t> reported_;  // ranges already in UCX's cache
-#endif
-  bool caching() const { return evictable_; }
+  std::size_t cached() const { return ranges_.known_ranges(); }
+  bool caching() const { return ranges_.frees_seen(); }
 
  private:
 #ifdef UCHARM_HAVE_CUDA
+  // Memory was freed: forget it, and that it was reported to UCX (see MemtypeRanges).
   static void on_free(ucm_event_type_t, ucm_event_t* ev, void* arg) {
-    static_cast<MemoryTypeCache*>(arg)->evict(reinterpret_cast<std::uintptr_t>(ev->mem_type.address),
-                                              ev->mem_type.size);
+    static_cast<MemoryTypeCache*>(arg)->ranges_.forget(reinterpret_cast<std::uintptr_t>(ev->mem_type.address),
+                                                       ev->mem_type.size);
   }
   void init() {
     init_done_ = true;
@@ -126,17 +157,17 @@ class MemoryTypeCache {
     CUdeviceptr probe = 0;
     if (cu.ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx || cu.mem_alloc(&probe, 4096) != CUDA_SUCCESS)
       return;  // no context yet: cache nothing (correct, slower)
-    evictable_ = true;
+    ranges_.set_frees_seen(true);
     query(reinterpret_cast<const void*>(probe));
     cu.mem_free(probe);
-    evictable_ = device_.empty();
-    device_.clear();
+    ranges_.set_frees_seen(ranges_.known_ranges() == 0);
+    ranges_.clear();
   }
+  UcxRangeReporter reporter_;
 #endif
   bool init_done_ = false;
   bool cuda_ = false;
-  bool evictable_ = false;
-  std::map<std::uintptr_t, std::uintptr_t> device_;  // start -> end
+  MemtypeRanges ranges_{false};  // frees seen: decided by init()
 };
 
 MemoryTypeCache g_memtypes;
