@@ -498,21 +498,8 @@ void LrtsIdleWait(int timeout_ms) {
   ucs_status_t s = ucp_worker_arm(m.worker);
   if (s == UCS_ERR_BUSY) return;  // events pending: the caller progresses again
   check(s, "ucp_worker_arm");
-  epoll_event ev[2];
-  int n = ::epoll_wait(m.epoll_fd, ev, 2, timeout_ms);
-  for (int i = 0; i < n; ++i) {
-    if (ev[i].data.fd == m.wake_fd) {
-      std::uint64_t v;
-      [[maybe_unused]] ssize_t r = ::read(m.wake_fd, &v, sizeof v);
-    }
-  }
+  epoll_event ev[1];
+  [[maybe_unused]] int n = ::epoll_wait(m.epoll_fd, ev, 1, timeout_ms);
 }
-
-void LrtsNotify() {
-  std::uint64_t one = 1;
-  [[maybe_unused]] ssize_t r = ::write(M().wake_fd, &one, sizeof one);
-}
-
-std::size_t LrtsPendingSends() { return M().pending_sends; }
 
 }  // namespace ucharm::machine

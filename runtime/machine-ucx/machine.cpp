@@ -107,12 +107,11 @@ void LrtsInit(const Options& options, const Hooks& hooks) {
   wp.thread_mode = UCS_THREAD_MODE_SINGLE;
   check(ucp_worker_create(m.context, &wp, &m.worker), "ucp_worker_create");
 
-  // Idle wait: the worker's event fd plus an eventfd for local wake-ups, in one epoll set.
+  // Idle wait: the worker's event fd in an epoll set (room for more sources later).
   check(ucp_worker_get_efd(m.worker, &m.ucx_fd), "ucp_worker_get_efd");
-  m.wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   m.epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
-  if (m.wake_fd < 0 || m.epoll_fd < 0) fatal(fmt::format("eventfd/epoll: {}", std::strerror(errno)));
-  for (int fd : {m.ucx_fd, m.wake_fd}) {
+  if (m.epoll_fd < 0) fatal(fmt::format("epoll: {}", std::strerror(errno)));
+  for (int fd : {m.ucx_fd}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = fd;
@@ -144,7 +143,6 @@ const Info& LrtsInfo() { return M().info; }
 int LrtsMyPe() { return M().info.my_pe; }
 int LrtsNumPes() { return M().info.num_pes; }
 
-void LrtsBarrier() { M().boot->fence(false, LrtsProgress); }
 
 void LrtsExit() {
   Machine& m = M();
@@ -209,7 +207,6 @@ void LrtsExit() {
   });
 #endif
   ::close(m.epoll_fd);
-  ::close(m.wake_fd);
   ucp_worker_destroy(m.worker);
   ucp_cleanup(m.context);
   m.worker = nullptr;

@@ -137,7 +137,7 @@ struct Machine {
   std::vector<EagerSlot> slots;
   std::vector<Completed> completed;  // filled by callbacks, drained after progress
   std::vector<int> repost;           // delivered slots waiting to be posted again
-  int ucx_fd = -1, wake_fd = -1, epoll_fd = -1;
+  int ucx_fd = -1, epoll_fd = -1;
   std::size_t pending_sends = 0;
   // host path: order and flow control
   std::vector<Link> links;               // one per PE

@@ -2,7 +2,7 @@
 // allowed to call it). No UCX or PMIx type appears here.
 //
 // Non-SMP: one PE per process, one UCP worker per PE. Everything here is called from
-// the PE's own thread, except LrtsNotify, which any thread may call.
+// the PE's own thread.
 #pragma once
 
 #include <cstddef>
@@ -83,18 +83,12 @@ void LrtsCreditOnDelivery(bool on);
 // events seen (0: nothing happened).
 int LrtsProgress();
 
-// Sleeps until network activity, LrtsNotify, or `timeout_ms` (-1: no limit). Arms the
+// Sleeps until network activity or `timeout_ms` (-1: no limit). Arms the
 // worker first; returns at once if events are pending.
 void LrtsIdleWait(int timeout_ms);
 
-// Wakes LrtsIdleWait from any thread.
-void LrtsNotify();
 
-// Sends not yet complete (their buffers not released).
-std::size_t LrtsPendingSends();
 
-// Blocks (while progressing UCX) until every PE has called it: a PMIx fence.
-void LrtsBarrier();
 
 // Fills Info::transports by asking UCX which transports reach `pe` (creates the
 // endpoint if needed).
