@@ -103,9 +103,18 @@ void device_sent_handler(void* msg) {
 void send_device_buffer(int pe, CkDeviceBuffer& b) {
   Core& k = core();
   void* done = nullptr;
-  if (b.done_id) {
+  if (!b.done.is_ignore()) {  // this send's own completion slot (a buffer may be sent again)
+    std::uint32_t id;
+    if (k.device_done_free.empty()) {
+      k.device_done.push_back(b.done);
+      id = static_cast<std::uint32_t>(k.device_done.size());
+    } else {
+      id = k.device_done_free.back();
+      k.device_done_free.pop_back();
+      k.device_done[id - 1] = b.done;
+    }
     done = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(DeviceSent));
-    DeviceSent s{b.done_id, b.size};
+    DeviceSent s{id, b.size};
     std::memcpy(CmiMsgPayload(done), &s, sizeof s);
     CmiSetHandler(done, k.h_device_sent);
   }
@@ -124,20 +133,6 @@ void send_device_buffer(int pe, CkDeviceBuffer& b) {
 
 namespace ck {
 
-CkDeviceBuffer::CkDeviceBuffer(const void* p, std::size_t n, const CkCallback& done, void* s)
-    : ptr(p), size(n), stream(s) {
-  if (done.is_ignore()) return;
-  detail::Core& k = detail::core();
-  if (k.device_done_free.empty()) {
-    k.device_done.push_back(done);
-    done_id = static_cast<std::uint32_t>(k.device_done.size());
-  } else {
-    done_id = k.device_done_free.back();
-    k.device_done_free.pop_back();
-    k.device_done[done_id - 1] = done;
-  }
-}
-
 void CkDeviceBuffer::pup(PUP::er& p) {
   p | size;
   p | tag;
@@ -146,7 +141,7 @@ void CkDeviceBuffer::pup(PUP::er& p) {
   // Unpacking for the entry method itself: the data has landed where the post entry said.
   detail::Core& k = detail::core();
   ptr = k.unpack_dests && k.unpack_next < k.unpack_dests->size() ? (*k.unpack_dests)[k.unpack_next++].ptr : nullptr;
-  done_id = 0;
+  done = CkCallback();
 }
 
 }  // namespace ck

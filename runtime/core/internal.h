@@ -105,7 +105,8 @@ struct Core {
   bool qd_running = false;
   // GPU Messaging API
   int h_device_sent = -1, h_device_arrived = -1;
-  // Sender completions, by id - 1; freed slots are reused, so steady sending allocates nothing.
+  // Sender completions, by id - 1: one slot per send in flight (a buffer may be sent several
+  // times); freed slots are reused, so steady sending allocates nothing.
   std::vector<CkCallback> device_done;
   std::vector<std::uint32_t> device_done_free;
   std::vector<PendingDevice*> pending_free;  // receive records, reused

@@ -14,10 +14,11 @@ namespace {
 
 const std::string kRun = UCHARMRUN_PATH;
 
-Result job(int n, const std::string& prog, std::vector<std::string> args, double limit = 60) {
+Result job(int n, const std::string& prog, std::vector<std::string> args, double limit = 60,
+           const std::vector<std::string>& env = {}) {
   std::vector<std::string> argv = {kRun, "-n", std::to_string(n), "--timeout", "50", prog};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run(argv, limit);
+  return run(argv, limit, env);
 }
 bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
@@ -37,6 +38,21 @@ INSTANTIATE_TEST_SUITE_P(
                                          "callbacks", "reductions", "reductions_remote", "futures", "qd", "channels",
                                          "gpumsg"),
                        ::testing::Values(1, 2, 4)),
+    [](const auto& info) { return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "pe"; });
+
+// Regressions for core defects (tests/core/fixes.cpp), at 1, 2, 4 and 8 PEs.
+class Fixes : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(Fixes, ModePasses) {
+  auto [mode, n] = GetParam();
+  Result r = job(n, FIXES_PATH, {mode}, 90);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, mode + " ok")) << describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Core, Fixes,
+    ::testing::Combine(::testing::Values("devbuf_reuse"), ::testing::Values(1, 2, 4, 8)),
     [](const auto& info) { return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "pe"; });
 
 struct BadUse {

@@ -13,11 +13,11 @@
 //
 // This is the header to include; the parts live in ucharm/charm/:
 //   basics.h         CkMyPe & co., Index, Map, CollectionRef, SendOpts
-//   device_buffer.h  CkDeviceBuffer (GPU Messaging API)
 //   entry.h          entry-method traits and registration, threaded and post entries
 //   message.h        the message envelope, packing, sending invocations and creations
 //   proxy.h          ElementProxy, ChareProxy, GroupProxy, ArrayProxy
 //   callback.h       CkCallback
+//   device_buffer.h  CkDeviceBuffer (GPU Messaging API)
 //   future.h         Future<T>
 //   reduction.h      Reducer, UserReducer
 //   chare.h          ChareBase, Chare, MainChare, Group, ArrayElement, readonly
@@ -26,11 +26,11 @@
 #pragma once
 
 #include <ucharm/charm/basics.h>
-#include <ucharm/charm/device_buffer.h>
 #include <ucharm/charm/entry.h>
 #include <ucharm/charm/message.h>
 #include <ucharm/charm/proxy.h>
 #include <ucharm/charm/callback.h>
+#include <ucharm/charm/device_buffer.h>
 #include <ucharm/charm/future.h>
 #include <ucharm/charm/reduction.h>
 #include <ucharm/charm/chare.h>

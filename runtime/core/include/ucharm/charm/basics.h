@@ -78,6 +78,7 @@ struct SendOpts {
 };
 
 class CkCallback;
+struct CkDeviceBuffer;  // device_buffer.h
 
 }  // namespace ck
 

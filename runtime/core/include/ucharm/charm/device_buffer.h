@@ -2,7 +2,7 @@
 // Part of <ucharm/charm.h>, the header to include.
 #pragma once
 
-#include <ucharm/charm/basics.h>
+#include <ucharm/charm/callback.h>
 #include <cstddef>
 
 #pragma GCC visibility push(default)
@@ -19,16 +19,20 @@ namespace ck {
 // its stream before the send has finished; a stream the post entry method sets delays the
 // receive until the work queued on it has finished. Neither blocks the PE. When the
 // entry method runs, the data is in: work it queues on any stream sees it.
+// Reuse: a buffer (with its callback) may be passed to several sends, like any other
+// argument; every send is its own transfer and runs the callback once, when that
+// send's data has left (so N sends run it N times).
 struct CkDeviceBuffer {
   const void* ptr = nullptr;
   std::size_t size = 0;
   std::uint64_t tag = 0;   // set when sent
   std::int32_t src_pe = -1;
-  std::uint32_t done_id = 0;  // internal: the sender's completion
   void* stream = nullptr;     // cudaStream_t or nullptr; never travels
+  CkCallback done;            // the sender's completion, run once per send; never travels
   CkDeviceBuffer() = default;
   CkDeviceBuffer(const void* p, std::size_t n, void* s = nullptr) : ptr(p), size(n), stream(s) {}
-  CkDeviceBuffer(const void* p, std::size_t n, const CkCallback& done, void* s = nullptr);
+  CkDeviceBuffer(const void* p, std::size_t n, const CkCallback& cb, void* s = nullptr)
+      : ptr(p), size(n), stream(s), done(cb) {}
   void pup(PUP::er& p);  // the metadata only: size, tag, source
   // Where the data is to go (post entry) or has landed (entry method).
   void* data() const { return const_cast<void*>(ptr); }

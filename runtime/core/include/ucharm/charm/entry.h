@@ -3,7 +3,7 @@
 // Part of <ucharm/charm.h>, the header to include.
 #pragma once
 
-#include <ucharm/charm/device_buffer.h>
+#include <ucharm/charm/basics.h>
 #include <cstring>
 #include <span>
 #include <string>
