@@ -84,6 +84,53 @@ void combine(RedState& st, const Contribution& c, const char* data, std::size_t 
   }
 }
 
+// A set reduction holds one record per contributor: its Index, the byte length of its
+// data (a u64), then the data (a T, or a vector<T>'s elements). Lengths may differ.
+struct SetRecord {
+  Index index;
+  const char* data;
+  std::size_t len;
+};
+
+// Packs vector<pair<Index, T>> (scalar contributions) or vector<pair<Index, vector<T>>>
+// sorted by index, exactly as PUP unpacks them.
+std::vector<char> set_result(const RedState& st) {
+  const Contribution& c = st.c;
+  std::vector<SetRecord> recs;
+  for (std::size_t at = 0; at < st.data.size();) {
+    SetRecord r;
+    std::uint64_t len;
+    std::memcpy(&r.index, st.data.data() + at, sizeof(Index));
+    std::memcpy(&len, st.data.data() + at + sizeof(Index), sizeof len);
+    r.data = st.data.data() + at + sizeof(Index) + sizeof len;
+    r.len = static_cast<std::size_t>(len);
+    recs.push_back(r);
+    at += sizeof(Index) + sizeof len + r.len;
+  }
+  std::sort(recs.begin(), recs.end(), [](const SetRecord& a, const SetRecord& b) {
+    return std::lexicographical_compare(a.index.x, a.index.x + 3, b.index.x, b.index.x + 3);
+  });
+  auto emit = [&](PUP::er& p) {
+    std::uint64_t n = recs.size();
+    p | n;
+    for (SetRecord& r : recs) {
+      p | r.index;
+      if (!c.scalar) {  // a vector<T>: its length, then its elements, aligned as PUP aligns them
+        std::uint64_t count = c.elem_size ? r.len / c.elem_size : 0;
+        p | count;
+        p.align(8);
+      }
+      if (r.len) p.bytes(const_cast<char*>(r.data), r.len);
+    }
+  };
+  PUP::er sizer = PUP::er::sizer();
+  emit(sizer);
+  std::vector<char> out(sizer.size());
+  PUP::er packer = PUP::er::packer(out.data(), out.size());
+  emit(packer);
+  return out;
+}
+
 // The result as the target entry unpacks it: T, vector<T>, vector<pair<Index, T>>, or nothing.
 std::vector<char> result_bytes(RedState& st) {
   const Contribution& c = st.c;
@@ -91,22 +138,7 @@ std::vector<char> result_bytes(RedState& st) {
   if (c.reducer == Reducer::nop) return out;
   if (c.reducer == Reducer::user || (c.scalar && c.reducer != Reducer::concat && c.reducer != Reducer::set))
     return st.data;
-  if (c.reducer == Reducer::set) {  // sort the (Index, value) records by index
-    const std::size_t rec = sizeof(Index) + c.elem_size;
-    std::vector<std::size_t> order(st.data.size() / rec);
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    auto idx = [&](std::size_t i) { return reinterpret_cast<const Index*>(st.data.data() + i * rec); };
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      const Index *x = idx(a), *y = idx(b);
-      return std::lexicographical_compare(x->x, x->x + 3, y->x, y->x + 3);
-    });
-    std::uint64_t n = order.size();
-    out.resize(8 + st.data.size());
-    std::memcpy(out.data(), &n, 8);
-    for (std::size_t i = 0; i < order.size(); ++i)
-      std::memcpy(out.data() + 8 + i * rec, st.data.data() + order[i] * rec, rec);
-    return out;
-  }
+  if (c.reducer == Reducer::set) return set_result(st);
   std::uint64_t n = st.data.size() / (c.elem_size ? c.elem_size : 1);  // vector<T>
   out.resize(8 + st.data.size());
   std::memcpy(out.data(), &n, 8);
@@ -178,9 +210,11 @@ void contribute(void* element, const Contribution& c, const void* data, std::siz
   std::uint32_t round = el->ck_next_round();
   RedState& st = k.reductions[{ref.id, round}];
   if (c.reducer == Reducer::set) {  // each record carries the contributor's index
-    std::vector<char> rec(sizeof(Index) + len);
+    const std::uint64_t n = len;
+    std::vector<char> rec(sizeof(Index) + sizeof n + len);
     std::memcpy(rec.data(), &el->ckIndex(), sizeof(Index));
-    if (len) std::memcpy(rec.data() + sizeof(Index), data, len);
+    std::memcpy(rec.data() + sizeof(Index), &n, sizeof n);
+    if (len) std::memcpy(rec.data() + sizeof(Index) + sizeof n, data, len);
     combine(st, c, rec.data(), rec.size(), ref.id, round);
   } else {
     combine(st, c, static_cast<const char*>(data), len, ref.id, round);

@@ -62,7 +62,9 @@ class ChareBase {
   template <class T>
   static std::uint32_t result_sig(Reducer r, bool scalar) {
     if (r == Reducer::nop) return detail::sig_of<std::tuple<>>::hash();
-    if (r == Reducer::set) return detail::sig_of<std::tuple<std::vector<std::pair<Index, T>>>>::hash();
+    if (r == Reducer::set && scalar) return detail::sig_of<std::tuple<std::vector<std::pair<Index, T>>>>::hash();
+    if (r == Reducer::set)
+      return detail::sig_of<std::tuple<std::vector<std::pair<Index, std::vector<T>>>>>::hash();
     if (r == Reducer::concat || !scalar) return detail::sig_of<std::tuple<std::vector<T>>>::hash();
     return detail::sig_of<std::tuple<T>>::hash();
   }

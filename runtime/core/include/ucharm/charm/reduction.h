@@ -12,6 +12,12 @@ namespace ck {
 enum class Reducer : std::uint8_t {
   nop, sum, product, min, max, logical_and, logical_or, bitwise_and, bitwise_or, concat, set, user
 };
+// What the callback receives, for contributions of a T (scalar) or a vector<T>:
+//   sum .. bitwise_or   T, or vector<T> (element-wise; every contributor gives the same length)
+//   concat              vector<T> (all contributions end to end)
+//   set                 vector<pair<Index, T>>, or vector<pair<Index, vector<T>>> (lengths may
+//                       differ), one record per contributor, sorted by index
+//   nop                 nothing
 // A user reducer: T f(const T&, const T&) for a marshallable T, registered like an entry.
 template <auto F>
 struct UserReducer {};
