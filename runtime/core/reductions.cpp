@@ -184,6 +184,7 @@ void try_complete_reduction(std::uint32_t id, std::uint32_t round) {
   if (!st.data.empty()) std::memcpy(CmiMsgPayload(msg) + sizeof h, st.data.data(), st.data.size());
   CmiSetHandler(msg, k.h_reduce);
   k.reductions.erase(it);
+  ++k.sent;  // a partial counts for quiescence detection like any message (processed by the parent)
   CmiSyncSendAndFree(parent, total, msg);
 }
 
@@ -191,6 +192,7 @@ void reduce_handler(void* msg) {  // a child's partial result
   Core& k = core();
   ReduceHead h;
   std::memcpy(&h, CmiMsgPayload(msg), sizeof h);
+  ++k.processed;
   RedState& st = k.reductions[{h.id, h.round}];
   combine(st, h.c, CmiMsgPayload(msg) + sizeof h, h.len, h.id, h.round);
   st.cb = h.cb;

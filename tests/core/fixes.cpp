@@ -44,6 +44,13 @@ std::vector<int> setvec_ints(int i) {  // 1 to 3 ints: odd lengths exercise the 
 }
 std::vector<double> setvec_doubles(int i) { return std::vector<double>(static_cast<std::size_t>(i % 4), i + 0.5); }
 
+// ---- quiescence with reduction partials in flight -------------------------------------------------
+// Large partials take a while to travel: quiescence must not be declared meanwhile.
+constexpr std::size_t kBigRed = 2u << 20;  // doubles: 16 MiB per partial
+struct BigRed : ck::ArrayElement<BigRed> {
+  void go(int round);
+};
+
 struct Main : ck::MainChare<Main> {
   std::string mode;
   int pending = 0, sent_x = 0, sent_y = 0, sent_z = 0, got = 0;
@@ -56,6 +63,7 @@ struct Main : ck::MainChare<Main> {
     mainProxy = thisProxy;
     if (mode == "devbuf_reuse") devbuf_reuse();
     else if (mode == "set_vector") set_vector();
+    else if (mode == "qd_reduction") qd_reduction();
     else CkAbort("unknown mode '%s'", mode.c_str());
   }
 
@@ -121,7 +129,37 @@ struct Main : ck::MainChare<Main> {
              "scalar set records intact");
     if (++setvec_results == 3) finish("set_vector");
   }
+
+  // -- qd_reduction: each round, a reduction of large vectors and a QD request start
+  // together; the reduction's result must come first.
+  ck::ArrayProxy<BigRed> bigred;
+  int qd_round = 0, reduced = 0;
+  void qd_reduction() {
+    bigred = ck::ArrayProxy<BigRed>::create(ck::dims(CkNumPes()), ck::Map::round_robin);
+    qd_next();
+  }
+  void qd_next() {
+    bigred.send<&BigRed::go>(qd_round);
+    ck::start_qd(ck::CkCallback::to<&Main::qd_reached>(thisProxy));
+  }
+  void big_reduced(std::vector<double> v) {
+    double want = 0;
+    for (int i = 0; i < CkNumPes(); ++i) want += i + qd_round;
+    expect(v.size() == kBigRed && v.front() == want && v.back() == want, "the large sum is right");
+    ++reduced;
+  }
+  void qd_reached() {
+    if (reduced != qd_round + 1)
+      CkAbort("quiescence was declared in round %d while a reduction was still in flight", qd_round);
+    if (++qd_round == 3) finish("qd_reduction");
+    else qd_next();
+  }
 };
+
+void BigRed::go(int round) {
+  contribute(std::vector<double>(kBigRed, thisIndex + round), ck::Reducer::sum,
+             ck::CkCallback::to<&Main::big_reduced>(*mainProxy));
+}
 
 void DevSink::take(ck::CkDeviceBuffer b, int tag) {
   const std::vector<char>& got = in[static_cast<std::size_t>(tag)];
