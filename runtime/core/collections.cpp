@@ -4,7 +4,7 @@
 
 namespace ck::detail {
 
-Collection* find_collection(std::uint32_t id) {
+Collection* find_collection(std::uint64_t id) {
   Core& k = core();
   if (k.last && k.last->ref.id == id) return k.last;
   auto it = k.collections.find(id);
@@ -36,7 +36,8 @@ void construct_element(Collection& c, const Index& idx, void* msg) {
   Core& k = core();
   const Envelope& e = envelope(msg);
   if (c.elements.count(idx))
-    CkAbort("element %s of collection %u is inserted twice", idx.str().c_str(), c.ref.id);
+    CkAbort("element %s of collection %llu is inserted twice", idx.str().c_str(),
+            static_cast<unsigned long long>(c.ref.id));
   k.constructing = Constructing{c.ref, idx};
   PUP::er p = PUP::er::unpacker(args_of(msg) + sizeof(CollectionRef), args_len(msg) - sizeof(CollectionRef));
   ChareBase* obj = registry().ctors[e.entry].make(p);
@@ -120,11 +121,28 @@ void create_collection(void* msg) {
 
 const Constructing& constructing() { return core().constructing; }
 
-std::uint32_t new_collection_id() {
+void destroy_element(Collection& c, const Index& idx) {
   Core& k = core();
-  if (k.next_serial >= (1u << 16) || CmiMyPe() >= (1 << 16))
+  auto it = c.elements.find(idx);
+  if (it == c.elements.end()) return;  // destroyed twice: the first one did it
+  ChareBase* obj = it->second;
+  c.elements.erase(it);
+  c.local.erase(std::find(c.local.begin(), c.local.end(), obj));
+  if (c.single == obj) c.single = nullptr;
+  delete obj;
+  if (c.ref.kind == Kind::Chare) {  // its record goes too: creating many chares costs nothing lasting
+    if (k.last == &c) k.last = nullptr;
+    k.collections.erase(c.ref.id);
+  }
+}
+
+std::uint64_t new_collection_id() {
+  Core& k = core();
+  // 40 bits of serial: a million creations a second would take 12 days to run out.
+  constexpr int kPeBits = 24;
+  if (k.next_serial >= (std::uint64_t{1} << (64 - kPeBits)) || CmiMyPe() >= (1 << kPeBits))
     CkAbort("too many chare collections created on PE %d", CmiMyPe());
-  return (k.next_serial++ << 16) | static_cast<std::uint32_t>(CmiMyPe());
+  return (k.next_serial++ << kPeBits) | static_cast<std::uint64_t>(CmiMyPe());
 }
 
 int next_chare_pe() { return (CmiMyPe() + core().next_chare++) % CmiNumPes(); }
@@ -177,6 +195,22 @@ void* local_branch(const CollectionRef& c, const Index& idx) {
 namespace ck {
 
 ChareBase::ChareBase() : ref_(detail::constructing().ref), index_(detail::constructing().index) {}
+
+void ChareBase::ckDestroy() {
+  if (ref_.kind == Kind::Group) CkAbort("ckDestroy(): group elements cannot be destroyed");
+  if (ref_.kind == Kind::Array && ref_.bounded)
+    CkAbort("ckDestroy(): element %s belongs to a bulk-created array (its reductions count every element); "
+            "destroy elements of arrays filled by insert()", index_.str().c_str());
+  std::size_t total = CmiMsgHeaderSizeBytes + sizeof(detail::Envelope);
+  void* msg = CmiAlloc(total);
+  detail::Envelope& e = detail::envelope(msg);
+  e.collection = ref_.id;
+  e.set_index(index_);
+  e.entry = 0;
+  e.sig = 0;
+  e.kind = detail::MsgKind::Destroy;
+  detail::send_msg(msg, total, ref_, SendOpts{});  // to this PE, after the running entry method
+}
 
 std::string Index::str() const {
   std::string s = "(";

@@ -87,6 +87,11 @@ void dispatch(void* msg) {
   }
   Collection* c = find_collection(e.collection);
   if (!c && e.kind == MsgKind::Insert) c = &ensure_collection(creation_ref(msg), registry().ctors[e.entry].cls);
+  if (!c && e.kind == MsgKind::Destroy) {  // a singleton chare destroyed twice: already gone
+    ++k.processed;
+    CmiFree(msg);
+    return;
+  }
   if (!c) {  // created elsewhere, creation message not here yet
     LocationManager::hold(e.collection, msg);
     return;
@@ -94,6 +99,12 @@ void dispatch(void* msg) {
   if (e.kind == MsgKind::Insert) {
     ++k.processed;
     create_collection(msg);
+    return;
+  }
+  if (e.kind == MsgKind::Destroy) {
+    ++k.processed;
+    destroy_element(*c, e.index());
+    CmiFree(msg);
     return;
   }
   if (e.kind == MsgKind::Broadcast) {

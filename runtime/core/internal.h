@@ -88,13 +88,13 @@ struct Core {
   bool initialized = false;
   std::vector<void*> early;  // messages that came before the readonly values
   ChareBase* (*make_main)(const MainArgs&) = nullptr;
-  std::unordered_map<std::uint32_t, std::unique_ptr<Collection>> collections;
+  std::unordered_map<std::uint64_t, std::unique_ptr<Collection>> collections;
   Collection* last = nullptr;  // one-entry cache: consecutive messages mostly hit one collection
-  std::unordered_map<std::uint32_t, std::vector<void*>> waiting;  // for collections not yet here
-  std::uint32_t next_serial = 0;
+  std::unordered_map<std::uint64_t, std::vector<void*>> waiting;  // for collections not yet here
+  std::uint64_t next_serial = 0;
   int next_chare = 0;
   Constructing constructing;
-  std::map<std::pair<std::uint32_t, std::uint32_t>, RedState> reductions;
+  std::map<std::pair<std::uint64_t, std::uint32_t>, RedState> reductions;
   std::unordered_map<std::uint32_t, FutureSlot> futures;
   std::uint32_t next_future = 1;
   // quiescence detection: entry messages sent and processed on this PE
@@ -155,7 +155,7 @@ inline std::size_t args_len(void* msg) { return CmiMsgSize(msg) - CmiMsgHeaderSi
 inline char* args_of(void* msg) { return CmiMsgPayload(msg) + sizeof(Envelope); }
 
 // ---- collections and location (collections.cpp) ---------------------------------------------
-Collection* find_collection(std::uint32_t id);
+Collection* find_collection(std::uint64_t id);
 Collection& ensure_collection(const CollectionRef& ref, const std::type_info* cls);
 // Creation messages: the CollectionRef, then the constructor's arguments.
 inline const CollectionRef& creation_ref(void* msg) {
@@ -163,6 +163,9 @@ inline const CollectionRef& creation_ref(void* msg) {
 }
 // Handles a creation or insertion message (and frees it).
 void create_collection(void* msg);
+// Handles a Destroy message (ChareBase::ckDestroy): the element goes, and a singleton
+// chare's whole record with it.
+void destroy_element(Collection& c, const Index& idx);
 
 // The one place that says where an element lives, finds it here, or holds its messages
 // until it exists. Elements stay on their home PE (the map's choice) today; migration
@@ -177,7 +180,7 @@ class LocationManager {
     return it == c.elements.end() ? nullptr : it->second;
   }
   static void hold(Collection& c, const Index& idx, void* msg) { c.waiting[idx].push_back(msg); }
-  static void hold(std::uint32_t collection, void* msg) { core().waiting[collection].push_back(msg); }
+  static void hold(std::uint64_t collection, void* msg) { core().waiting[collection].push_back(msg); }
 };
 
 // ---- dispatch and threads (dispatch.cpp) ----------------------------------------------------
@@ -194,7 +197,7 @@ struct ThreadCall {
 void thread_body(void* arg);  // arg: a ThreadCall* it owns
 
 // ---- the other parts' handlers and hooks ----------------------------------------------------
-void try_complete_reduction(std::uint32_t id, std::uint32_t round);  // reductions.cpp
+void try_complete_reduction(std::uint64_t id, std::uint32_t round);  // reductions.cpp
 void reduce_handler(void* msg);
 void deliver_future(void* msg);  // futures.cpp
 void qd_start_handler(void* msg);  // quiescence.cpp

@@ -39,7 +39,7 @@ const char* type_name(RType t) {
   return names[static_cast<int>(t)];
 }
 
-void combine(RedState& st, const Contribution& c, const char* data, std::size_t len, std::uint32_t id,
+void combine(RedState& st, const Contribution& c, const char* data, std::size_t len, std::uint64_t id,
              std::uint32_t round) {
   if (!st.has) {
     st.has = true;
@@ -51,9 +51,9 @@ void combine(RedState& st, const Contribution& c, const char* data, std::size_t 
   const bool counted = c.reducer != Reducer::concat && c.reducer != Reducer::set;
   if (a.reducer != c.reducer || a.type != c.type || (counted && a.count != c.count) ||
       a.user != c.user || a.scalar != c.scalar)
-    CkAbort("reduction %u of collection %u: contributors disagree: one gave %s of %u %s%s, another %s "
+    CkAbort("reduction %u of collection %llu: contributors disagree: one gave %s of %u %s%s, another %s "
             "of %u %s%s",
-            round, id, reducer_name(a.reducer), a.count, type_name(a.type), a.scalar ? "" : " (vector)",
+            round, static_cast<unsigned long long>(id), reducer_name(a.reducer), a.count, type_name(a.type), a.scalar ? "" : " (vector)",
             reducer_name(c.reducer), c.count, type_name(c.type), c.scalar ? "" : " (vector)");
   switch (c.reducer) {
     case Reducer::nop: break;
@@ -71,7 +71,7 @@ void combine(RedState& st, const Contribution& c, const char* data, std::size_t 
     default: {
       if ((c.reducer == Reducer::bitwise_and || c.reducer == Reducer::bitwise_or) &&
           (c.type == RType::Float || c.type == RType::Double))
-        CkAbort("reduction %u of collection %u: %s needs integers, not %s", round, id,
+        CkAbort("reduction %u of collection %llu: %s needs integers, not %s", round, static_cast<unsigned long long>(id),
                 reducer_name(c.reducer), type_name(c.type));
       switch (c.type) {
         case RType::Int: combine_typed(c.reducer, reinterpret_cast<int*>(st.data.data()), reinterpret_cast<const int*>(data), c.count); break;
@@ -149,13 +149,14 @@ std::vector<char> result_bytes(RedState& st) {
 }  // namespace
 
 struct ReduceHead {
-  std::uint32_t id, round;
+  std::uint64_t id;
+  std::uint32_t round;
   Contribution c;
   CkCallback cb;
   std::uint64_t len;
 };
 
-void try_complete_reduction(std::uint32_t id, std::uint32_t round) {
+void try_complete_reduction(std::uint64_t id, std::uint32_t round) {
   Core& k = core();
   Collection* c = find_collection(id);
   if (!c || !c->reducible) return;

@@ -46,9 +46,15 @@ std::vector<double> setvec_doubles(int i) { return std::vector<double>(static_ca
 
 // ---- quiescence with reduction partials in flight -------------------------------------------------
 // Large partials take a while to travel: quiescence must not be declared meanwhile.
-constexpr std::size_t kBigRed = 2u << 20;  // doubles: 16 MiB per partial
+constexpr std::size_t kBigRed = 1u << 19;  // doubles: 4 MiB per partial
 struct BigRed : ck::ArrayElement<BigRed> {
   void go(int round);
+};
+
+// ---- many singleton chares, created and destroyed ---------------------------------------------
+constexpr int kManyChares = 70000, kChareBatch = 5000;  // more than a 16-bit serial allows
+struct Ephemeral : ck::Chare<Ephemeral> {
+  explicit Ephemeral(int i);
 };
 
 struct Main : ck::MainChare<Main> {
@@ -64,6 +70,7 @@ struct Main : ck::MainChare<Main> {
     if (mode == "devbuf_reuse") devbuf_reuse();
     else if (mode == "set_vector") set_vector();
     else if (mode == "qd_reduction") qd_reduction();
+    else if (mode == "many_chares") many_chares();
     else CkAbort("unknown mode '%s'", mode.c_str());
   }
 
@@ -154,7 +161,28 @@ struct Main : ck::MainChare<Main> {
     if (++qd_round == 3) finish("qd_reduction");
     else qd_next();
   }
+
+  // -- many_chares: kManyChares singleton chares, all created from this PE, each gone
+  // once it reported; the next batch starts when a batch has reported.
+  int chares_made = 0, chares_born = 0;
+  long born_sum = 0;
+  void many_chares() { chare_batch(); }
+  void chare_batch() {
+    for (int i = 0; i < kChareBatch && chares_made < kManyChares; ++i) ck::ChareProxy<Ephemeral>::create(chares_made++);
+  }
+  void chare_born(int i) {
+    born_sum += i;
+    if (++chares_born == chares_made && chares_made < kManyChares) chare_batch();
+    if (chares_born < kManyChares) return;
+    expect(born_sum == static_cast<long>(kManyChares) * (kManyChares - 1) / 2, "every chare ran once");
+    finish("many_chares");
+  }
 };
+
+Ephemeral::Ephemeral(int i) {
+  mainProxy->send<&Main::chare_born>(i);
+  ckDestroy();
+}
 
 void BigRed::go(int round) {
   contribute(std::vector<double>(kBigRed, thisIndex + round), ck::Reducer::sum,

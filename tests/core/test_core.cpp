@@ -52,7 +52,7 @@ TEST_P(Fixes, ModePasses) {
 
 INSTANTIATE_TEST_SUITE_P(
     Core, Fixes,
-    ::testing::Combine(::testing::Values("devbuf_reuse", "set_vector", "qd_reduction"), ::testing::Values(1, 2, 4, 8)),
+    ::testing::Combine(::testing::Values("devbuf_reuse", "set_vector", "qd_reduction", "many_chares"), ::testing::Values(1, 2, 4, 8)),
     [](const auto& info) { return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "pe"; });
 
 struct BadUse {

@@ -63,7 +63,7 @@ enum class Kind : std::uint8_t { Chare, Group, Array };
 
 // What a proxy knows about its collection: enough for any PE to find an element's PE.
 struct CollectionRef {
-  std::uint32_t id = 0;
+  std::uint64_t id = 0;  // creating PE's serial << 24 | that PE: never runs out, never reused
   Kind kind = Kind::Chare;
   Map map;
   bool bounded = false;  // bulk-created: `shape` holds the bounds

@@ -16,6 +16,10 @@ class ChareBase {
   const CollectionRef& ckRef() const { return ref_; }
   const Index& ckIndex() const { return index_; }
   std::uint32_t ck_next_round() { return round_++; }
+  // Deletes this singleton chare, or this element of an array filled by insert(), once
+  // the current entry method has returned (Charm++'s ckDestroy). Messages sent to it
+  // afterwards are held as for an element not inserted (quiescence detection reports them).
+  void ckDestroy();
 
   // Reductions over the element's group or array (not singleton chares).
   template <class T>

@@ -13,19 +13,18 @@ namespace detail {
 // ---- packing arguments into a message ---------------------------------------------------
 // Message = Converse header + Envelope + packed arguments.
 enum class MsgKind : std::uint8_t { Invoke, Broadcast, CreateChare, CreateGroup, CreateArray, Insert,
-                                    CallFunction, FutureSet };
+                                    CallFunction, FutureSet, Destroy };
 // Small on purpose: with an 8-byte argument an entry message stays under UCX's
 // shared-memory eager-short limit. Creation messages carry the full CollectionRef in
 // front of the constructor arguments; every other kind names the collection by id.
 struct Envelope {
-  std::uint32_t collection;
+  std::uint64_t collection;
   std::uint32_t entry;  // entry, constructor or function index (future id for FutureSet)
   std::int32_t x[3];    // element index (a PE for groups, functions and futures)
   std::uint32_t sig;    // hash of the packed argument types
   MsgKind kind;
   std::uint8_t dims;
   std::uint16_t reserved0;
-  std::uint32_t reserved1;
   Index index() const { return Index{{x[0], x[1], x[2]}, dims}; }
   void set_index(const Index& i) {
     x[0] = i.x[0];
@@ -52,7 +51,7 @@ inline Envelope& envelope(void* msg) { return *reinterpret_cast<Envelope*>(CmiMs
 // Sends a packed message (its envelope filled by the caller) to where `c` and the
 // envelope's index say: routing, priorities, counts for quiescence detection.
 void send_msg(void* msg, std::size_t total, const CollectionRef& c, const SendOpts& o);
-std::uint32_t new_collection_id();
+std::uint64_t new_collection_id();
 int home_pe(const CollectionRef& c, const Index& idx);
 int next_chare_pe();
 void check_bounds(const CollectionRef& c, const Index& idx);
