@@ -12,6 +12,7 @@ Core g_core;
 // ---- invocation -----------------------------------------------------------------------------------
 void run_entry(ChareBase* obj, std::uint32_t entry, void* msg) {
   PUP::er p = PUP::er::unpacker(args_of(msg), args_len(msg));
+  p.set_context(core_entries()[entry].name);
   core_entries()[entry].invoke(obj, p);
 }
 
@@ -266,6 +267,12 @@ void CkCallback::send_packed(const void* data, std::size_t len, std::uint32_t si
 
 }  // namespace ck
 
+namespace {
+std::string unpack_context(const char* what) {
+  return what ? " (arguments of " + ck::detail::entry_name(what) + ")" : std::string();
+}
+}  // namespace
+
 void CkAbort(const char* fmt, ...) {
   char buf[2048];
   va_list ap;
@@ -284,8 +291,14 @@ void CkPrintf(const char* fmt, ...) {
 
 namespace PUP {
 void er::overrun(std::size_t n) const {
-  CkAbort("unpacking read past the end of a message (%zu + %zu > %zu bytes): sender and receiver "
-            "disagree on the argument types",
-            pos_, n, limit_);
+  CkAbort("unpacking read past the end of a message%s (%zu + %zu > %zu bytes): sender and receiver "
+          "disagree on the argument types, or the message is malformed",
+          unpack_context(context_).c_str(), pos_, n, limit_);
+}
+void er::bad_length(std::uint64_t n, std::size_t min_bytes, const std::type_info& type) const {
+  CkAbort("unpacking a malformed message%s: a %s claims %llu elements (at least %zu bytes each) but only "
+          "%zu bytes remain",
+          unpack_context(context_).c_str(), ck::detail::demangle(type.name()).c_str(),
+          static_cast<unsigned long long>(n), min_bytes, limit_ - pos_);
 }
 }  // namespace PUP
