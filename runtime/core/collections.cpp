@@ -29,6 +29,7 @@ namespace {
 void flush_waiting(std::vector<void*>& msgs) {
   std::vector<void*> todo;
   todo.swap(msgs);
+  core().held -= todo.size();  // dispatch holds them again if they still have nowhere to go
   for (void* m : todo) dispatch(m);
 }
 
@@ -120,6 +121,31 @@ void create_collection(void* msg) {
 }
 
 const Constructing& constructing() { return core().constructing; }
+
+std::string held_report() {
+  Core& k = core();
+  std::string out;
+  auto line = [&](std::size_t n, const std::string& what) {
+    out += "ucharm: PE " + std::to_string(CmiMyPe()) + ": " + std::to_string(n) + " message(s) for " + what +
+           (k.undelivered_is_error ? "" : " are buffered at quiescence") + "\n";
+  };
+  for (auto& [id, c] : k.collections)
+    for (auto& [idx, msgs] : c->waiting)
+      if (!msgs.empty())
+        line(msgs.size(), "element " + idx.str() + " of collection " + std::to_string(id) + " (" +
+                              demangle(c->cls->name()) + "), which does not exist (never inserted, or destroyed)");
+  for (auto& [id, msgs] : k.waiting) {  // this PE never heard of the collection: name the indices
+    std::map<std::string, std::size_t> by_index;
+    for (void* m : msgs) {
+      const Envelope& e = envelope(m);
+      ++by_index[e.dims ? "element " + e.index().str() + " of collection" : "collection"];
+    }
+    for (auto& [what, n] : by_index)
+      line(n, what + " " + std::to_string(id) +
+                  ", which does not exist on this PE (never inserted or created, or destroyed)");
+  }
+  return out;
+}
 
 void destroy_element(Collection& c, const Index& idx) {
   Core& k = core();

@@ -4,6 +4,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 
 namespace ck::detail {
 
@@ -169,6 +170,13 @@ void core_start(int argc, char** argv) {
   k.h_qd_start = CmiRegisterHandler(qd_start_handler);
   k.h_qd_probe = CmiRegisterHandler(qd_probe_handler);
   k.h_qd_reply = CmiRegisterHandler(qd_reply_handler);
+  k.h_qd_report = CmiRegisterHandler(qd_report_handler);
+  k.h_qd_reported = CmiRegisterHandler(qd_reported_handler);
+  if (const char* u = std::getenv("UCHARM_UNDELIVERED")) {
+    const std::string v = u;
+    if (v == "error") k.undelivered_is_error = true;
+    else if (v != "warn") CkAbort("UCHARM_UNDELIVERED=%s: use warn (the default) or error", u);
+  }
   register_channel_handler();
   k.h_device_sent = CmiRegisterHandler(device_sent_handler);
   k.h_device_arrived = CmiRegisterHandler(device_arrived_handler);

@@ -85,6 +85,7 @@ struct PendingDevice;
 
 struct Core {
   int h_core = -1, h_readonly = -1, h_reduce = -1, h_qd_start = -1, h_qd_probe = -1, h_qd_reply = -1;
+  int h_qd_report = -1, h_qd_reported = -1;
   bool initialized = false;
   std::vector<void*> early;  // messages that came before the readonly values
   ChareBase* (*make_main)(const MainArgs&) = nullptr;
@@ -97,11 +98,14 @@ struct Core {
   std::map<std::pair<std::uint64_t, std::uint32_t>, RedState> reductions;
   std::unordered_map<std::uint32_t, FutureSlot> futures;
   std::uint32_t next_future = 1;
-  // quiescence detection: entry messages sent and processed on this PE
-  std::uint64_t sent = 0, processed = 0;
+  // quiescence detection: entry messages sent and processed on this PE, and those held
+  // here for an element or collection that does not exist (yet): sent, not processed.
+  std::uint64_t sent = 0, processed = 0, held = 0;
+  bool undelivered_is_error = false;  // UCHARM_UNDELIVERED=error
   std::vector<CkCallback> qd_waiting;  // PE 0
   int qd_replies = 0;
   std::uint64_t qd_sum_sent = 0, qd_sum_processed = 0, qd_prev_sent = UINT64_MAX, qd_prev_processed = 0;
+  std::uint64_t qd_sum_held = 0;
   bool qd_running = false;
   // GPU Messaging API
   int h_device_sent = -1, h_device_arrived = -1;
@@ -166,6 +170,8 @@ void create_collection(void* msg);
 // Handles a Destroy message (ChareBase::ckDestroy): the element goes, and a singleton
 // chare's whole record with it.
 void destroy_element(Collection& c, const Index& idx);
+// One line per element or collection that messages are held for (empty: none).
+std::string held_report();
 
 // The one place that says where an element lives, finds it here, or holds its messages
 // until it exists. Elements stay on their home PE (the map's choice) today; migration
@@ -179,8 +185,14 @@ class LocationManager {
     auto it = c.elements.find(idx);
     return it == c.elements.end() ? nullptr : it->second;
   }
-  static void hold(Collection& c, const Index& idx, void* msg) { c.waiting[idx].push_back(msg); }
-  static void hold(std::uint64_t collection, void* msg) { core().waiting[collection].push_back(msg); }
+  static void hold(Collection& c, const Index& idx, void* msg) {
+    c.waiting[idx].push_back(msg);
+    ++core().held;
+  }
+  static void hold(std::uint64_t collection, void* msg) {
+    core().waiting[collection].push_back(msg);
+    ++core().held;
+  }
 };
 
 // ---- dispatch and threads (dispatch.cpp) ----------------------------------------------------
@@ -203,6 +215,8 @@ void deliver_future(void* msg);  // futures.cpp
 void qd_start_handler(void* msg);  // quiescence.cpp
 void qd_probe_handler(void* msg);
 void qd_reply_handler(void* msg);
+void qd_report_handler(void* msg);
+void qd_reported_handler(void* msg);
 void start_device_invocation(ChareBase* obj, std::uint32_t entry, void* msg);  // gpu_messaging.cpp
 void device_sent_handler(void* msg);
 void device_arrived_handler(void* msg);

@@ -3,12 +3,15 @@
 #include "internal.h"
 
 #include <climits>
+#include <cstdio>
 #include <cstring>
 
 namespace ck::detail {
 
+void qd_declare();
+
 struct QdCounts {
-  std::uint64_t sent, processed;
+  std::uint64_t sent, processed, held;
 };
 
 namespace {
@@ -16,7 +19,7 @@ namespace {
 void qd_wave() {  // PE 0
   Core& k = core();
   k.qd_replies = 0;
-  k.qd_sum_sent = k.qd_sum_processed = 0;
+  k.qd_sum_sent = k.qd_sum_processed = k.qd_sum_held = 0;
   void* m = CmiAlloc(CmiMsgHeaderSizeBytes);
   CmiSetHandler(m, k.h_qd_probe);
   CmiSetPriority(m, INT_MAX / 2);  // answered once the PE has nothing more urgent
@@ -42,7 +45,7 @@ void qd_probe_handler(void* msg) {
   Core& k = core();
   CmiFree(msg);
   void* r = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(QdCounts));
-  QdCounts c{k.sent, k.processed};
+  QdCounts c{k.sent, k.processed, k.held};
   std::memcpy(CmiMsgPayload(r), &c, sizeof c);
   CmiSetHandler(r, k.h_qd_reply);
   CmiSyncSendAndFree(0, CmiMsgHeaderSizeBytes + sizeof c, r);
@@ -55,16 +58,51 @@ void qd_reply_handler(void* msg) {  // PE 0
   CmiFree(msg);
   k.qd_sum_sent += c.sent;
   k.qd_sum_processed += c.processed;
+  k.qd_sum_held += c.held;
   if (++k.qd_replies < CmiNumPes()) return;
-  // Quiescent: everything sent was processed, and nothing moved since the last wave.
-  bool quiet = k.qd_sum_sent == k.qd_sum_processed && k.qd_sum_sent == k.qd_prev_sent &&
-               k.qd_sum_processed == k.qd_prev_processed;
+  // Quiescent: everything sent was processed or is held for an element that does not
+  // exist (nothing will move it), and nothing moved since the last wave.
+  const std::uint64_t settled = k.qd_sum_processed + k.qd_sum_held;
+  bool quiet = k.qd_sum_sent == settled && k.qd_sum_sent == k.qd_prev_sent && settled == k.qd_prev_processed;
   k.qd_prev_sent = k.qd_sum_sent;
-  k.qd_prev_processed = k.qd_sum_processed;
+  k.qd_prev_processed = settled;
   if (!quiet) {
     qd_wave();
     return;
   }
+  if (k.qd_sum_held > 0) {  // never silently: every PE reports what it holds, then the callbacks run
+    k.qd_replies = 0;
+    void* m = CmiAlloc(CmiMsgHeaderSizeBytes);
+    CmiSetHandler(m, k.h_qd_report);
+    CmiSyncBroadcastAllAndFree(CmiMsgHeaderSizeBytes, m);
+    return;
+  }
+  qd_declare();
+}
+
+void qd_report_handler(void* msg) {
+  Core& k = core();
+  CmiFree(msg);
+  const std::string report = held_report();
+  if (!report.empty()) {
+    if (k.undelivered_is_error)
+      CkAbort("quiescence with undelivered messages (UCHARM_UNDELIVERED=error):\n%s", report.c_str());
+    std::fputs(report.c_str(), stderr);
+    std::fflush(stderr);
+  }
+  void* r = CmiAlloc(CmiMsgHeaderSizeBytes);
+  CmiSetHandler(r, k.h_qd_reported);
+  CmiSyncSendAndFree(0, CmiMsgHeaderSizeBytes, r);
+}
+
+void qd_reported_handler(void* msg) {  // PE 0
+  Core& k = core();
+  CmiFree(msg);
+  if (++k.qd_replies == CmiNumPes()) qd_declare();
+}
+
+void qd_declare() {  // PE 0
+  Core& k = core();
   k.qd_running = false;
   std::vector<CkCallback> cbs;
   cbs.swap(k.qd_waiting);

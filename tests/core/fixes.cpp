@@ -57,6 +57,11 @@ struct Ephemeral : ck::Chare<Ephemeral> {
   explicit Ephemeral(int i);
 };
 
+// ---- messages for an element never inserted ------------------------------------------------------
+struct Sparse : ck::ArrayElement<Sparse> {
+  void ping(int v);
+};
+
 struct Main : ck::MainChare<Main> {
   std::string mode;
   int pending = 0, sent_x = 0, sent_y = 0, sent_z = 0, got = 0;
@@ -71,6 +76,7 @@ struct Main : ck::MainChare<Main> {
     else if (mode == "set_vector") set_vector();
     else if (mode == "qd_reduction") qd_reduction();
     else if (mode == "many_chares") many_chares();
+    else if (mode == "undelivered") undelivered();
     else CkAbort("unknown mode '%s'", mode.c_str());
   }
 
@@ -177,7 +183,29 @@ struct Main : ck::MainChare<Main> {
     expect(born_sum == static_cast<long>(kManyChares) * (kManyChares - 1) / 2, "every chare ran once");
     finish("many_chares");
   }
+
+  // -- undelivered: element 5 is never inserted; quiescence is still reached, and the two
+  // messages waiting for it are reported (or are an error with UCHARM_UNDELIVERED=error).
+  int pinged = 0;
+  void undelivered() {
+    auto a = ck::ArrayProxy<Sparse>::create_empty(1);
+    a.insert(ck::index(1));
+    a[1].send<&Sparse::ping>(1);
+    a[5].send<&Sparse::ping>(5);
+    a[5].send<&Sparse::ping>(6);
+    ck::start_qd(ck::CkCallback::to<&Main::undelivered_qd>(thisProxy));
+  }
+  void sparse_pinged(int v) {
+    expect(v == 1, "only the inserted element runs");
+    ++pinged;
+  }
+  void undelivered_qd() {
+    expect(pinged == 1, "the inserted element got its message before quiescence");
+    finish("undelivered");
+  }
 };
+
+void Sparse::ping(int v) { mainProxy->send<&Main::sparse_pinged>(v); }
 
 Ephemeral::Ephemeral(int i) {
   mainProxy->send<&Main::chare_born>(i);

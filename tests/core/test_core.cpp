@@ -55,6 +55,25 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values("devbuf_reuse", "set_vector", "qd_reduction", "many_chares"), ::testing::Values(1, 2, 4, 8)),
     [](const auto& info) { return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "pe"; });
 
+TEST(CoreUndelivered, MessagesForAnElementNeverInsertedAreReportedAtQuiescence) {
+  for (int n : {1, 2, 4, 8}) {
+    Result r = job(n, FIXES_PATH, {"undelivered"});
+    EXPECT_EQ(r.code, 0) << describe(r);
+    EXPECT_TRUE(has(r.out, "undelivered ok")) << describe(r);
+    EXPECT_TRUE(has(r.err, "2 message(s) for element (5) of collection")) << describe(r);
+    EXPECT_TRUE(has(r.err, "which does not exist")) << describe(r);
+    EXPECT_TRUE(has(r.err, "are buffered at quiescence")) << describe(r);
+  }
+}
+
+TEST(CoreUndelivered, CanBeMadeAnError) {
+  Result r = job(2, FIXES_PATH, {"undelivered"}, 60, {"UCHARM_UNDELIVERED=error"});
+  EXPECT_NE(r.code, 0) << describe(r);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_TRUE(has(r.err, "quiescence with undelivered messages (UCHARM_UNDELIVERED=error)")) << describe(r);
+  EXPECT_TRUE(has(r.err, "2 message(s) for element (5)")) << describe(r);
+}
+
 struct BadUse {
   const char* mode;
   const char* message;
