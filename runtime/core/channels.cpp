@@ -1,6 +1,7 @@
 // The Channel API: two-sided transfers between two chares with no metadata message.
 #include "internal.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ck {
@@ -31,7 +32,10 @@ std::uint32_t channel_hash(const ChannelEnd& from, const ChannelEnd& to, std::ui
     for (int d = 0; d < 3; ++d) mix(static_cast<std::uint32_t>(e->index.x[d]));
   }
   mix(sub);
-  return static_cast<std::uint32_t>((h ^ (h >> 29)) & ((1u << CmiChannelIdBits()) - 1));
+  // The id must fit both in 32 bits and in the tag's id field (CmiChannelIdBits may be >= 32).
+  const unsigned bits = std::min(CmiChannelIdBits(), 32u);
+  const std::uint64_t mask = (std::uint64_t{1} << bits) - 1;
+  return static_cast<std::uint32_t>((h ^ (h >> 29)) & mask);
 }
 
 std::string end_str(const ChannelEnd& e) { return "collection " + std::to_string(e.ref.id) + " element " + e.index.str(); }
@@ -91,7 +95,7 @@ CkChannel::CkChannel(const CollectionRef& self, const Index& self_idx, const Col
 
 CkChannel CkChannel::with_ids(const CollectionRef& self, const Index& self_idx, const CollectionRef& peer,
                               const Index& peer_idx, std::uint32_t out_id, std::uint32_t in_id) {
-  if ((out_id | in_id) >> CmiChannelIdBits())
+  if (CmiChannelIdBits() < 32 && ((out_id | in_id) >> CmiChannelIdBits()))
     CkAbort("channel ids %u/%u do not fit in %u bits", out_id, in_id, CmiChannelIdBits());
   CkChannel ch;
   ch.out_id_ = out_id;
