@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,16 @@ class er {
   bool isPacking() const { return mode_ == Mode::Packing; }
   bool isUnpacking() const { return mode_ == Mode::Unpacking; }
   std::size_t size() const { return pos_; }
+  // Unpacking: bytes not read yet.
+  std::size_t remaining() const { return limit_ - pos_; }
+  // What is being unpacked (an entry method's registration name), for error messages.
+  void set_context(const char* what) { context_ = what; }
+  // Unpacking: a length read from the message claims `n` elements of `type`, each at
+  // least `min_bytes` on the wire; stops with a message naming the type if they cannot
+  // fit in what remains (checked before anything is resized).
+  void check_length(std::uint64_t n, std::size_t min_bytes, const std::type_info& type) const {
+    if (min_bytes && n > remaining() / min_bytes) [[unlikely]] bad_length(n, min_bytes, type);
+  }
 
   void bytes(void* p, std::size_t n) {
     if (mode_ == Mode::Packing) std::memcpy(buf_ + pos_, p, n);
@@ -61,9 +72,11 @@ class er {
  private:
   er(Mode m, char* buf, std::size_t len) : mode_(m), buf_(buf), limit_(len) {}
   void check(std::size_t n) const {
-    if (pos_ + n > limit_) [[unlikely]] overrun(n);
+    if (n > limit_ - pos_) [[unlikely]] overrun(n);  // pos_ <= limit_: no overflow
   }
   [[noreturn]] void overrun(std::size_t n) const;  // aborts: reading past the end
+  [[noreturn]] void bad_length(std::uint64_t n, std::size_t min_bytes, const std::type_info& type) const;
+  const char* context_ = nullptr;
   Mode mode_;
   char* buf_;
   std::size_t limit_;
@@ -94,11 +107,28 @@ template <class T>
 void operator|(er& p, T& v);
 
 namespace detail {
+// The fewest bytes one T takes on the wire (0: unknown, e.g. a class with its own pup).
+template <class T>
+constexpr std::size_t min_wire_size() {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_arithmetic_v<U> || std::is_enum_v<U>) return sizeof(U);
+  else if constexpr (has_pup<U>) return 0;
+  else if constexpr (std::is_same_v<U, std::string> || is_vector<U>::value || is_span<U>::value)
+    return sizeof(std::uint64_t);
+  else if constexpr (is_std_array<U>::value) return std::tuple_size_v<U> * min_wire_size<typename U::value_type>();
+  else if constexpr (is_pair<U>::value)
+    return min_wire_size<typename U::first_type>() + min_wire_size<typename U::second_type>();
+  else return 0;
+}
+// A container's length; unpacking, it is checked against the bytes left before the resize.
 template <class T>
 void pup_size(er& p, T& container) {
   std::uint64_t n = container.size();
   p.bytes(&n, sizeof n);
-  if (p.isUnpacking()) container.resize(static_cast<std::size_t>(n));
+  if (p.isUnpacking()) {
+    p.check_length(n, min_wire_size<typename T::value_type>(), typeid(T));
+    container.resize(static_cast<std::size_t>(n));
+  }
 }
 }  // namespace detail
 
@@ -139,6 +169,7 @@ void operator|(er& p, T& v) {
     p.bytes(&n, sizeof n);
     p.align(alignof(E) < 8 ? 8 : alignof(E));
     if (p.isUnpacking()) {
+      p.check_length(n, sizeof(E), typeid(U));  // before n * sizeof(E), which could overflow
       const char* at = p.view(static_cast<std::size_t>(n) * sizeof(E));
       v = U(reinterpret_cast<typename U::element_type*>(at), static_cast<std::size_t>(n));
     } else if (n) {

@@ -1,0 +1,312 @@
+// Message dispatch and entry invocation (plain and threaded), sending, callbacks,
+// readonly distribution and start-up.
+#include "internal.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+
+namespace ck::detail {
+
+Core g_core;
+
+// ---- invocation -----------------------------------------------------------------------------------
+void run_entry(ChareBase* obj, std::uint32_t entry, void* msg) {
+  PUP::er p = PUP::er::unpacker(args_of(msg), args_len(msg));
+  p.set_context(core_entries()[entry].name);
+  core_entries()[entry].invoke(obj, p);
+}
+
+void run_entry_with(ChareBase* obj, std::uint32_t entry, void* msg, const std::vector<CkDeviceBuffer>* dests) {
+  Core& k = core();
+  k.unpack_dests = dests;
+  k.unpack_next = 0;
+  run_entry(obj, entry, msg);
+  k.unpack_dests = nullptr;
+}
+
+void thread_body(void* arg) {
+  std::unique_ptr<ThreadCall> call(static_cast<ThreadCall*>(arg));
+  run_entry_with(call->obj, call->entry, call->msg, call->dests.empty() ? nullptr : &call->dests);
+  CmiFree(call->msg);
+}
+
+namespace {
+
+// Runs entry `entry` on obj; a threaded entry gets its own thread (holding a reference to msg).
+void call_entry(Collection& c, ChareBase* obj, void* msg) {
+  const Envelope& e = envelope(msg);
+  const EntryInfo& info = core_entries()[e.entry];
+  // Same class: the common case, no dynamic_cast. Otherwise the entry may belong to a base.
+  if (info.cls != c.cls && *info.cls != *c.cls && !info.accepts(obj))
+    CkAbort("entry method %s called on an element of %s, a different chare class",
+            entry_name(info.name).c_str(), demangle(c.cls->name()).c_str());
+  if (info.sig != e.sig)
+    CkAbort("entry method %s takes (%s) but was sent other argument types (a callback of the wrong type?)",
+            entry_name(info.name).c_str(), info.sig_names().c_str());
+  if (info.device_params > 0) {
+    start_device_invocation(obj, e.entry, msg);
+  } else if (info.threaded) {
+    CmiReference(msg);
+    CthAwaken(CthCreate(thread_body, new ThreadCall{obj, e.entry, msg, {}}));
+  } else {
+    run_entry(obj, e.entry, msg);
+  }
+}
+
+void call_function(void* msg) {
+  const Envelope& e = envelope(msg);
+  const EntryInfo& info = registry().entries[e.entry];
+  if (info.sig != e.sig)
+    CkAbort("callback function %s takes (%s) but was sent other argument types",
+            entry_name(info.name).c_str(), info.sig_names().c_str());
+  run_entry(nullptr, e.entry, msg);
+}
+
+}  // namespace
+
+void dispatch(void* msg) {
+  Core& k = core();
+  const Envelope& e = envelope(msg);
+  switch (e.kind) {
+    case MsgKind::CallFunction:
+      ++k.processed;
+      call_function(msg);
+      CmiFree(msg);
+      return;
+    case MsgKind::FutureSet:
+      ++k.processed;
+      deliver_future(msg);
+      return;
+    case MsgKind::CreateChare:
+    case MsgKind::CreateGroup:
+    case MsgKind::CreateArray:
+      ++k.processed;
+      create_collection(msg);
+      return;
+    default:
+      break;
+  }
+  Collection* c = find_collection(e.collection);
+  if (!c && e.kind == MsgKind::Insert) c = &ensure_collection(creation_ref(msg), registry().ctors[e.entry].cls);
+  if (!c && e.kind == MsgKind::Destroy) {  // a singleton chare destroyed twice: already gone
+    ++k.processed;
+    CmiFree(msg);
+    return;
+  }
+  if (!c) {  // created elsewhere, creation message not here yet
+    LocationManager::hold(e.collection, msg);
+    return;
+  }
+  if (e.kind == MsgKind::Insert) {
+    ++k.processed;
+    create_collection(msg);
+    return;
+  }
+  if (e.kind == MsgKind::Destroy) {
+    ++k.processed;
+    destroy_element(*c, e.index());
+    CmiFree(msg);
+    return;
+  }
+  if (e.kind == MsgKind::Broadcast) {
+    ++k.processed;
+    for (std::size_t i = 0; i < c->local.size(); ++i) call_entry(*c, c->local[i], msg);
+    CmiFree(msg);
+    return;
+  }
+  ChareBase* obj = LocationManager::find_local(*c, e.index());
+  if (!obj) {  // inserted, but not yet
+    LocationManager::hold(*c, e.index(), msg);
+    return;
+  }
+  ++k.processed;
+  call_entry(*c, obj, msg);
+  CmiFree(msg);
+}
+
+namespace {
+
+void core_handler(void* msg) {
+  Core& k = core();
+  if (!k.initialized) {  // readonly values first
+    k.early.push_back(msg);
+    return;
+  }
+  dispatch(msg);
+}
+
+// ---- readonly ---------------------------------------------------------------------------------
+void readonly_handler(void* msg) {
+  Core& k = core();
+  PUP::er p = PUP::er::unpacker(CmiMsgPayload(msg), CmiMsgSize(msg) - CmiMsgHeaderSizeBytes);
+  for (ReadonlyBase* r : registry().readonlies) r->pup(p);
+  CmiFree(msg);
+  k.initialized = true;
+  std::vector<void*> early;
+  early.swap(k.early);
+  for (void* m : early) dispatch(m);
+}
+
+void broadcast_readonlies() {
+  Core& k = core();
+  PUP::er s = PUP::er::sizer();
+  for (ReadonlyBase* r : registry().readonlies) r->pup(s);
+  std::size_t total = CmiMsgHeaderSizeBytes + s.size();
+  void* msg = CmiAlloc(total);
+  PUP::er p = PUP::er::packer(CmiMsgPayload(msg), s.size());
+  for (ReadonlyBase* r : registry().readonlies) r->pup(p);
+  CmiSetHandler(msg, k.h_readonly);
+  CmiSetExpedited(msg);
+  CmiSyncBroadcastAndFree(total, msg);
+}
+
+// ---- start-up -----------------------------------------------------------------------------------
+void core_start(int argc, char** argv) {
+  Core& k = core();
+  k.h_core = CmiRegisterHandler(core_handler);
+  k.h_readonly = CmiRegisterHandler(readonly_handler);
+  k.h_reduce = CmiRegisterHandler(reduce_handler);
+  k.h_qd_start = CmiRegisterHandler(qd_start_handler);
+  k.h_qd_probe = CmiRegisterHandler(qd_probe_handler);
+  k.h_qd_reply = CmiRegisterHandler(qd_reply_handler);
+  k.h_qd_report = CmiRegisterHandler(qd_report_handler);
+  k.h_qd_reported = CmiRegisterHandler(qd_reported_handler);
+  if (const char* u = std::getenv("UCHARM_UNDELIVERED")) {
+    const std::string v = u;
+    if (v == "error") k.undelivered_is_error = true;
+    else if (v != "warn") CkAbort("UCHARM_UNDELIVERED=%s: use warn (the default) or error", u);
+  }
+  register_channel_handler();
+  k.h_device_sent = CmiRegisterHandler(device_sent_handler);
+  k.h_device_arrived = CmiRegisterHandler(device_arrived_handler);
+  assign_indices();
+  if (CmiMyPe() != 0) return;  // the rest waits for the readonly values
+  // The main chare: collection 0, a singleton on PE 0, built before anything else runs.
+  CollectionRef ref;
+  ref.id = new_collection_id();
+  ref.kind = Kind::Chare;
+  ref.pe = 0;
+  auto& slot = k.collections[ref.id];
+  slot = std::make_unique<Collection>();
+  slot->ref = ref;
+  k.constructing = Constructing{ref, Index{}};
+  ChareBase* main_obj = k.make_main(MainArgs{argc, argv});
+  slot->cls = &typeid(*main_obj);
+  slot->elements.emplace(Index{}, main_obj);
+  slot->local.push_back(main_obj);
+  if (CmiNumPes() > 1) broadcast_readonlies();
+  k.initialized = true;
+}
+
+
+}  // namespace
+
+void send_msg(void* msg, std::size_t total, const CollectionRef& ref, const SendOpts& o) {
+  Core& k = core();
+  Envelope& e = envelope(msg);
+  CmiSetHandler(msg, k.h_core);
+  if (o.priority) CmiSetPriority(msg, o.priority);
+  if (o.expedited) CmiSetExpedited(msg);
+  switch (e.kind) {
+    case MsgKind::Broadcast:
+      if (ref.kind == Kind::Chare) CkAbort("broadcast to a singleton chare: use its element proxy");
+      [[fallthrough]];
+    case MsgKind::CreateGroup:
+    case MsgKind::CreateArray:
+      k.sent += static_cast<std::uint64_t>(CmiNumPes());
+      CmiSyncBroadcastAllAndFree(total, msg);
+      return;
+    case MsgKind::CallFunction:
+    case MsgKind::FutureSet:
+      ++k.sent;
+      CmiSyncSendAndFree(e.x[0], total, msg);
+      return;
+    default:
+      ++k.sent;
+      CmiSyncSendAndFree(LocationManager::pe_of(ref, e.index()), total, msg);
+  }
+}
+
+int start(int argc, char** argv, ChareBase* (*make_main)(const MainArgs&)) {
+  core().make_main = make_main;
+  ConverseInit(argc, argv, core_start);
+  return 0;
+}
+
+}  // namespace ck::detail
+
+namespace ck {
+
+void CkCallback::deliver(void* msg, std::size_t total, std::uint32_t sig) const {
+  detail::Envelope& e = detail::envelope(msg);
+  e.sig = sig;
+  switch (target_) {
+    case Target::Ignore:
+      CmiFree(msg);
+      return;
+    case Target::Element:
+    case Target::Broadcast:
+      e.collection = ref_.id;
+      e.set_index(index_);
+      e.entry = entry_;
+      e.kind = target_ == Target::Element ? detail::MsgKind::Invoke : detail::MsgKind::Broadcast;
+      detail::send_msg(msg, total, ref_, SendOpts{});
+      return;
+    case Target::Function:
+      e.entry = entry_;
+      e.kind = detail::MsgKind::CallFunction;
+      e.set_index(Index{{pe_, 0, 0}, 0});
+      detail::send_msg(msg, total, ref_, SendOpts{});
+      return;
+    case Target::Future:
+      detail::future_set(pe_, entry_, msg, total, sig);
+      return;
+  }
+}
+
+void CkCallback::send_packed(const void* data, std::size_t len, std::uint32_t sig) const {
+  if (target_ == Target::Ignore) return;
+  std::size_t total = CmiMsgHeaderSizeBytes + sizeof(detail::Envelope) + len;
+  void* msg = CmiAlloc(total);
+  if (len) std::memcpy(CmiMsgPayload(msg) + sizeof(detail::Envelope), data, len);
+  deliver(msg, total, sig);
+}
+
+}  // namespace ck
+
+namespace {
+std::string unpack_context(const char* what) {
+  return what ? " (arguments of " + ck::detail::entry_name(what) + ")" : std::string();
+}
+}  // namespace
+
+void CkAbort(const char* fmt, ...) {
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  CmiAbort("%s", buf);
+}
+
+void CkPrintf(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::vprintf(fmt, ap);
+  va_end(ap);
+}
+
+namespace PUP {
+void er::overrun(std::size_t n) const {
+  CkAbort("unpacking read past the end of a message%s (%zu + %zu > %zu bytes): sender and receiver "
+          "disagree on the argument types, or the message is malformed",
+          unpack_context(context_).c_str(), pos_, n, limit_);
+}
+void er::bad_length(std::uint64_t n, std::size_t min_bytes, const std::type_info& type) const {
+  CkAbort("unpacking a malformed message%s: a %s claims %llu elements (at least %zu bytes each) but only "
+          "%zu bytes remain",
+          unpack_context(context_).c_str(), ck::detail::demangle(type.name()).c_str(),
+          static_cast<unsigned long long>(n), min_bytes, limit_ - pos_);
+}
+}  // namespace PUP

@@ -1,0 +1,85 @@
+// Basics: the Ck* names Charm++ users know, array indices, maps, collection references,
+// send options.
+// Part of <ucharm/charm.h>, the header to include.
+#pragma once
+
+#include <ucharm/converse.h>
+#include <ucharm/pup.h>
+#include <array>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#pragma GCC visibility push(default)
+
+// ---- names Charm++ users know -------------------------------------------------------------
+inline int CkMyPe() { return CmiMyPe(); }
+inline int CkNumPes() { return CmiNumPes(); }
+inline double CkWallTimer() { return CmiWallTimer(); }
+[[noreturn]] inline void CkExit(int code = 0) { CmiExit(code); }
+void CkPrintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+[[noreturn]] void CkAbort(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+namespace ck {
+
+class ChareBase;
+
+// ---- array indices ---------------------------------------------------------------------------
+struct Index {
+  std::int32_t x[3] = {0, 0, 0};
+  std::int32_t dims = 0;  // 1, 2 or 3 for array indices; 0 for groups and chares
+  bool operator==(const Index& o) const {
+    return x[0] == o.x[0] && x[1] == o.x[1] && x[2] == o.x[2] && dims == o.dims;
+  }
+  void pup(PUP::er& p) { p.bytes(this, sizeof *this); }
+  std::string str() const;
+};
+inline Index dims(int a) { return Index{{a, 0, 0}, 1}; }
+inline Index dims(int a, int b) { return Index{{a, b, 0}, 2}; }
+inline Index dims(int a, int b, int c) { return Index{{a, b, c}, 3}; }
+inline Index index(int a) { return dims(a); }
+inline Index index(int a, int b) { return dims(a, b); }
+inline Index index(int a, int b, int c) { return dims(a, b, c); }
+
+// thisIndex: an int for 1-D arrays, std::array<int, D> for 2-D and 3-D ones.
+template <int D>
+using IndexOf = std::conditional_t<D == 1, int, std::array<int, D>>;
+
+// ---- placement of array elements ----------------------------------------------------------
+enum class MapKind : std::uint8_t { Block, RoundRobin, User };
+struct Map {
+  MapKind kind = MapKind::Block;
+  std::uint32_t fn = 0;  // registered user map (MapKind::User)
+  static const Map block;
+  static const Map round_robin;
+  // A user function (index, array dims, number of PEs) -> PE, the same on every PE.
+  template <int (*F)(const Index&, const Index&, int)>
+  static Map user();
+};
+inline const Map Map::block{MapKind::Block, 0};
+inline const Map Map::round_robin{MapKind::RoundRobin, 0};
+
+enum class Kind : std::uint8_t { Chare, Group, Array };
+
+// What a proxy knows about its collection: enough for any PE to find an element's PE.
+struct CollectionRef {
+  std::uint64_t id = 0;  // creating PE's serial << 24 | that PE: never runs out, never reused
+  Kind kind = Kind::Chare;
+  Map map;
+  bool bounded = false;  // bulk-created: `shape` holds the bounds
+  Index shape;
+  std::int32_t pe = 0;   // a singleton chare's PE
+  void pup(PUP::er& p) { p.bytes(this, sizeof *this); }
+};
+
+struct SendOpts {
+  int priority = 0;        // smaller runs first
+  bool expedited = false;  // ahead of everything queued
+};
+
+class CkCallback;
+struct CkDeviceBuffer;  // device_buffer.h
+
+}  // namespace ck
+
+#pragma GCC visibility pop

@@ -1,0 +1,303 @@
+// Entry methods without a code generator: member-pointer traits, argument signatures,
+// registration of entries, constructors, functions and maps, threaded and post entries.
+// Part of <ucharm/charm.h>, the header to include.
+#pragma once
+
+#include <ucharm/charm/basics.h>
+#include <cstring>
+#include <span>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#pragma GCC visibility push(default)
+
+namespace ck {
+
+namespace detail {
+
+// ---- member-function traits ---------------------------------------------------------------
+template <class T>
+struct member_traits;
+template <class C, class R, class... A>
+struct member_traits<R (C::*)(A...)> {
+  using cls = C;
+  using args = std::tuple<std::decay_t<A>...>;
+  static constexpr std::size_t arity = sizeof...(A);
+};
+template <class R, class... A>
+struct function_traits;
+template <class R, class... A>
+struct function_traits<R (*)(A...)> {
+  using args = std::tuple<std::decay_t<A>...>;
+};
+
+// The wire form of a parameter type: what was packed must equal what is unpacked.
+// A span<const T> travels exactly like a vector<T>.
+template <class T>
+struct wire { using type = T; };
+template <class T, std::size_t E>
+struct wire<std::span<T, E>> { using type = std::vector<std::remove_const_t<T>>; };
+std::uint32_t type_list_hash(const std::type_info* const* types, std::size_t n);
+std::string type_list_names(const std::type_info* const* types, std::size_t n);
+template <class Tuple>
+struct sig_of;
+template <class... A>
+struct sig_of<std::tuple<A...>> {
+  static std::uint32_t hash() {
+    static const std::uint32_t h = [] {  // computed once: sends use it on every message
+      const std::type_info* t[] = {&typeid(typename wire<A>::type)..., nullptr};
+      return type_list_hash(t, sizeof...(A));
+    }();
+    return h;
+  }
+  static std::string names() {
+    static const std::type_info* t[] = {&typeid(typename wire<A>::type)..., nullptr};
+    return type_list_names(t, sizeof...(A));
+  }
+};
+
+// Unpacks a message's arguments into a tuple of the parameter types, in order.
+template <class Tuple>
+Tuple unpack_args(PUP::er& p) {
+  Tuple args;
+  std::apply([&](auto&... a) { ((p | a), ...); }, args);
+  return args;
+}
+
+// ---- the registry: entries, constructors, functions, maps, reducers ------------------------
+// Registered during static initialisation, then sorted by name at start-up so that every
+// PE (the same binary) gets the same indices whatever the initialisation order.
+using Invoker = void (*)(ChareBase* obj, PUP::er& args);
+using PostInvoker = void (*)(ChareBase* obj, PUP::er& args, std::vector<CkDeviceBuffer>& out);
+using Constructor = ChareBase* (*)(PUP::er& args);
+struct EntryInfo {
+  const char* name;
+  Invoker invoke;
+  const std::type_info* cls;  // the chare class (nullptr: a plain function)
+  std::uint32_t sig;
+  std::string (*sig_names)();
+  bool threaded;
+  bool (*accepts)(ChareBase*);  // is the object of (a class derived from) cls?
+  int device_params = 0;        // CkDeviceBuffer parameters (GPU Messaging API)
+  PostInvoker post = nullptr;   // their post entry method
+};
+void register_entry(const EntryInfo& info, std::uint32_t* slot);
+void register_ctor(const char* name, Constructor c, const std::type_info* cls, std::uint32_t* slot);
+void register_map(const char* name, int (*fn)(const Index&, const Index&, int), std::uint32_t* slot);
+
+template <auto X>
+struct NameTag {};
+// A registration name: readable (GCC's pretty name) plus the mangled name of X, which is
+// unique even where the pretty name is not (GCC prints &C::f for every &C::f<N>).
+template <auto X>
+const char* name_of() {
+  static const std::string name = std::string(__PRETTY_FUNCTION__) + "#" + typeid(NameTag<X>).name();
+  return name.c_str();
+}
+
+// One registered thing per template instance. `index` is filled in at start-up; naming
+// `registered` from id() makes sure the static initialiser that registers it exists.
+template <class Derived>
+struct Registration {
+  static std::uint32_t index;
+  static std::uint32_t id() {
+    (void)Derived::registered;
+    return index;
+  }
+};
+template <class Derived>
+std::uint32_t Registration<Derived>::index = UINT32_MAX;
+
+template <auto A, auto B>
+constexpr bool same_entry() {
+  if constexpr (std::is_same_v<decltype(A), decltype(B)>) return A == B;
+  else return false;
+}
+
+}  // namespace detail
+
+// A class lists its threaded entry methods (they run in a user-level thread and may block)
+// in a static member function (its body may name members declared later in the class):
+//   static constexpr auto threaded_entries() { return ck::entries<&Main::run>; }
+template <auto... Eps>
+struct EntryList {
+  template <auto Ep>
+  static constexpr bool contains() { return (detail::same_entry<Ep, Eps>() || ...); }
+};
+template <auto... Eps>
+inline constexpr EntryList<Eps...> entries{};
+
+namespace detail {
+
+// Post entry methods: static constexpr auto post_entries() {
+//   return ck::post_list<ck::post<&C::recvHalo, &C::recvHaloPost>>{}; }
+}  // namespace detail
+template <auto Entry, auto Post>
+struct post {
+  static constexpr auto entry = Entry;
+  static constexpr auto post_fn = Post;
+};
+template <class... Posts>
+struct post_list {};
+namespace detail {
+
+template <class... A>
+constexpr int count_device_params_of(std::tuple<A...>*) {
+  return (0 + ... + (std::is_same_v<A, CkDeviceBuffer> ? 1 : 0));
+}
+
+template <auto Ep, class List>
+struct find_post;
+template <auto Ep>
+struct find_post<Ep, post_list<>> {
+  static constexpr bool found = false;
+  static constexpr auto fn = nullptr;
+};
+template <auto Ep, class P, class... Rest>
+struct find_post<Ep, post_list<P, Rest...>> {
+  static constexpr bool here = same_entry<Ep, P::entry>();
+  static constexpr bool found = here || find_post<Ep, post_list<Rest...>>::found;
+  static constexpr auto fn = [] {
+    if constexpr (here) return P::post_fn;
+    else return find_post<Ep, post_list<Rest...>>::fn;
+  }();
+};
+template <class C, auto Ep>
+constexpr auto post_of() {
+  if constexpr (requires { C::post_entries(); })
+    return find_post<Ep, std::remove_cvref_t<decltype(C::post_entries())>>::fn;
+  else
+    return nullptr;
+}
+
+// Runs the post entry: unpacks the arguments, lets `Post` set each device buffer's
+// destination, and hands the destinations back (PostInvoker).
+template <auto Ep, auto Post>
+void invoke_post(ChareBase* obj, PUP::er& p, std::vector<CkDeviceBuffer>& out) {
+  using T = member_traits<decltype(Ep)>;
+  auto args = unpack_args<typename T::args>(p);
+  auto* self = static_cast<typename T::cls*>(obj);
+  std::apply([&](auto&... a) { (self->*Post)(a...); }, args);
+  std::apply([&](auto&... a) {
+    auto collect = [&](auto& x) {
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(x)>, CkDeviceBuffer>) out.push_back(x);
+    };
+    (collect(a), ...);
+  }, args);
+}
+
+// Sends every CkDeviceBuffer argument to `pe` (filling in its tag) before the host
+// message is packed.
+void send_device_buffer(int pe, CkDeviceBuffer& b);
+template <class Tuple>
+void send_device_args(Tuple& t, int pe) {
+  std::apply([&](auto&... a) {
+    auto one = [&](auto& x) {
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(x)>, CkDeviceBuffer>) send_device_buffer(pe, x);
+    };
+    (one(a), ...);
+  }, t);
+}
+
+template <class C, auto Ep>
+constexpr bool is_threaded() {
+  if constexpr (requires { C::threaded_entries(); })
+    return std::remove_cvref_t<decltype(C::threaded_entries())>::template contains<Ep>();
+  else
+    return false;
+}
+
+template <auto Ep>
+void invoke_entry(ChareBase* obj, PUP::er& p) {
+  using T = member_traits<decltype(Ep)>;
+  auto args = unpack_args<typename T::args>(p);
+  auto* self = static_cast<typename T::cls*>(obj);
+  std::apply([&](auto&... a) { (self->*Ep)(std::move(a)...); }, args);
+}
+
+template <class C>
+bool accepts(ChareBase* obj) { return dynamic_cast<C*>(obj) != nullptr; }
+
+template <auto Ep>
+struct Entry : Registration<Entry<Ep>> {
+  static const bool registered;
+};
+template <auto Ep>
+const bool Entry<Ep>::registered = [] {
+  using T = member_traits<decltype(Ep)>;
+  constexpr int device = count_device_params_of(static_cast<typename T::args*>(nullptr));
+  constexpr auto post_fn = post_of<typename T::cls, Ep>();
+  PostInvoker post = nullptr;
+  if constexpr (device > 0) {
+    static_assert(!std::is_same_v<decltype(post_fn), std::nullptr_t>,
+                  "this entry method takes CkDeviceBuffer parameters: name its post entry method in "
+                  "static constexpr auto post_entries() { return ck::post_list<ck::post<&C::f, &C::f_post>>{}; }");
+    if constexpr (!std::is_same_v<decltype(post_fn), std::nullptr_t>) post = &invoke_post<Ep, post_fn>;
+  }
+  register_entry({name_of<Ep>(), &invoke_entry<Ep>, &typeid(typename T::cls),
+                  sig_of<typename T::args>::hash(), &sig_of<typename T::args>::names,
+                  is_threaded<typename T::cls, Ep>(), &accepts<typename T::cls>, device, post},
+                 &Entry<Ep>::index);
+  return true;
+}();
+
+template <auto F>
+void invoke_function(ChareBase*, PUP::er& p) {
+  using T = function_traits<decltype(F)>;
+  auto args = unpack_args<typename T::args>(p);
+  std::apply([&](auto&... a) { F(std::move(a)...); }, args);
+}
+template <auto F>
+struct Function : Registration<Function<F>> {
+  static const bool registered;
+};
+template <auto F>
+const bool Function<F>::registered = [] {
+  using T = function_traits<decltype(F)>;
+  register_entry({name_of<F>(), &invoke_function<F>, nullptr, sig_of<typename T::args>::hash(),
+                  &sig_of<typename T::args>::names, false, nullptr, 0, nullptr},
+                 &Function<F>::index);
+  return true;
+}();
+
+template <class C, class... A>
+ChareBase* construct(PUP::er& p) {
+  auto args = unpack_args<std::tuple<A...>>(p);
+  return std::apply([](auto&... a) -> ChareBase* { return new C(std::move(a)...); }, args);
+}
+template <class C, class... A>
+const char* ctor_name() { return __PRETTY_FUNCTION__; }
+template <class C, class... A>
+struct Ctor : Registration<Ctor<C, A...>> {
+  static const bool registered;
+};
+template <class C, class... A>
+const bool Ctor<C, A...>::registered = [] {
+  register_ctor(ctor_name<C, A...>(), &construct<C, A...>, &typeid(C), &Ctor<C, A...>::index);
+  return true;
+}();
+
+template <int (*F)(const Index&, const Index&, int)>
+struct UserMap : Registration<UserMap<F>> {
+  static const bool registered;
+};
+template <int (*F)(const Index&, const Index&, int)>
+const bool UserMap<F>::registered = [] {
+  register_map(name_of<F>(), F, &UserMap<F>::index);
+  return true;
+}();
+
+}  // namespace detail
+
+template <int (*F)(const Index&, const Index&, int)>
+Map Map::user() {
+  return Map{MapKind::User, detail::UserMap<F>::id()};
+}
+
+}  // namespace ck
+
+#pragma GCC visibility pop

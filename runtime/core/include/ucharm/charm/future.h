@@ -1,0 +1,61 @@
+// Futures: a value set once and read by a suspended thread.
+// Part of <ucharm/charm.h>, the header to include.
+#pragma once
+
+#include <ucharm/charm/callback.h>
+
+#pragma GCC visibility push(default)
+
+namespace ck {
+
+// ---- futures ------------------------------------------------------------------------------------
+namespace detail {
+std::uint32_t future_create();
+void future_set(int pe, std::uint32_t id, void* msg, std::size_t total, std::uint32_t sig);
+// Suspends the calling thread until the value arrives; returns the message holding it.
+void* future_wait(std::uint32_t id, std::uint32_t sig, const char* type_names);
+bool future_ready(std::uint32_t id);
+}  // namespace detail
+
+template <class T>
+class Future {
+ public:
+  Future() = default;
+  // A future owned by this PE; get() must be called here, from a threaded entry method.
+  static Future make() {
+    Future f;
+    f.pe_ = CkMyPe();
+    f.id_ = detail::future_create();
+    return f;
+  }
+  void set(const T& value) const {
+    std::tuple<T> t(value);
+    std::size_t total;
+    void* msg = detail::pack_tuple(t, total);
+    detail::future_set(pe_, id_, msg, total, detail::sig_of<std::tuple<T>>::hash());
+  }
+  // Suspends the calling thread until the value is set.
+  T get() const {
+    if (pe_ != CkMyPe()) CkAbort("Future::get on PE %d, but the future belongs to PE %d", CkMyPe(), pe_);
+    void* msg = detail::future_wait(id_, detail::sig_of<std::tuple<T>>::hash(),
+                                    detail::sig_of<std::tuple<T>>::names().c_str());
+    std::tuple<T> t;
+    PUP::er p = PUP::er::unpacker(CmiMsgPayload(msg) + sizeof(detail::Envelope),
+                                  CmiMsgSize(msg) - CmiMsgHeaderSizeBytes - sizeof(detail::Envelope));
+    p | std::get<0>(t);
+    T v = std::move(std::get<0>(t));
+    CmiFree(msg);
+    return v;
+  }
+  bool ready() const { return pe_ == CkMyPe() && detail::future_ready(id_); }
+  CkCallback callback() const { return CkCallback::future(pe_, id_); }
+  void pup(PUP::er& p) { p | pe_; p | id_; }
+
+ private:
+  int pe_ = -1;
+  std::uint32_t id_ = 0;
+};
+
+}  // namespace ck
+
+#pragma GCC visibility pop

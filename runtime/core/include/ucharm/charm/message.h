@@ -1,0 +1,119 @@
+// The message format (Converse header + Envelope + packed arguments) and sending
+// entry invocations and creations.
+// Part of <ucharm/charm.h>, the header to include.
+#pragma once
+
+#include <ucharm/charm/entry.h>
+
+#pragma GCC visibility push(default)
+
+namespace ck {
+namespace detail {
+
+// ---- packing arguments into a message ---------------------------------------------------
+// Message = Converse header + Envelope + packed arguments.
+enum class MsgKind : std::uint8_t { Invoke, Broadcast, CreateChare, CreateGroup, CreateArray, Insert,
+                                    CallFunction, FutureSet, Destroy };
+// Small on purpose: with an 8-byte argument an entry message stays under UCX's
+// shared-memory eager-short limit. Creation messages carry the full CollectionRef in
+// front of the constructor arguments; every other kind names the collection by id.
+struct Envelope {
+  std::uint64_t collection;
+  std::uint32_t entry;  // entry, constructor or function index (future id for FutureSet)
+  std::int32_t x[3];    // element index (a PE for groups, functions and futures)
+  std::uint32_t sig;    // hash of the packed argument types
+  MsgKind kind;
+  std::uint8_t dims;
+  std::uint16_t reserved0;
+  Index index() const { return Index{{x[0], x[1], x[2]}, dims}; }
+  void set_index(const Index& i) {
+    x[0] = i.x[0];
+    x[1] = i.x[1];
+    x[2] = i.x[2];
+    dims = static_cast<std::uint8_t>(i.dims);
+  }
+};
+static_assert(sizeof(Envelope) == 32);
+static_assert(sizeof(Envelope) % 8 == 0);
+
+template <class Tuple>
+void* pack_tuple(Tuple& t, std::size_t& total) {
+  PUP::er s = PUP::er::sizer();
+  std::apply([&](auto&... a) { ((s | a), ...); }, t);
+  total = CmiMsgHeaderSizeBytes + sizeof(Envelope) + s.size();
+  void* msg = CmiAlloc(total);
+  PUP::er p = PUP::er::packer(CmiMsgPayload(msg) + sizeof(Envelope), s.size());
+  std::apply([&](auto&... a) { ((p | a), ...); }, t);
+  return msg;
+}
+inline Envelope& envelope(void* msg) { return *reinterpret_cast<Envelope*>(CmiMsgPayload(msg)); }
+
+// Sends a packed message (its envelope filled by the caller) to where `c` and the
+// envelope's index say: routing, priorities, counts for quiescence detection.
+void send_msg(void* msg, std::size_t total, const CollectionRef& c, const SendOpts& o);
+std::uint64_t new_collection_id();
+int home_pe(const CollectionRef& c, const Index& idx);
+int next_chare_pe();
+void check_bounds(const CollectionRef& c, const Index& idx);
+void* local_branch(const CollectionRef& c, const Index& idx);
+
+template <auto Ep, class Tuple>
+void send_entry(const CollectionRef& c, const Index& idx, MsgKind kind, const SendOpts& o, Tuple& args) {
+  std::size_t total;
+  void* msg = pack_tuple(args, total);
+  Envelope& e = envelope(msg);
+  e.collection = c.id;
+  e.set_index(idx);
+  e.entry = Entry<Ep>::id();
+  e.sig = sig_of<typename member_traits<decltype(Ep)>::args>::hash();
+  e.kind = kind;
+  send_msg(msg, total, c, o);
+}
+
+template <auto Ep, class Proxy, class... Args>
+void invoke(const CollectionRef& c, const Index& idx, MsgKind kind, const SendOpts& o, Args&&... args) {
+  using T = member_traits<decltype(Ep)>;
+  using C = typename T::cls;
+  static_assert(std::is_same_v<C, typename Proxy::element_type> ||
+                    std::is_base_of_v<C, typename Proxy::element_type>,
+                "this entry method belongs to another chare class than the proxy's");
+  static_assert(T::arity == sizeof...(Args), "wrong number of arguments for this entry method");
+  static_assert(std::is_constructible_v<typename T::args, Args&&...>,
+                "argument types do not match the entry method's parameters");
+  typename T::args packed(std::forward<Args>(args)...);
+  if constexpr (count_device_params_of(static_cast<typename T::args*>(nullptr)) > 0) {
+    if (kind != MsgKind::Invoke)
+      CkAbort("CkDeviceBuffer arguments go to one element; broadcasting them is not supported");
+    send_device_args(packed, home_pe(c, idx));
+  }
+  send_entry<Ep>(c, idx, kind, o, packed);
+}
+
+template <class C, class... Args>
+void create(const CollectionRef& c, const Index& idx, MsgKind kind, Args&&... args) {
+  static_assert(std::is_constructible_v<C, std::decay_t<Args>...>,
+                "no constructor of this chare class takes these arguments");
+  using Id = Ctor<C, std::decay_t<Args>...>;
+  std::tuple<CollectionRef, std::decay_t<Args>...> packed(c, std::forward<Args>(args)...);
+  std::size_t total;
+  void* msg = pack_tuple(packed, total);
+  Envelope& e = envelope(msg);
+  e.collection = c.id;
+  e.set_index(idx);
+  e.entry = Id::id();
+  e.kind = kind;
+  send_msg(msg, total, c, SendOpts{});
+}
+
+// The element being constructed: its base class reads this.
+struct Constructing {
+  CollectionRef ref;
+  Index index;
+};
+const Constructing& constructing();
+
+}  // namespace detail
+
+}  // namespace ck
+
+#pragma GCC visibility pop

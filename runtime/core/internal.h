@@ -1,0 +1,225 @@
+// Core state shared by the core's source files (not installed). One Core per PE
+// (non-SMP); everything here has hidden visibility.
+#pragma once
+
+#include <ucharm/charm.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ck::detail {
+
+// ---- registry (registry.cpp) ----------------------------------------------------------------
+struct Registered {
+  std::string name;
+  std::uint32_t* slot;
+};
+struct CtorInfo {
+  Constructor make;
+  const std::type_info* cls;
+};
+struct Registry {
+  std::vector<std::pair<Registered, EntryInfo>> entries_in;
+  std::vector<std::pair<Registered, CtorInfo>> ctors_in;
+  std::vector<std::pair<Registered, int (*)(const Index&, const Index&, int)>> maps_in;
+  std::vector<std::pair<Registered, UserCombine>> reducers_in;
+  std::vector<EntryInfo> entries;
+  std::vector<CtorInfo> ctors;
+  std::vector<int (*)(const Index&, const Index&, int)> maps;
+  std::vector<UserCombine> reducers;
+  std::vector<ReadonlyBase*> readonlies;  // static-initialisation order: the same binary everywhere
+};
+Registry& registry();
+// Gives every registered thing its index (sorted by name: the same on every PE).
+void assign_indices();
+// "&Main::done" out of a registration name (a __PRETTY_FUNCTION__), for messages.
+std::string entry_name(const char* registered);
+std::string demangle(const char* name);
+
+// ---- per-PE state -------------------------------------------------------------------------------
+constexpr int kTreeBranching = 4;
+
+struct IndexHash {
+  std::size_t operator()(const Index& i) const {
+    std::uint64_t h = static_cast<std::uint32_t>(i.x[0]);
+    h = h * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint32_t>(i.x[1]);
+    h = h * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint32_t>(i.x[2]);
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
+};
+
+struct Collection {
+  CollectionRef ref;
+  const std::type_info* cls = nullptr;
+  std::unordered_map<Index, ChareBase*, IndexHash> elements;
+  std::vector<ChareBase*> local;  // in construction order (broadcasts walk this)
+  ChareBase* single = nullptr;    // a group's or chare's one local element: no hash lookup
+  std::unordered_map<Index, std::vector<void*>, IndexHash> waiting;  // for elements not yet here
+  // Reduction tree over the PEs that hold elements (bulk arrays and groups).
+  bool reducible = false;
+  int local_expected = 0;  // elements this PE will hold once bulk creation is done
+  std::vector<int> red_pes;
+  int red_pos = -1;
+};
+
+struct RedState {
+  bool has = false;
+  Contribution c{};
+  std::vector<char> data;
+  CkCallback cb;
+  int local_got = 0;
+  int children_got = 0;
+};
+
+struct FutureSlot {
+  void* msg = nullptr;
+  CthThread waiter = nullptr;
+};
+
+struct PendingDevice;
+
+struct Core {
+  int h_core = -1, h_readonly = -1, h_reduce = -1, h_qd_start = -1, h_qd_probe = -1, h_qd_reply = -1;
+  int h_qd_report = -1, h_qd_reported = -1;
+  bool initialized = false;
+  std::vector<void*> early;  // messages that came before the readonly values
+  ChareBase* (*make_main)(const MainArgs&) = nullptr;
+  std::unordered_map<std::uint64_t, std::unique_ptr<Collection>> collections;
+  Collection* last = nullptr;  // one-entry cache: consecutive messages mostly hit one collection
+  std::unordered_map<std::uint64_t, std::vector<void*>> waiting;  // for collections not yet here
+  std::uint64_t next_serial = 0;
+  int next_chare = 0;
+  Constructing constructing;
+  std::map<std::pair<std::uint64_t, std::uint32_t>, RedState> reductions;
+  std::unordered_map<std::uint32_t, FutureSlot> futures;
+  std::uint32_t next_future = 1;
+  // quiescence detection: entry messages sent and processed on this PE, and those held
+  // here for an element or collection that does not exist (yet): sent, not processed.
+  std::uint64_t sent = 0, processed = 0, held = 0;
+  bool undelivered_is_error = false;  // UCHARM_UNDELIVERED=error
+  std::vector<CkCallback> qd_waiting;  // PE 0
+  int qd_replies = 0;
+  std::uint64_t qd_sum_sent = 0, qd_sum_processed = 0, qd_prev_sent = UINT64_MAX, qd_prev_processed = 0;
+  std::uint64_t qd_sum_held = 0;
+  bool qd_running = false;
+  // GPU Messaging API
+  int h_device_sent = -1, h_device_arrived = -1;
+  // Sender completions, by id - 1: one slot per send in flight (a buffer may be sent several
+  // times); freed slots are reused, so steady sending allocates nothing.
+  std::vector<CkCallback> device_done;
+  std::vector<std::uint32_t> device_done_free;
+  std::vector<PendingDevice*> pending_free;  // receive records, reused
+  const std::vector<CkDeviceBuffer>* unpack_dests = nullptr;  // set while an entry unpacks
+  std::size_t unpack_next = 0;
+};
+extern Core g_core;  // this PE's core state (non-SMP); reached only through core()
+inline Core& core() { return g_core; }
+
+// The entry table, without the function-static guard of registry() on the hot path.
+extern const EntryInfo* g_entries;
+inline const EntryInfo* core_entries() { return g_entries; }
+
+// ---- indices ----------------------------------------------------------------------------------
+inline std::int64_t linear(const Index& shape, const Index& i) {
+  std::int64_t l = 0;
+  for (int d = 0; d < shape.dims; ++d) l = l * shape.x[d] + i.x[d];
+  return l;
+}
+inline std::int64_t total_elements(const Index& shape) {
+  std::int64_t n = 1;
+  for (int d = 0; d < shape.dims; ++d) n *= shape.x[d];
+  return n;
+}
+template <class F>
+void for_each_index(const Index& shape, F&& f) {
+  Index i;
+  i.dims = shape.dims;
+  const std::int64_t n = total_elements(shape);
+  for (std::int64_t l = 0; l < n; ++l) {
+    std::int64_t rest = l;
+    for (int d = shape.dims - 1; d >= 0; --d) {
+      i.x[d] = static_cast<std::int32_t>(rest % shape.x[d]);
+      rest /= shape.x[d];
+    }
+    f(i);
+  }
+}
+
+inline int tree_children(int pos, int n) {
+  int first = pos * kTreeBranching + 1;
+  return first >= n ? 0 : std::min(kTreeBranching, n - first);
+}
+
+inline std::size_t args_len(void* msg) { return CmiMsgSize(msg) - CmiMsgHeaderSizeBytes - sizeof(Envelope); }
+inline char* args_of(void* msg) { return CmiMsgPayload(msg) + sizeof(Envelope); }
+
+// ---- collections and location (collections.cpp) ---------------------------------------------
+Collection* find_collection(std::uint64_t id);
+Collection& ensure_collection(const CollectionRef& ref, const std::type_info* cls);
+// Creation messages: the CollectionRef, then the constructor's arguments.
+inline const CollectionRef& creation_ref(void* msg) {
+  return *reinterpret_cast<const CollectionRef*>(args_of(msg));
+}
+// Handles a creation or insertion message (and frees it).
+void create_collection(void* msg);
+// Handles a Destroy message (ChareBase::ckDestroy): the element goes, and a singleton
+// chare's whole record with it.
+void destroy_element(Collection& c, const Index& idx);
+// One line per element or collection that messages are held for (empty: none).
+std::string held_report();
+
+// The one place that says where an element lives, finds it here, or holds its messages
+// until it exists. Elements stay on their home PE (the map's choice) today; migration
+// would change this class (a home PE that knows and forwards to the current PE) and
+// nothing in proxies or senders.
+class LocationManager {
+ public:
+  static int pe_of(const CollectionRef& c, const Index& idx) { return home_pe(c, idx); }
+  static ChareBase* find_local(Collection& c, const Index& idx) {
+    if (c.single) return c.single;  // a group's or chare's one element
+    auto it = c.elements.find(idx);
+    return it == c.elements.end() ? nullptr : it->second;
+  }
+  static void hold(Collection& c, const Index& idx, void* msg) {
+    c.waiting[idx].push_back(msg);
+    ++core().held;
+  }
+  static void hold(std::uint64_t collection, void* msg) {
+    core().waiting[collection].push_back(msg);
+    ++core().held;
+  }
+};
+
+// ---- dispatch and threads (dispatch.cpp) ----------------------------------------------------
+void dispatch(void* msg);
+void run_entry(ChareBase* obj, std::uint32_t entry, void* msg);
+// Runs an entry whose CkDeviceBuffer arguments unpack to `dests` (in parameter order).
+void run_entry_with(ChareBase* obj, std::uint32_t entry, void* msg, const std::vector<CkDeviceBuffer>* dests);
+struct ThreadCall {
+  ChareBase* obj;
+  std::uint32_t entry;
+  void* msg;
+  std::vector<CkDeviceBuffer> dests;  // GPU Messaging: where the device arguments landed
+};
+void thread_body(void* arg);  // arg: a ThreadCall* it owns
+
+// ---- the other parts' handlers and hooks ----------------------------------------------------
+void try_complete_reduction(std::uint64_t id, std::uint32_t round);  // reductions.cpp
+void reduce_handler(void* msg);
+void deliver_future(void* msg);  // futures.cpp
+void qd_start_handler(void* msg);  // quiescence.cpp
+void qd_probe_handler(void* msg);
+void qd_reply_handler(void* msg);
+void qd_report_handler(void* msg);
+void qd_reported_handler(void* msg);
+void start_device_invocation(ChareBase* obj, std::uint32_t entry, void* msg);  // gpu_messaging.cpp
+void device_sent_handler(void* msg);
+void device_arrived_handler(void* msg);
+void register_channel_handler();  // channels.cpp
+
+}  // namespace ck::detail
