@@ -50,15 +50,12 @@ TEST_P(Fixes, ModePasses) {
   EXPECT_TRUE(has(r.out, mode + " ok")) << describe(r);
 }
 
+// qd_reduction hung now and then at 8 PEs before the machine layer delivered every link
+// in order (a 4 MiB partial overtaken and lost to QD's accounting); it runs at 16 too.
 INSTANTIATE_TEST_SUITE_P(
     Core, Fixes,
-    ::testing::Combine(::testing::Values("devbuf_reuse", "set_vector", "many_chares"), ::testing::Values(1, 2, 4, 8)),
-    [](const auto& info) { return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "pe"; });
-// Not at 8 PEs: there, about one run in ten hangs with a 4 MiB partial that never reaches
-// PE 0 while it runs back-to-back QD waves (a machine-layer problem, reported; it happens
-// without the QD fix too).
-INSTANTIATE_TEST_SUITE_P(
-    CoreQd, Fixes, ::testing::Combine(::testing::Values("qd_reduction"), ::testing::Values(1, 2, 4)),
+    ::testing::Combine(::testing::Values("devbuf_reuse", "set_vector", "many_chares", "qd_reduction"),
+                       ::testing::Values(1, 2, 4, 8, 16)),
     [](const auto& info) { return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "pe"; });
 
 TEST(CoreUndelivered, MessagesForAnElementNeverInsertedAreReportedAtQuiescence) {
