@@ -20,7 +20,7 @@ namespace detail {
 void ep_error(void* arg, ucp_ep_h, ucs_status_t status) {
   Machine& m = M();
   if (m.shutting_down) return;
-  m.hooks.peer_failed(static_cast<int>(reinterpret_cast<intptr_t>(arg)), ucs_status_string(status));
+  peer_lost(static_cast<int>(reinterpret_cast<intptr_t>(arg)), ucs_status_string(status));
 }
 
 void bind_to_core(Machine& m) {

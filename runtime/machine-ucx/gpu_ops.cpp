@@ -28,7 +28,7 @@ void give_op(OpState* s) { M().ops.give(s); }
 void op_send_done(void* request, ucs_status_t status, void* user_data) {
   auto* st = static_cast<OpState*>(user_data);
   Machine& m = M();
-  if (status != UCS_OK && !m.shutting_down) m.hooks.peer_failed(st->pe, ucs_status_string(status));
+  if (status != UCS_OK && !m.shutting_down) peer_lost(st->pe, ucs_status_string(status));
   --m.pending_sends;
   if (st->gpu) --m.gpu_inflight;
   if (status == UCS_OK) m.done.push_back({st->done, nullptr, DeviceRecvType::Converse});
@@ -121,7 +121,7 @@ void tagged_send(int pe, const void* ptr, std::size_t size, MemoryType mem, std:
     --m.pending_sends;
     if (st->gpu) --m.gpu_inflight;
     give_op(st);
-    m.hooks.peer_failed(pe, ucs_status_string(UCS_PTR_STATUS(sp)));
+    peer_lost(pe, ucs_status_string(UCS_PTR_STATUS(sp)));
   }
   // Otherwise the request belongs to UCX and the callback (maybe already run) owns st.
 }

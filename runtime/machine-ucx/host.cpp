@@ -45,7 +45,7 @@ constexpr std::int64_t cost_units(std::size_t bytes) { return static_cast<std::i
 void send_done(void* request, ucs_status_t status, void*) {
   auto* r = static_cast<RequestState*>(request);
   Machine& m = M();
-  if (status != UCS_OK && !m.shutting_down) m.hooks.peer_failed(r->pe, ucs_status_string(status));
+  if (status != UCS_OK && !m.shutting_down) peer_lost(r->pe, ucs_status_string(status));
   --m.pending_sends;
   if (r->msg) m.hooks.release(r->msg);
   ucp_request_free(request);
@@ -119,7 +119,7 @@ void post_send(int pe, void* buf, std::size_t bytes, tag::Tag t) {
       if (buf) m.hooks.release(buf);
       return;
     }
-    m.hooks.peer_failed(pe, ucs_status_string(UCS_PTR_STATUS(sp)));
+    peer_lost(pe, ucs_status_string(UCS_PTR_STATUS(sp)));
   }
   auto* r = static_cast<RequestState*>(sp);
   r->kind = ReqKind::Send;

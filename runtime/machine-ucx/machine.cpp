@@ -39,6 +39,14 @@ void check(ucs_status_t s, const char* what) {
   if (s != UCS_OK) fatal(fmt::format("{} failed: {}", what, ucs_status_string(s)));
 }
 
+void peer_lost(int pe, const char* why) {
+  Machine& m = M();
+  // The launcher's failure event runs on PMIx's thread and ends this process itself.
+  if (m.boot && m.boot->launched())
+    for (int i = 0; i < 100; ++i) ::usleep(10000);
+  m.hooks.peer_failed(pe, why);
+}
+
 void request_init(void* request) { std::memset(request, 0, sizeof(RequestState)); }
 
 // Messages that arrived after the receives were cancelled (sent before their senders

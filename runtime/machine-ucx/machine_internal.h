@@ -174,6 +174,10 @@ extern Machine g_machine;  // this process's PE (non-SMP); reached only through 
 inline Machine& M() { return g_machine; }
 
 [[noreturn]] void fatal(const std::string& what);
+// UCX reported `pe` lost. Under a launcher, waits a moment for its word first: it names the
+// PE that died first, where UCX would name whichever peer this PE heard fail (often one
+// that was itself stopping because of the first).
+[[noreturn]] void peer_lost(int pe, const char* why);
 void check(ucs_status_t s, const char* what);
 
 // host.cpp: the host message path
