@@ -19,7 +19,7 @@ mkdir -p "$dev/build" "$dev/libucx/lib/ucx" "$dev/syslib"
 for f in tools/ucharmrun/ucharmrun runtime/converse/libucharm-converse.so runtime/core/libucharm-core.so \
          tests/converse/converse_testprog tests/converse/converse_multiprocess_tests \
          tests/core/core_megatest tests/core/core_tests benchmarks/converse_pingpong benchmarks/osu \
-         examples/jacobi3d/jacobi3d tests/jacobi3d/jacobi3d_unit_tests; do
+         examples/jacobi3d/jacobi3d tests/jacobi3d/jacobi3d_unit_tests tests/machine-ucx/machine_unit_tests; do
   [ -e "$build/$f" ] || continue
   mkdir -p "$dev/build/$(dirname "$f")"
   if [ "${DEBUG:-0}" = 1 ]; then cp "$build/$f" "$dev/build/$f"; else strip -o "$dev/build/$f" "$build/$f"; fi
