@@ -164,6 +164,15 @@ void send_backlog(int pe) {
 
 // ---- receiving --------------------------------------------------------------------
 
+ucp_request_param_t host_recv_params(ucp_tag_recv_nbx_callback_t cb, ucp_tag_recv_info_t* info) {
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_RECV_INFO | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  p.cb.recv = cb;
+  p.recv_info.tag_info = info;
+  p.memory_type = UCS_MEMORY_TYPE_HOST;
+  return p;
+}
+
 void return_credit(int pe, Link& l) {
   Machine& m = M();
   const auto me = static_cast<std::uint64_t>(m.info.my_pe);
@@ -225,11 +234,7 @@ Held* hold(Link& l, std::uint32_t seq, void* msg, std::size_t bytes, bool ready)
 void receive_large(int src, Held* h) {
   Machine& m = M();
   ucp_tag_recv_info_t tinfo{};
-  ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FIELD_RECV_INFO;
-  p.cb.recv = large_done;
-  p.memory_type = UCS_MEMORY_TYPE_HOST;
-  p.recv_info.tag_info = &tinfo;
+  ucp_request_param_t p = host_recv_params(large_done, &tinfo);
   const tag::Tag t = tag::LargeTag::make(static_cast<std::uint64_t>(src), h->seq);
   ucs_status_ptr_t sp = ucp_tag_recv_nbx(m.worker, h->msg, h->bytes, t, tag::kFullMask, &p);
   if (sp == nullptr) {
@@ -284,11 +289,7 @@ void post_eager(int i) {
     EagerSlot& slot = m.slots[static_cast<std::size_t>(i)];
     if (!slot.buf) slot.buf = m.hooks.alloc(m.opt.eager_size);
     ucp_tag_recv_info_t tinfo{};
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_RECV_INFO | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-    p.cb.recv = eager_done;
-    p.recv_info.tag_info = &tinfo;
-    p.memory_type = UCS_MEMORY_TYPE_HOST;
+    ucp_request_param_t p = host_recv_params(eager_done, &tinfo);
     ucs_status_ptr_t sp = ucp_tag_recv_nbx(m.worker, slot.buf, m.opt.eager_size,
                                            tag::host_tag(tag::MsgType::Eager), tag::kTypeMask, &p);
     if (sp == nullptr) {  // completed in place
@@ -318,11 +319,7 @@ void post_credit(int i) {
   Machine& m = M();
   for (;;) {
     ucp_tag_recv_info_t tinfo{};
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_RECV_INFO | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-    p.cb.recv = credit_done;
-    p.recv_info.tag_info = &tinfo;
-    p.memory_type = UCS_MEMORY_TYPE_HOST;
+    ucp_request_param_t p = host_recv_params(credit_done, &tinfo);
     ucs_status_ptr_t sp = ucp_tag_recv_nbx(m.worker, nullptr, 0, tag::host_tag(tag::MsgType::Credit),
                                            tag::kTypeMask, &p);
     if (sp == nullptr) {
