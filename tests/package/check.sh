@@ -65,8 +65,9 @@ run_job() {  # np program args...
     "$work/prefix/bin/ucharmrun" -n "$np" --timeout 60 "$@" > "$work/$name.out" 2>&1 || rc=$?
   sed "s/^/[$name] /" "$work/$name.out"
   [ "$rc" = 0 ] || fail "$name exited with $rc"
-  if grep -E 'UCX  (WARN|ERROR)|ucharm:.*abort|ucharmrun:' "$work/$name.out"; then
-    fail "$name printed a UCX warning or error, an abort or a launcher error (lines above)"
+  # (the sanitizer build's reports too: its processes print them on stderr)
+  if grep -E 'UCX  (WARN|ERROR)|ucharm:.*abort|ucharmrun:|Sanitizer|runtime error:' "$work/$name.out"; then
+    fail "$name printed a UCX warning or error, an abort, a launcher error or a sanitizer report (lines above)"
   fi
   # ld.so writes one file per process: the launcher (no UCX) and np ranks.
   local loaded
@@ -87,6 +88,9 @@ done
 # using it, with a message naming both versions.
 if [ -n "$other_dir" ] && [ -e "$other_dir/libucs.so.0" ]; then
   pre="$other_dir/libucp.so.0 $other_dir/libuct.so.0 $other_dir/libucs.so.0 $other_dir/libucm.so.0"
+  # In the sanitizer build, ASan's runtime must stay the first library loaded.
+  asan=$(ldd "$work/app/consumer" | awk '$1 ~ /^libasan\.so/ {print $3}')
+  [ -z "$asan" ] || pre="$asan $pre"
   rc=0
   "$work/prefix/bin/ucharmrun" -n 2 --timeout 60 env LD_PRELOAD="$pre" "$work/app/consumer" \
     > "$work/preload.out" 2>&1 || rc=$?
