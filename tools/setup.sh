@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
 # Installs everything ucharm needs on a fresh Debian 12 machine and builds it.
 # Idempotent: packages already present are not reinstalled, the build is incremental.
+#   --asan                   the sanitizer build (ASan + UBSan, UCHARM_SANITIZE=ON) into
+#                            build-asan/ instead of the release build into build/
 #   UCHARM_UCX_ROOT=/prefix  use that UCX instead of the libucx-cu13 wheel
-#   UCHARM_BUILD_DIR=dir     build folder (default: build)
+#   UCHARM_BUILD_DIR=dir     build folder (default: build, or build-asan with --asan)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=${UCHARM_BUILD_DIR:-$root/build}
+config=(-DCMAKE_BUILD_TYPE=Release -DUCHARM_SANITIZE=OFF)
+default_build=$root/build
+case "${1:-}" in
+  "") ;;
+  --asan) config=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DUCHARM_SANITIZE=ON)
+          default_build=$root/build-asan ;;
+  *) echo "setup: unknown argument '$1' (known: --asan)" >&2; exit 2 ;;
+esac
+build=${UCHARM_BUILD_DIR:-$default_build}
 venv=$root/.venv
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -38,6 +48,6 @@ fi
 "$venv/bin/python" -c 'import matplotlib' 2>/dev/null ||
   "$venv/bin/pip" install -q --disable-pip-version-check 'matplotlib>=3.7'
 
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+cmake -S "$root" -B "$build" -G Ninja "${config[@]}" \
       -DUCHARM_UCX_ROOT="$UCHARM_UCX_ROOT" >/dev/null
 cmake --build "$build" --parallel "$(nproc)"
