@@ -9,8 +9,31 @@
 
 #include "converse_internal.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace ctx = boost::context;
 using ucharm::converse::pe_state;
+
+namespace {
+// AddressSanitizer must be told of every stack switch (Debian's Boost.Context does not do
+// it), or it takes the fiber's stack for a wild one. No-ops in other builds.
+struct StackBounds {
+  const void* bottom = nullptr;
+  std::size_t size = 0;
+};
+inline void switch_begin([[maybe_unused]] void** fake, [[maybe_unused]] const StackBounds& to) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_start_switch_fiber(fake, to.bottom, to.size);
+#endif
+}
+inline void switch_end([[maybe_unused]] void* fake, [[maybe_unused]] StackBounds* from) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(fake, from ? &from->bottom : nullptr, from ? &from->size : nullptr);
+#endif
+}
+}  // namespace
 
 struct CthThreadStruct {
   ctx::fiber self;     // the thread while it is suspended
@@ -20,7 +43,24 @@ struct CthThreadStruct {
   void* resume_msg = nullptr;  // preallocated: awakening allocates nothing
   bool queued = false;
   bool finished = false;
+  StackBounds stack;          // this thread's stack
+  StackBounds resumer_stack;  // the stack it returns to
+  void* fake_stack = nullptr;  // ASan's, while suspended
 };
+
+namespace {
+// protected_fixedsize_stack that records where the stack lies (for the annotations).
+struct RecordingStack {
+  ctx::protected_fixedsize_stack inner;
+  CthThreadStruct* t;
+  ctx::stack_context allocate() {
+    ctx::stack_context sc = inner.allocate();
+    t->stack = {static_cast<char*>(sc.sp) - sc.size, sc.size};
+    return sc;
+  }
+  void deallocate(ctx::stack_context& sc) noexcept { inner.deallocate(sc); }
+};
+}  // namespace
 
 namespace ucharm::converse {
 
@@ -31,7 +71,10 @@ void thread_resume_handler(void* msg) {
   PeState& s = pe_state();
   CthThread prev = s.current_thread;
   s.current_thread = t;
+  void* fake = nullptr;
+  switch_begin(&fake, t->stack);
   t->self = std::move(t->self).resume();
+  switch_end(fake, nullptr);
   s.current_thread = prev;
   if (t->finished) {
     CmiFree(t->resume_msg);
@@ -51,11 +94,13 @@ CthThread CthCreate(CthVoidFn fn, void* arg, std::size_t stacksize) {
   CmiMsgHeaderOf(t->resume_msg)->srcpe = CmiMyPe();
   *reinterpret_cast<CthThread*>(CmiMsgPayload(t->resume_msg)) = t;
   std::size_t size = stacksize ? stacksize : s.options.stack_size;
-  t->self = ctx::fiber(std::allocator_arg, ctx::protected_fixedsize_stack(size),
+  t->self = ctx::fiber(std::allocator_arg, RecordingStack{ctx::protected_fixedsize_stack(size), t},
                        [t](ctx::fiber&& resumer) {
+                         switch_end(nullptr, &t->resumer_stack);
                          t->resumer = std::move(resumer);
                          t->fn(t->arg);
                          t->finished = true;
+                         switch_begin(nullptr, t->resumer_stack);  // this stack ends here
                          return std::move(t->resumer);
                        });
   return t;
@@ -66,7 +111,9 @@ CthThread CthSelf() { return pe_state().current_thread; }
 void CthSuspend() {
   CthThread t = pe_state().current_thread;
   if (!t) CmiAbort("CthSuspend called outside a user-level thread (from a plain handler)");
+  switch_begin(&t->fake_stack, t->resumer_stack);
   t->resumer = std::move(t->resumer).resume();
+  switch_end(t->fake_stack, &t->resumer_stack);
 }
 
 void CthAwakenPrio(CthThread t, int prio) {

@@ -21,6 +21,7 @@
 #include <chrono>
 
 #include "machine_internal.h"
+#include "ucx_version_check.h"
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
@@ -73,6 +74,7 @@ void discard_unexpected() {
 using namespace detail;
 
 void LrtsInit(const Options& options, const Hooks& hooks) {
+  check_ucx_version();  // before any other UCX call: a foreign libucp must not run
   Machine& m = M();
   m.opt = options;
   m.hooks = hooks;

@@ -19,6 +19,15 @@ namespace {
 std::atomic<std::uint64_t> g_allocs{0};
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+// Under AddressSanitizer malloc belongs to it: count through its allocation hook instead.
+#include <sanitizer/allocator_interface.h>
+namespace {
+void count_alloc(const volatile void*, std::size_t) { g_allocs.fetch_add(1, std::memory_order_relaxed); }
+void ignore_free(const volatile void*) {}
+[[maybe_unused]] const int g_hooked = __sanitizer_install_malloc_and_free_hooks(count_alloc, ignore_free);
+}  // namespace
+#else
 extern "C" void* malloc(std::size_t n) {
   g_allocs.fetch_add(1, std::memory_order_relaxed);
   return __libc_malloc(n);
@@ -31,6 +40,8 @@ extern "C" void* realloc(void* p, std::size_t n) {
   g_allocs.fetch_add(1, std::memory_order_relaxed);
   return __libc_realloc(p, n);
 }
+
+#endif
 
 namespace {
 
