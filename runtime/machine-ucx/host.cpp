@@ -188,10 +188,9 @@ void credit_due(int src, Link& l) {
   if (l.unreturned >= m.window_units / 2 && !m.shutting_down) return_credit(src, l);
 }
 
-// Hands the next message of `src`'s link to Converse.
-void deliver_next(int src, Link& l, void* msg, std::size_t bytes) {
+// Hands a message of `src`'s link to Converse.
+void deliver(int src, Link& l, void* msg, std::size_t bytes) {
   Machine& m = M();
-  l.recv_seq = static_cast<std::uint32_t>(tag::EagerTag::next_seq(l.recv_seq));
   const std::int64_t c = cost_units(bytes);
   if (m.credit_on_delivery) {
     l.forgiven += c;
@@ -201,6 +200,12 @@ void deliver_next(int src, Link& l, void* msg, std::size_t bytes) {
     l.owed += c;
   }
   m.hooks.deliver(msg, bytes, src);
+}
+
+// Hands the next message of `src`'s link to Converse.
+void deliver_next(int src, Link& l, void* msg, std::size_t bytes) {
+  l.recv_seq = static_cast<std::uint32_t>(tag::EagerTag::next_seq(l.recv_seq));
+  deliver(src, l, msg, bytes);
 }
 
 // Delivers `src`'s held messages that are next in order and complete.
@@ -262,8 +267,13 @@ void take_eager(int i, std::size_t bytes, tag::Tag t) {
   const auto seq = static_cast<std::uint32_t>(tag::EagerTag::seq(t));
   Link& l = m.links[static_cast<std::size_t>(src)];
   EagerSlot& slot = m.slots[static_cast<std::size_t>(i)];
+  if (tag::EagerTag::announce(t) && bytes != sizeof(std::uint64_t)) {  // urgent: outside the order
+    void* msg = slot.buf;
+    slot.buf = nullptr;
+    deliver(src, l, msg, bytes);
+    return;
+  }
   if (tag::EagerTag::announce(t)) {
-    if (bytes != sizeof(std::uint64_t)) fatal(fmt::format("a large-message announcement from PE {} is corrupted", src));
     std::uint64_t size;
     std::memcpy(&size, slot.buf, sizeof size);
     Held* h = hold(l, seq, m.hooks.alloc(size), size, false);
@@ -441,6 +451,12 @@ using namespace detail;
 void LrtsSend(int pe, void* msg, std::size_t bytes, bool urgent) {
   Machine& m = M();
   Link& l = m.links[static_cast<std::size_t>(pe)];
+  if (urgent && bytes <= m.opt.eager_size && bytes != sizeof(std::uint64_t)) {
+    // Ahead of the link's order and its backlog; still counted against the window.
+    l.in_flight += cost_units(bytes);
+    post_send(pe, msg, bytes, tag::EagerTag::make(static_cast<std::uint64_t>(m.info.my_pe), 0, true));
+    return;
+  }
   if (urgent || (!l.backlog_head && l.in_flight < m.window_units)) {
     transmit(pe, msg, bytes);
     return;

@@ -61,7 +61,8 @@ int LrtsNumPes();
 // the link to `pe` has its flow-control window in flight, the message waits in the
 // link's backlog (in order) and leaves as the receiver returns credit; never blocks.
 // An `urgent` message (Converse's expedited ones: exit, barrier) leaves at once, ahead
-// of the backlog and regardless of credit.
+// of the backlog and regardless of credit, and is delivered on arrival, outside the
+// link's order (a large one, above the eager size, keeps its place in the order).
 void LrtsSend(int pe, void* msg, std::size_t bytes, bool urgent = false);
 
 // Bytes waiting for flow-control credit on all links. The layer above bounds it by

@@ -4,7 +4,10 @@
 //   DEVICE:     type | source PE (SrcPeBits) | per-source counter (CounterBits)
 //   CHANNEL:    type | channel id (IdBits)   | per-channel, per-direction counter (CounterBits)
 //   EAGER:      type | source PE (32) | per-link sequence number (27) | announce bit
-//               (pre-posted receives match on the type bits alone)
+//               (pre-posted receives match on the type bits alone). The announce bit
+//               marks a large message's announcement (8 bytes: the size) or, on any
+//               other length, an urgent message outside the link's order (Converse's
+//               expedited ones; its sequence field is unused)
 //   LARGE:      type | source PE (32) | the sequence number of its announcement (28);
 //               received with the full mask after the announcement was taken in order
 //   CREDIT:     type | source PE (32) | returned flow-control credit, in 256-byte units
