@@ -1,7 +1,8 @@
 // Channel ids: core_channel_ids MODE [ELEMENTS_PER_PE]. Each mode checks itself and ends
 // with "MODE ok" from PE 0 and exit 0, or aborts naming what went wrong.
 //   hashcollide  two channels whose ids the old hashed scheme made collide on one PE
-//   many         an array whose elements open 16 channel ends each (over 10,000 per PE)
+//   many         an array whose elements open 16 channel ends each: 25,600 per PE by default
+//                (the former hashed ids collided there at 1, 2, 4 and 8 PEs)
 //   reopen       a channel closed and opened again between the same two ends
 #include <ucharm/charm.h>
 
@@ -142,7 +143,7 @@ struct Main : ck::MainChare<Main> {
     expect(args.argc >= 2, "usage: core_channel_ids MODE [ELEMENTS_PER_PE]");
     mode = args.argv[1];
     mainProxy = thisProxy;
-    elementsPerPe = args.argc >= 3 ? std::atoi(args.argv[2]) : 700;
+    elementsPerPe = args.argc >= 3 ? std::atoi(args.argv[2]) : 1600;
     if (mode == "hashcollide") {
       ck::ArrayProxy<Pair>::create(ck::dims(2), ck::Map::block).send<&Pair::run>();
     } else if (mode == "many") {
