@@ -594,7 +594,7 @@ struct Main : ck::MainChare<Main> {
     } else if (m == "gpumsg_nodest") {
       auto a = ck::ArrayProxy<Gpm>::create(ck::dims(2), ck::Map::block);
       a.send<&Gpm::start>();
-    } else if (m == "chancollide") {
+    } else if (m == "chanidtwice") {
       ck::ArrayProxy<Chan>::create(ck::dims(3), ck::Map::block).send<&Chan::collide>();
     } else if (m == "cbtype") {
       ck::CkCallback::to<&Main::cb_value>(thisProxy).send(3.5);
@@ -761,7 +761,7 @@ void Chan::start() {
 #endif
   ch = ck::CkChannel(thisProxy[thisIndex], thisProxy[partner()]);
   ch2 = ck::CkChannel(thisProxy[thisIndex], thisProxy[partner()], /*sub_id=*/1);
-  if (ch.out_id() == ch.in_id()) CkAbort("both directions got the same channel id");
+  if (ch.in_id() == ch2.in_id()) CkAbort("two channel ends on one PE got the same incoming id");
   out.resize(K);
   in.resize(K);
   for (int k = 0; k < K; ++k) {  // receives first for half, sends first for the other half

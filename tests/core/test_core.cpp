@@ -99,7 +99,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadUse{"getoutside", "Future::get would block outside a thread"},
         BadUse{"charecontribute", "contribute() is for group and array elements, not singleton chares"},
         BadUse{"cbtype", "Main::cb_value takes (std::__cxx11::basic_string"},
-        BadUse{"chancollide", "channel id 9 collides on PE 0"},
+        BadUse{"chanidtwice", "channel id 9 collides on PE 0"},
         BadUse{"gpumsg_nodest", "left device argument 0 (1000 bytes) without a destination"}),
     [](const auto& info) { return std::string(info.param.mode); });
 

@@ -8,6 +8,10 @@
 
 namespace ck {
 
+namespace detail {
+struct ChannelEnd;  // channels.cpp: one per open channel end, at a stable address
+}
+
 // ---- Channel API --------------------------------------------------------------------------------
 // Direct two-sided transfers between two chares (host or GPU memory), with no metadata
 // message: each side keeps a counter per direction and both build the same UCX tags.
@@ -15,24 +19,30 @@ namespace ck {
 //   ck::CkChannel ch(thisProxy[thisIndex], thisProxy[peer], /*sub_id=*/0);
 //   ch.send(d_buf, bytes, ck::CkCallback::to<&Block::sent>(thisProxy[thisIndex]));
 //   ch.recv(d_halo, bytes, done_future.callback());       // completions get the byte count
-// Each direction's 28-bit id is a hash of (from, to, sub-id); every PE checks the ids its
-// endpoints receive on, so a collision stops the program with a message naming both
-// channels instead of mixing their data.
+// Each direction's id is chosen by the PE that receives in that direction, from its own
+// allocator, so ids cannot collide. Each end tells the other its incoming id once, with
+// one setup message; sends issued before the peer's id is here wait in the end, in order.
 class CkChannel {
  public:
+  static constexpr std::uint32_t kNoId = 0xFFFFFFFFu;  // out_id() until the peer's id is here
+
   CkChannel() = default;
   template <class A, class B>
   CkChannel(const ElementProxy<A>& self, const ElementProxy<B>& peer, std::uint32_t sub_id = 0)
       : CkChannel(self.ref(), self.index(), peer.ref(), peer.index(), sub_id) {}
-  // The paper's form: the caller picks the ids (one per direction). Collisions with other
-  // channels receiving on this PE are still detected.
+  // The paper's form: the caller picks the ids (one per direction; both below
+  // 2^(CmiChannelIdBits()-1), the half of the id space kept for explicit ids), and no setup
+  // message travels. Two explicit ends receiving on one id on one PE are an error.
   static CkChannel with_ids(const CollectionRef& self, const Index& self_idx, const CollectionRef& peer,
                             const Index& peer_idx, std::uint32_t out_id, std::uint32_t in_id);
   CkChannel(const CkChannel&) = delete;
   CkChannel& operator=(const CkChannel&) = delete;
-  CkChannel(CkChannel&& o) noexcept { *this = std::move(o); }
+  CkChannel(CkChannel&& o) noexcept : end_(o.end_) { o.end_ = nullptr; }
   CkChannel& operator=(CkChannel&& o) noexcept;
-  ~CkChannel();
+  ~CkChannel() { close(); }
+  // Frees this end's incoming id (the destructor does it too). Close an end only when its
+  // transfers are done; sends still waiting for the peer's id are dropped.
+  void close() noexcept;
 
   // `done` runs (with the byte count) once the buffer may be reused / holds the data.
   // `stream` (a cudaStream_t, optional): the transfer waits for the work queued on it
@@ -43,17 +53,16 @@ class CkChannel {
   void send_wait(const void* ptr, std::size_t size, void* stream = nullptr);
   void recv_wait(void* ptr, std::size_t size, void* stream = nullptr);
 
-  std::uint32_t out_id() const { return out_id_; }
-  std::uint32_t in_id() const { return in_id_; }
+  bool is_open() const { return end_ != nullptr; }
+  // The peer's incoming id has arrived: sends go straight out.
+  bool ready() const;
+  std::uint32_t out_id() const;  // the id this end sends on (kNoId until ready())
+  std::uint32_t in_id() const;   // the id this end receives on (unique on this PE)
 
  private:
   CkChannel(const CollectionRef& self, const Index& self_idx, const CollectionRef& peer, const Index& peer_idx,
             std::uint32_t sub_id);
-  void open(const CollectionRef& self, const Index& self_idx, const CollectionRef& peer, const Index& peer_idx);
-  bool open_ = false;
-  int peer_pe_ = 0;
-  std::uint32_t out_id_ = 0, in_id_ = 0;
-  std::uint64_t out_counter_ = 0, in_counter_ = 0;
+  detail::ChannelEnd* end_ = nullptr;
 };
 
 }  // namespace ck
