@@ -379,13 +379,27 @@ void CsdEnqueue(void* msg) { enqueue_local(msg); }
 
 void CsdExitScheduler() { pe_state().stop_scheduler = true; }
 
+// Local work never starves the network: after kPollEvery messages taken from the queue
+// in a row, the network is polled once (a PE whose handlers keep queueing local messages,
+// such as quiescence waves on one PE, would otherwise never see a transfer complete).
+constexpr unsigned kPollEvery = 64;
+inline void* next_local() {
+  PeState& s = pe_state();
+  if (++s.since_poll >= kPollEvery) {
+    s.since_poll = 0;
+    lrts::LrtsProgress();
+  }
+  return s.queue.pop();
+}
+
 void CsdScheduleStep() {
   PeState& s = pe_state();
-  if (void* msg = s.queue.pop()) {
+  if (void* msg = next_local()) {
     s.idle_since_ns = 0;
     dispatch(msg);
     return;
   }
+  s.since_poll = 0;
   if (lrts::LrtsProgress() > 0) {
     s.idle_since_ns = 0;
     return;
@@ -415,7 +429,7 @@ void CsdScheduler(int maxmsgs) {
   }
   int handled = 0;
   while (!s.stop_scheduler && (maxmsgs < 0 || handled < maxmsgs)) {
-    if (void* msg = s.queue.pop()) {
+    if (void* msg = next_local()) {
       s.idle_since_ns = 0;
       dispatch(msg);
       ++handled;

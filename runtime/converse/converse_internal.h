@@ -28,6 +28,7 @@ struct PeState {
   bool exit_arrived = false;     // an exit message is queued: sends no longer wait
   long long idle_since_ns = 0;
   unsigned idle_polls = 0;
+  unsigned since_poll = 0;  // messages taken from the queue since the network was polled
   // internal handler indices
   int h_exit = -1, h_barrier_arrive = -1, h_barrier_release = -1, h_thread_resume = -1;
   // barrier: rounds are numbered; PE 0 counts arrivals of the current and next round

@@ -150,10 +150,9 @@ struct Main : ck::MainChare<Main> {
       total = *elementsPerPe * CkNumPes();
       expect(total > 2 * kOffsets.back(), "enough elements");
       ck::ArrayProxy<Many>::create(ck::dims(total), ck::Map::round_robin, total).send<&Many::start>();
-      // Quiescence must wait for every setup message and transfer. (At 1 PE, quiescence
-      // waves are local messages that keep the scheduler from polling the network, so
-      // transfers would not progress: it starts once they are done there.)
-      if (CkNumPes() > 1) ck::start_qd(ck::CkCallback::to<&Main::many_quiet>(thisProxy));
+      // Quiescence must wait for every setup message and transfer. (At 1 PE its waves are
+      // local messages only: the scheduler must still poll the network for the transfers.)
+      ck::start_qd(ck::CkCallback::to<&Main::many_quiet>(thisProxy));
     } else if (mode == "reopen") {
       reopen = ck::ArrayProxy<Reopen>::create(ck::dims(2), ck::Map::block);
       reopen.send<&Reopen::go>(0);
@@ -169,7 +168,6 @@ struct Main : ck::MainChare<Main> {
   void many_done(int ends) {
     expect(ends == kEnds * total, "every channel end exchanged");
     many_reduced = true;
-    if (CkNumPes() == 1) ck::start_qd(ck::CkCallback::to<&Main::many_quiet>(thisProxy));
   }
   void many_quiet() {
     expect(many_reduced, "quiescence after the last transfer");
