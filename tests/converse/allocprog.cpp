@@ -21,7 +21,9 @@ std::atomic<std::uint64_t> g_allocs{0};
 
 #if defined(__SANITIZE_ADDRESS__)
 // Under AddressSanitizer malloc belongs to it: count through its allocation hook instead.
-#include <sanitizer/allocator_interface.h>
+// (GCC ships no allocator_interface.h; libasan exports the call.)
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*)(const volatile void*, std::size_t),
+                                                        void (*)(const volatile void*));
 namespace {
 void count_alloc(const volatile void*, std::size_t) { g_allocs.fetch_add(1, std::memory_order_relaxed); }
 void ignore_free(const volatile void*) {}
