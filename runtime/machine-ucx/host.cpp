@@ -11,8 +11,11 @@
 //
 // Flow control: a link may have `window` credit units in flight (a message costs its
 // size in 256-byte units, plus one). The receiver returns credit once Converse has
-// consumed the messages (run or dropped them), in CREDIT messages (the amount is in the
-// tag, no payload), so a slow receiver holds at most a window per sender. A message that
+// consumed the messages (run or dropped them), in empty EAGER messages with the announce
+// bit (the amount is in the tag), so a slow receiver holds at most a window per sender.
+// (They share the pre-posted receives: receives matching on fewer bits are searched by
+// UCX one by one for every arriving message, which cost 230 instructions per message
+// with separate credit receives.) A message that
 // finds its link's window full waits in the link's backlog, in order. Converse bounds
 // the backlog by making a sending PE progress until it drains; while it does, that PE
 // returns credit on arrival (LrtsCreditOnDelivery), so PEs flooding each other never
@@ -37,7 +40,6 @@ namespace ucharm::machine {
 namespace detail {
 namespace {
 
-constexpr int kCreditSlots = 8;
 constexpr std::int64_t cost_units(std::size_t bytes) { return static_cast<std::int64_t>((bytes + 511) >> 8); }
 
 // ---- callbacks: record only -------------------------------------------------------
@@ -79,19 +81,6 @@ void large_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t*, 
     m.large_done.push_back(r->pe);
   } else if (status != UCS_ERR_CANCELED && !m.shutting_down) {
     fatal(fmt::format("receiving a large message from PE {} failed: {}", r->pe, ucs_status_string(status)));
-  }
-  ucp_request_free(request);
-}
-
-void credit_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void*) {
-  auto* r = static_cast<RequestState*>(request);
-  Machine& m = M();
-  m.credit_slots[static_cast<std::size_t>(r->slot)] = nullptr;
-  if (status == UCS_OK) {
-    m.credits_in.push_back(info->sender_tag);
-    m.credit_repost.push_back(r->slot);
-  } else if (status != UCS_ERR_CANCELED && !m.shutting_down) {
-    fatal(fmt::format("credit receive failed: {}", ucs_status_string(status)));
   }
   ucp_request_free(request);
 }
@@ -177,9 +166,9 @@ void return_credit(int pe, Link& l) {
   Machine& m = M();
   const auto me = static_cast<std::uint64_t>(m.info.my_pe);
   while (l.unreturned > 0) {
-    const auto units = std::min<std::int64_t>(l.unreturned, static_cast<std::int64_t>(tag::CreditTag::second_mask));
+    const auto units = std::min<std::int64_t>(l.unreturned, static_cast<std::int64_t>(tag::EagerTag::seq_mask));
     l.unreturned -= units;
-    post_send(pe, nullptr, 0, tag::CreditTag::make(me, static_cast<std::uint64_t>(units)));
+    post_send(pe, nullptr, 0, tag::EagerTag::make(me, static_cast<std::uint64_t>(units), true));
   }
 }
 
@@ -267,6 +256,11 @@ void take_eager(int i, std::size_t bytes, tag::Tag t) {
   const auto seq = static_cast<std::uint32_t>(tag::EagerTag::seq(t));
   Link& l = m.links[static_cast<std::size_t>(src)];
   EagerSlot& slot = m.slots[static_cast<std::size_t>(i)];
+  if (tag::EagerTag::announce(t) && bytes == 0) {  // returned credit, in the sequence field
+    l.in_flight -= static_cast<std::int64_t>(tag::EagerTag::seq(t));
+    send_backlog(src);
+    return;
+  }
   if (tag::EagerTag::announce(t) && bytes != sizeof(std::uint64_t)) {  // urgent: outside the order
     void* msg = slot.buf;
     slot.buf = nullptr;
@@ -317,35 +311,6 @@ void post_eager(int i) {
   }
 }
 
-void apply_credit(tag::Tag t) {
-  Machine& m = M();
-  const auto src = static_cast<int>(tag::CreditTag::src_pe(t));
-  if (src < 0 || src >= m.info.num_pes) fatal(fmt::format("received credit from PE {} (of {})", src, m.info.num_pes));
-  m.links[static_cast<std::size_t>(src)].in_flight -= static_cast<std::int64_t>(tag::CreditTag::units(t));
-  send_backlog(src);
-}
-
-void post_credit(int i) {
-  Machine& m = M();
-  for (;;) {
-    ucp_tag_recv_info_t tinfo{};
-    ucp_request_param_t p = host_recv_params(credit_done, &tinfo);
-    ucs_status_ptr_t sp = ucp_tag_recv_nbx(m.worker, nullptr, 0, tag::host_tag(tag::MsgType::Credit),
-                                           tag::kTypeMask, &p);
-    if (sp == nullptr) {
-      apply_credit(tinfo.sender_tag);
-      continue;
-    }
-    if (UCS_PTR_IS_ERR(sp))
-      fatal(fmt::format("posting a credit receive failed: {}", ucs_status_string(UCS_PTR_STATUS(sp))));
-    auto* r = static_cast<RequestState*>(sp);
-    r->kind = ReqKind::Credit;
-    r->slot = i;
-    m.credit_slots[static_cast<std::size_t>(i)] = r;
-    return;
-  }
-}
-
 // Takes what completed during progress. Eager slots are re-posted at the start of the
 // next progress call, so that the handler of a message runs before the re-post (the
 // re-post is off the latency path).
@@ -361,10 +326,6 @@ int drain() {
   m.completed.clear();
   for (std::size_t k = 0; k < m.large_done.size(); ++k, ++n) deliver_held(m.large_done[k]);
   m.large_done.clear();
-  for (std::size_t k = 0; k < m.credits_in.size(); ++k, ++n) apply_credit(m.credits_in[k]);
-  m.credits_in.clear();
-  for (int i : m.credit_repost) post_credit(i);
-  m.credit_repost.clear();
   // Completions may start operations that complete in place (appending): index loop.
   for (std::size_t k = 0; k < m.done.size(); ++k, ++n) {
     PendingDone d = m.done[k];
@@ -396,13 +357,9 @@ void post_host_receives() {
   m.completed.reserve(static_cast<std::size_t>(m.opt.prepost));
   m.repost.reserve(static_cast<std::size_t>(m.opt.prepost));
   m.large_done.reserve(64);
-  m.credits_in.reserve(kCreditSlots);
-  m.credit_repost.reserve(kCreditSlots);
   m.done.reserve(256);
   m.slots.assign(static_cast<std::size_t>(m.opt.prepost), EagerSlot{});
   for (int i = 0; i < m.opt.prepost; ++i) post_eager(i);
-  m.credit_slots.assign(kCreditSlots, nullptr);
-  for (int i = 0; i < kCreditSlots; ++i) post_credit(i);
 }
 
 void drop_backlogs() {
@@ -422,13 +379,9 @@ void cancel_host_receives() {
   Machine& m = M();
   for (EagerSlot& slot : m.slots)
     if (slot.req) ucp_request_cancel(m.worker, slot.req);
-  for (RequestState* r : m.credit_slots)
-    if (r) ucp_request_cancel(m.worker, r);
   auto open = [&] {
     for (const EagerSlot& slot : m.slots)
       if (slot.req) return true;
-    for (RequestState* r : m.credit_slots)
-      if (r) return true;
     return false;
   };
   while (open()) ucp_worker_progress(m.worker);
@@ -501,7 +454,7 @@ int LrtsProgress() {
   if (!m.repost.empty()) repost_slots();
   int n = static_cast<int>(ucp_worker_progress(m.worker));
   if (m.deferred_head) n += start_deferred();
-  if (!m.completed.empty() || !m.large_done.empty() || !m.credits_in.empty() || !m.done.empty()) n += drain();
+  if (!m.completed.empty() || !m.large_done.empty() || !m.done.empty()) n += drain();
   return n;
 }
 

@@ -20,14 +20,14 @@ namespace ucharm::machine::detail {
 
 inline constexpr const char* kAddressKey = "ucharm.ucp.addr";
 
-enum class ReqKind : std::uint8_t { Send, Eager, Large, Credit, OpSend, DeviceRecv, ChannelRecv };
+enum class ReqKind : std::uint8_t { Send, Eager, Large, OpSend, DeviceRecv, ChannelRecv };
 
 // Per-request state lives in the space UCX reserves in front of each request
 // (ucp_params_t::request_size): nothing is allocated per message.
 struct RequestState {
   void* msg;     // the send buffer (null for a credit), or a Large receive's Held record
   int pe;        // destination of a send (for error reports); source of a Large receive
-  int slot;      // pre-posted receive slot (Eager, Credit)
+  int slot;      // pre-posted receive slot (Eager)
   ReqKind kind;
   DeviceRecvType rtype;
   Completion done;        // OpSend, ChannelRecv
@@ -146,9 +146,6 @@ struct Machine {
   ChunkPool<Held> held_pool;
   ChunkPool<Backlogged> backlog_pool;
   std::vector<int> large_done;           // sources whose large receive completed
-  std::vector<RequestState*> credit_slots;  // pre-posted credit receives
-  std::vector<std::uint64_t> credits_in;    // arrived credit tags, applied after progress
-  std::vector<int> credit_repost;
   bool credit_on_delivery = false;  // LrtsCreditOnDelivery
   bool shutting_down = false;  // after the exit fence: no more credit, errors expected
   // device and channel operations

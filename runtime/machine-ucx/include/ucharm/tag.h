@@ -5,12 +5,12 @@
 //   CHANNEL:    type | channel id (IdBits)   | per-channel, per-direction counter (CounterBits)
 //   EAGER:      type | source PE (32) | per-link sequence number (27) | announce bit
 //               (pre-posted receives match on the type bits alone). The announce bit
-//               marks a large message's announcement (8 bytes: the size) or, on any
-//               other length, an urgent message outside the link's order (Converse's
-//               expedited ones; its sequence field is unused)
+//               marks, by length: 0 bytes, returned flow-control credit (in 256-byte
+//               units, in the sequence field); 8 bytes, a large message's announcement
+//               (its size); any other length, an urgent message outside the link's order
+//               (Converse's expedited ones; its sequence field is unused)
 //   LARGE:      type | source PE (32) | the sequence number of its announcement (28);
 //               received with the full mask after the announcement was taken in order
-//   CREDIT:     type | source PE (32) | returned flow-control credit, in 256-byte units
 //
 // Widths are template parameters so tests can build narrow layouts and exercise
 // counter wrap-around; the runtime uses the defaults below. Counters wrap modulo
@@ -24,7 +24,7 @@ namespace ucharm::tag {
 
 using Tag = std::uint64_t;
 
-enum class MsgType : std::uint8_t { Eager = 1, Large = 2, Device = 3, Channel = 4, Credit = 5 };
+enum class MsgType : std::uint8_t { Eager = 1, Large = 2, Device = 3, Channel = 4 };
 
 inline constexpr unsigned kTypeBits = 4;
 inline constexpr Tag kTypeMask = (Tag{1} << kTypeBits) - 1;
@@ -102,12 +102,6 @@ struct EagerTag : TwoFieldLayout<MsgType::Eager, 32, 28> {
 struct LargeTag : TwoFieldLayout<MsgType::Large, 32, 28> {
   using Base = TwoFieldLayout<MsgType::Large, 32, 28>;
   static constexpr Tag make(std::uint64_t src_pe, std::uint64_t seq) { return Base::encode(src_pe, seq); }
-};
-struct CreditTag : TwoFieldLayout<MsgType::Credit, 32, 28> {
-  using Base = TwoFieldLayout<MsgType::Credit, 32, 28>;
-  static constexpr Tag make(std::uint64_t src_pe, std::uint64_t units) { return Base::encode(src_pe, units); }
-  static constexpr std::uint64_t src_pe(Tag t) { return Base::first(t); }
-  static constexpr std::uint64_t units(Tag t) { return Base::second(t); }
 };
 
 #ifdef UCHARM_TEST_NARROW_TAGS
