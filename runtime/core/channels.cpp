@@ -197,6 +197,20 @@ void register_channel_handler() {
 }
 }  // namespace detail
 
+namespace {
+// A new end joining `self` to `peer` (its record stays put while the CkChannel moves).
+ChannelEnd* new_end(const CollectionRef& self, const Index& self_idx, const CollectionRef& peer,
+                    const Index& peer_idx) {
+  auto* e = new ChannelEnd;
+  e->self_ref = self;
+  e->self_idx = self_idx;
+  e->peer_ref = peer;
+  e->peer_idx = peer_idx;
+  e->peer_pe = detail::LocationManager::pe_of(peer, peer_idx);
+  return e;
+}
+}  // namespace
+
 CkChannel::CkChannel(const CollectionRef& self, const Index& self_idx, const CollectionRef& peer,
                      const Index& peer_idx, std::uint32_t sub_id) {
   if (h_channel_setup < 0) CkAbort("channels are used before the runtime started");
@@ -207,14 +221,9 @@ CkChannel::CkChannel(const CollectionRef& self, const Index& self_idx, const Col
   if (!fresh)
     CkAbort("channel from %s to %s (sub-id %u) is opened twice at the same end (close the first one)",
             end_str(peer, peer_idx).c_str(), end_str(self, self_idx).c_str(), sub_id);
-  auto* e = new ChannelEnd;
+  ChannelEnd* e = new_end(self, self_idx, peer, peer_idx);
   slot->second = e;
-  e->self_ref = self;
-  e->self_idx = self_idx;
-  e->peer_ref = peer;
-  e->peer_idx = peer_idx;
   e->sub = sub_id;
-  e->peer_pe = detail::LocationManager::pe_of(peer, peer_idx);
   e->in_id = allocate_id();
   end_ = e;
   // Tell the peer end which id to send on; it goes where the peer's entry messages go.
@@ -249,15 +258,10 @@ CkChannel CkChannel::with_ids(const CollectionRef& self, const Index& self_idx, 
             in_id, CmiMyPe(), describe(old).c_str(), end_str(peer, peer_idx).c_str(),
             end_str(self, self_idx).c_str());
   }
-  auto* e = new ChannelEnd;
+  ChannelEnd* e = new_end(self, self_idx, peer, peer_idx);
   slot->second = e;
-  e->self_ref = self;
-  e->self_idx = self_idx;
-  e->peer_ref = peer;
-  e->peer_idx = peer_idx;
   e->explicit_ids = true;
   e->ready = true;
-  e->peer_pe = detail::LocationManager::pe_of(peer, peer_idx);
   e->out_id = out_id;
   e->in_id = in_id;
   CkChannel ch;
