@@ -212,6 +212,9 @@ TEST_P(ConverseJob, ExitFromOnePeEndsTheJobWithItsCode) {
   Result r = job(n(), {"exitcall", "7", token}, 30);
   EXPECT_EQ(r.code, 7) << describe(r);
   EXPECT_LT(r.seconds, 15) << describe(r);
+  Result z = job(n(), {"exitcall", "0", token}, 30);  // exit(0) ends the job too, with 0
+  EXPECT_EQ(z.code, 0) << describe(z);
+  EXPECT_LT(z.seconds, 15) << describe(z);
   EXPECT_FALSE(process_with_token(token)) << "orphan processes left";
 }
 
