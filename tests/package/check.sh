@@ -21,7 +21,9 @@ want=$(realpath "$ucx_dir/../..")
 [ -e "$want/libucp.so.0" ] || fail "the build's UCX has no $want/libucp.so.0"
 
 # Another UCX in the default library path, if any: it goes first on LD_LIBRARY_PATH.
-other=$(ldconfig -p | awk '$1 == "libucp.so.0" && /x86-64/ {print $NF; exit}')
+# (awk reads to the end: leaving early would kill ldconfig with SIGPIPE, and pipefail
+# would end this script silently, now and then.)
+other=$(ldconfig -p | awk '$1 == "libucp.so.0" && /x86-64/ && !found {found = 1; print $NF}')
 other_dir=
 if [ -n "$other" ] && [ "$(realpath "$(dirname "$other")")" != "$want" ]; then
   other_dir=$(realpath "$(dirname "$other")")
