@@ -85,6 +85,23 @@ CommTablePtr comm_table_new(int world_rank, int world_size);
 // The calling rank's communicator for handle `c`; nullptr when it is not a valid one.
 Comm* comm_get(MPI_Comm c);
 
+// ---- collectives inside the runtime (collectives.cpp) ------------------------------------
+// The tag of the next collective on c (advances c.coll_seq): every member calls it once per
+// collective, in the same order, so concurrent collectives (a nonblocking one still running
+// when the next starts) never match each other's messages. Tags below kCollTagFree.
+int coll_tag(Comm& c);
+// Collective-context tags from here up are not used by coll_tag: exchanges that are not
+// collective over the whole communicator (MPI_Comm_create_group) take theirs from here.
+inline constexpr int kCollTagFree = 1 << 30;
+// The algorithms on c's collective context with the given tag: host buffers, arguments
+// already checked, MPI_IN_PLACE not accepted (pass the same pointer instead). Return MPI
+// error codes (MPI_ERR_OP where op_apply refuses the type).
+int coll_barrier(Comm& c, int tag);
+int coll_bcast(void* buf, int count, MPI_Datatype t, int root, Comm& c, int tag);
+int coll_allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_Op op, Comm& c, int tag);
+// Every member's `count` elements, by rank, into recvbuf (size * count elements of t).
+int coll_allgather(const void* sendbuf, int count, MPI_Datatype t, void* recvbuf, Comm& c, int tag);
+
 // ---- the calling rank (rank.cpp) ------------------------------------------------------------
 int world_rank();        // of the calling rank
 int world_size();
