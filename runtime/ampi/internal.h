@@ -84,6 +84,12 @@ using CommTablePtr = std::unique_ptr<CommTable, CommTableDeleter>;
 CommTablePtr comm_table_new(int world_rank, int world_size);
 // The calling rank's communicator for handle `c`; nullptr when it is not a valid one.
 Comm* comm_get(MPI_Comm c);
+// Error handlers (for error() in errors.cpp): the handler of `c` on the calling rank
+// (MPI_COMM_WORLD's when c is MPI_COMM_NULL or invalid), and the function of a handler
+// made by MPI_Comm_create_errhandler / MPI_Errhandler_create (nullptr for
+// MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN and invalid handles).
+MPI_Errhandler comm_errhandler(MPI_Comm c);
+MPI_Comm_errhandler_function* errhandler_fn(MPI_Errhandler h);
 
 // ---- collectives inside the runtime (collectives.cpp) ------------------------------------
 // The tag of the next collective on c (advances c.coll_seq): every member calls it once per
