@@ -61,3 +61,7 @@ int PMPI_Comm_rank(MPI_Comm comm, int* rank) {
 
 }
 #pragma GCC visibility pop
+
+namespace ampi {
+MPI_Comm_errhandler_function* errhandler_function(MPI_Errhandler) { return nullptr; }
+}  // namespace ampi

@@ -84,11 +84,17 @@ using CommTablePtr = std::unique_ptr<CommTable, CommTableDeleter>;
 CommTablePtr comm_table_new(int world_rank, int world_size);
 // The calling rank's communicator for handle `c`; nullptr when it is not a valid one.
 Comm* comm_get(MPI_Comm c);
+// The function of a user error handler (MPI_Comm_create_errhandler); nullptr for the
+// predefined ones and invalid handles.
+MPI_Comm_errhandler_function* errhandler_function(MPI_Errhandler h);
 
 // ---- the calling rank (rank.cpp) ------------------------------------------------------------
+class Rank;              // rank.h: one MPI rank, a chare array element running main
+Rank* current_rank();    // the calling rank; stops the job when called outside one
 int world_rank();        // of the calling rank
 int world_size();
 CommTable& my_comms();   // the calling rank's table
+bool staging_forced();   // +ampi-staging: device buffers go through host memory
 
 // ---- point-to-point inside the runtime (p2p.cpp) ----------------------------------------------
 // The MPI semantics without error handlers or argument checks (callers check): what the
