@@ -123,13 +123,7 @@ Comm* comm_get(MPI_Comm c) {
   return t.comms[static_cast<std::size_t>(c)].comm.get();
 }
 
-MPI_Errhandler comm_errhandler(MPI_Comm c) {
-  if (Comm* p = comm_get(c)) return p->errhandler;
-  Comm* w = comm_get(MPI_COMM_WORLD);
-  return w ? w->errhandler : MPI_ERRORS_ARE_FATAL;
-}
-
-MPI_Comm_errhandler_function* errhandler_fn(MPI_Errhandler h) {
+MPI_Comm_errhandler_function* errhandler_function(MPI_Errhandler h) {
   CommTable& t = my_comms();
   if (h < kFirstUserErrh || static_cast<std::size_t>(h) >= t.errhs.size()) return nullptr;
   return t.errhs[static_cast<std::size_t>(h)].fn;

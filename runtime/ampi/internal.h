@@ -84,12 +84,9 @@ using CommTablePtr = std::unique_ptr<CommTable, CommTableDeleter>;
 CommTablePtr comm_table_new(int world_rank, int world_size);
 // The calling rank's communicator for handle `c`; nullptr when it is not a valid one.
 Comm* comm_get(MPI_Comm c);
-// Error handlers (for error() in errors.cpp): the handler of `c` on the calling rank
-// (MPI_COMM_WORLD's when c is MPI_COMM_NULL or invalid), and the function of a handler
-// made by MPI_Comm_create_errhandler / MPI_Errhandler_create (nullptr for
-// MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN and invalid handles).
-MPI_Errhandler comm_errhandler(MPI_Comm c);
-MPI_Comm_errhandler_function* errhandler_fn(MPI_Errhandler h);
+// The function of a user error handler (MPI_Comm_create_errhandler); nullptr for the
+// predefined ones and invalid handles.
+MPI_Comm_errhandler_function* errhandler_function(MPI_Errhandler h);
 
 // ---- collectives inside the runtime (collectives.cpp) ------------------------------------
 // The tag of the next collective on c (advances c.coll_seq): every member calls it once per
@@ -109,9 +106,12 @@ int coll_allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
 int coll_allgather(const void* sendbuf, int count, MPI_Datatype t, void* recvbuf, Comm& c, int tag);
 
 // ---- the calling rank (rank.cpp) ------------------------------------------------------------
+class Rank;              // rank.h: one MPI rank, a chare array element running main
+Rank* current_rank();    // the calling rank; stops the job when called outside one
 int world_rank();        // of the calling rank
 int world_size();
 CommTable& my_comms();   // the calling rank's table
+bool staging_forced();   // +ampi-staging: device buffers go through host memory
 
 // ---- point-to-point inside the runtime (p2p.cpp) ----------------------------------------------
 // The MPI semantics without error handlers or argument checks (callers check): what the
