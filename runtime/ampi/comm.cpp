@@ -1051,8 +1051,8 @@ int PMPI_Dims_create(int nnodes, int ndims, int dims[]) {
 }
 
 int PMPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]) {
-  Comm* c;
-  Topology* t;
+  Comm* c = nullptr;
+  Topology* t = nullptr;
   if (int e = cart_of(comm, "MPI_Cart_get", c, t)) return e;
   const int nd = static_cast<int>(t->dims.size());
   if (maxdims < 0) return error(comm, MPI_ERR_ARG, "MPI_Cart_get", "maxdims is negative (%d)", maxdims);
@@ -1065,8 +1065,8 @@ int PMPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coo
 }
 
 int PMPI_Cartdim_get(MPI_Comm comm, int* ndims) {
-  Comm* c;
-  Topology* t;
+  Comm* c = nullptr;
+  Topology* t = nullptr;
   if (int e = cart_of(comm, "MPI_Cartdim_get", c, t)) return e;
   if (!ndims) return null_arg(comm, "MPI_Cartdim_get", "ndims");
   *ndims = static_cast<int>(t->dims.size());
@@ -1075,8 +1075,8 @@ int PMPI_Cartdim_get(MPI_Comm comm, int* ndims) {
 
 int PMPI_Cart_rank(MPI_Comm comm, const int coords[], int* rank) {
   const char* fn = "MPI_Cart_rank";
-  Comm* c;
-  Topology* t;
+  Comm* c = nullptr;
+  Topology* t = nullptr;
   if (int e = cart_of(comm, fn, c, t)) return e;
   if (!rank) return null_arg(comm, fn, "rank");
   const int nd = static_cast<int>(t->dims.size());
@@ -1099,8 +1099,8 @@ int PMPI_Cart_rank(MPI_Comm comm, const int coords[], int* rank) {
 
 int PMPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
   const char* fn = "MPI_Cart_coords";
-  Comm* c;
-  Topology* t;
+  Comm* c = nullptr;
+  Topology* t = nullptr;
   if (int e = cart_of(comm, fn, c, t)) return e;
   if (rank < 0 || rank >= c->size())
     return error(comm, MPI_ERR_RANK, fn, "rank %d is out of range (size %d)", rank, c->size());
@@ -1114,8 +1114,8 @@ int PMPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
 
 int PMPI_Cart_shift(MPI_Comm comm, int direction, int disp, int* rank_source, int* rank_dest) {
   const char* fn = "MPI_Cart_shift";
-  Comm* c;
-  Topology* t;
+  Comm* c = nullptr;
+  Topology* t = nullptr;
   if (int e = cart_of(comm, fn, c, t)) return e;
   const int nd = static_cast<int>(t->dims.size());
   if (direction < 0 || direction >= nd)
@@ -1146,8 +1146,8 @@ int PMPI_Cart_shift(MPI_Comm comm, int direction, int disp, int* rank_source, in
 
 int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm* newcomm) {
   const char* fn = "MPI_Cart_sub";
-  Comm* c;
-  Topology* t;
+  Comm* c = nullptr;
+  Topology* t = nullptr;
   if (int e = cart_of(comm, fn, c, t)) return e;
   if (!newcomm) return null_arg(comm, fn, "newcomm");
   const int nd = static_cast<int>(t->dims.size());
@@ -1217,8 +1217,8 @@ int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const in
 }
 
 int PMPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]) {
-  Comm* c;
-  Topology* t;
+  Comm* c = nullptr;
+  Topology* t = nullptr;
   if (int e = graph_of(comm, "MPI_Graph_get", c, t)) return e;
   for (int i = 0; i < std::min<int>(maxindex, static_cast<int>(t->index.size())); ++i)
     index[i] = t->index[static_cast<std::size_t>(i)];
@@ -1228,8 +1228,8 @@ int PMPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int e
 }
 
 int PMPI_Graphdims_get(MPI_Comm comm, int* nnodes, int* nedges) {
-  Comm* c;
-  Topology* t;
+  Comm* c = nullptr;
+  Topology* t = nullptr;
   if (int e = graph_of(comm, "MPI_Graphdims_get", c, t)) return e;
   if (!nnodes || !nedges) return null_arg(comm, "MPI_Graphdims_get", "nnodes or nedges");
   *nnodes = static_cast<int>(t->index.size());
@@ -1239,8 +1239,8 @@ int PMPI_Graphdims_get(MPI_Comm comm, int* nnodes, int* nedges) {
 
 int PMPI_Graph_neighbors_count(MPI_Comm comm, int rank, int* nneighbors) {
   const char* fn = "MPI_Graph_neighbors_count";
-  Comm* c;
-  Topology* t;
+  Comm* c = nullptr;
+  Topology* t = nullptr;
   if (int e = graph_of(comm, fn, c, t)) return e;
   if (rank < 0 || rank >= static_cast<int>(t->index.size()))
     return error(comm, MPI_ERR_RANK, fn, "rank %d is not a node of the graph", rank);
@@ -1252,8 +1252,8 @@ int PMPI_Graph_neighbors_count(MPI_Comm comm, int rank, int* nneighbors) {
 
 int PMPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]) {
   const char* fn = "MPI_Graph_neighbors";
-  Comm* c;
-  Topology* t;
+  Comm* c = nullptr;
+  Topology* t = nullptr;
   if (int e = graph_of(comm, fn, c, t)) return e;
   if (rank < 0 || rank >= static_cast<int>(t->index.size()))
     return error(comm, MPI_ERR_RANK, fn, "rank %d is not a node of the graph", rank);
