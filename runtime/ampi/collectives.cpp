@@ -43,8 +43,10 @@ int coll_tag(Comm& c) {
 namespace {
 
 // --- device buffers ------------------------------------------------------------------------
-// HOST STAGING: the lead's `is_device(const void*)` (p2p.cpp) replaces this when it lands;
-// until then the machine layer's memory-type query answers (cached, cheap for host memory).
+// HOST STAGING: the same test as p2p.cpp's (file-local there); the memory-type query is
+// cached and cheap for host memory. Device data reaches the host temporaries, and the
+// results go back, as messages to this rank itself (self_copy): the point-to-point layer
+// moves device memory, so no CUDA call is needed here.
 bool on_device(const void* p) {
   return p != nullptr && p != MPI_IN_PLACE && CmiGetMemoryType(p) == CmiMemoryType::Cuda;
 }
