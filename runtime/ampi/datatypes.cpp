@@ -383,6 +383,12 @@ class Table {
     delete t;
   }
 
+  // Whether `h` was ever given out (a handle not found now was freed).
+  bool issued(MPI_Datatype h) {
+    std::lock_guard<std::mutex> g(mutex_);
+    return h >= kPredefined && static_cast<std::size_t>(h - kPredefined) < next_;
+  }
+
   std::mutex names_mutex;
 
  private:
@@ -571,7 +577,7 @@ int bad_type(MPI_Datatype t, const char* fn, const char* what) {
   Type* p = table().find(t);
   if (t == MPI_DATATYPE_NULL)
     return error(MPI_COMM_WORLD, MPI_ERR_TYPE, fn, "%s is MPI_DATATYPE_NULL", what);
-  if (p && p->freed.load(std::memory_order_relaxed))
+  if ((p && p->freed.load(std::memory_order_relaxed)) || (!p && table().issued(t)))
     return error(MPI_COMM_WORLD, MPI_ERR_TYPE, fn, "%s %d was freed with MPI_Type_free", what, t);
   return error(MPI_COMM_WORLD, MPI_ERR_TYPE, fn, "%s %d is not a datatype", what, t);
 }
