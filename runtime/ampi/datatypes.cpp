@@ -424,10 +424,16 @@ const Layout& layout(MPI_Datatype h) {
 
 // ---- pack and unpack ----------------------------------------------------------------------
 
+// The address `off` bytes from `base`. Integer arithmetic: with MPI_BOTTOM (a null buffer)
+// the displacements are absolute addresses.
+inline char* at(std::uintptr_t base, std::ptrdiff_t off) {
+  return reinterpret_cast<char*>(base + static_cast<std::uintptr_t>(off));
+}
+
 // Copies one run, with fixed-size copies for the common block lengths.
 template <bool kPack>
-inline void copy_run(const Run& r, char* base, char*& packed) {
-  char* p = base + r.offset;
+inline void copy_run(const Run& r, std::uintptr_t base, char*& packed) {
+  char* p = at(base, r.offset);
   auto fixed = [&](auto n) {
     for (std::size_t k = 0; k < r.reps; ++k, p += r.stride, packed += n) {
       if constexpr (kPack) std::memcpy(packed, p, n);
@@ -467,13 +473,13 @@ MPI_Datatype type_uniform_basic(MPI_Datatype t) { return layout(t).uniform; }
 void type_pack(const void* buf, int count, MPI_Datatype t, void* out) {
   const Layout& l = layout(t);
   if (count <= 0 || l.size == 0) return;
-  char* base = const_cast<char*>(static_cast<const char*>(buf));
+  auto base = reinterpret_cast<std::uintptr_t>(buf);
   char* o = static_cast<char*>(out);
   if (l.contiguous) {
-    std::memcpy(o, base + l.lb, static_cast<std::size_t>(count) * l.size);
+    std::memcpy(o, at(base, l.lb), static_cast<std::size_t>(count) * l.size);
     return;
   }
-  for (int i = 0; i < count; ++i, base += l.extent())
+  for (int i = 0; i < count; ++i, base += static_cast<std::uintptr_t>(l.extent()))
     for (const Run& r : l.bytes) copy_run<true>(r, base, o);
 }
 
@@ -481,20 +487,20 @@ void type_unpack(const void* in, std::size_t bytes, void* buf, int count, MPI_Da
   const Layout& l = layout(t);
   if (count <= 0 || l.size == 0) return;
   bytes = std::min(bytes, static_cast<std::size_t>(count) * l.size);
-  char* base = static_cast<char*>(buf);
+  auto base = reinterpret_cast<std::uintptr_t>(buf);
   char* p = const_cast<char*>(static_cast<const char*>(in));
   if (l.contiguous) {
-    std::memcpy(base + l.lb, p, bytes);
+    std::memcpy(at(base, l.lb), p, bytes);
     return;
   }
   std::size_t whole = bytes / l.size;  // elements that arrived whole
-  for (std::size_t i = 0; i < whole; ++i, base += l.extent())
+  for (std::size_t i = 0; i < whole; ++i, base += static_cast<std::uintptr_t>(l.extent()))
     for (const Run& r : l.bytes) copy_run<false>(r, base, p);
   std::size_t left = bytes - whole * l.size;
   for (const Run& r : l.bytes) {
     for (std::size_t k = 0; k < r.reps && left > 0; ++k) {
       std::size_t n = std::min(left, r.count);
-      std::memcpy(base + r.offset + static_cast<std::ptrdiff_t>(k) * r.stride, p, n);
+      std::memcpy(at(base, r.offset + static_cast<std::ptrdiff_t>(k) * r.stride), p, n);
       p += n;
       left -= n;
     }

@@ -296,10 +296,12 @@ OpTable& user_ops() {
 
 bool predefined(MPI_Op op) { return op > MPI_OP_NULL && op < kPredefinedOps; }
 
+// Integer addresses: with MPI_BOTTOM (a null buffer) the offsets are absolute addresses.
 struct Apply {
   Kernel k;
-  const char* in;
-  char* inout;
+  std::uintptr_t in, inout;
+  const char* in_at(std::ptrdiff_t off) const { return reinterpret_cast<const char*>(in + static_cast<std::uintptr_t>(off)); }
+  char* inout_at(std::ptrdiff_t off) const { return reinterpret_cast<char*>(inout + static_cast<std::uintptr_t>(off)); }
 };
 
 std::string op_name(MPI_Op op) {
@@ -329,12 +331,12 @@ int op_apply(MPI_Op op, const void* in, void* inout, int count, MPI_Datatype t) 
   if (basic == MPI_DATATYPE_NULL) {
     if (op != MPI_REPLACE) return MPI_ERR_OP;  // a mix of basic types
     // Replace copies whatever the types, run by run.
-    Apply a{nullptr, static_cast<const char*>(in), static_cast<char*>(inout)};
+    Apply a{nullptr, reinterpret_cast<std::uintptr_t>(in), reinterpret_cast<std::uintptr_t>(inout)};
     type_for_each_run(
         t, count,
         [](void* ctx, std::ptrdiff_t off, std::size_t n, MPI_Datatype b) {
-          auto* a = static_cast<Apply*>(ctx);
-          kKernels[MPI_REPLACE][b](a->in + off, a->inout + off, n);
+          auto* on = static_cast<Apply*>(ctx);
+          kKernels[MPI_REPLACE][b](on->in_at(off), on->inout_at(off), n);
         },
         &a);
     return MPI_SUCCESS;
@@ -345,12 +347,12 @@ int op_apply(MPI_Op op, const void* in, void* inout, int count, MPI_Datatype t) 
     k(static_cast<const char*>(in), static_cast<char*>(inout), static_cast<std::size_t>(count));
     return MPI_SUCCESS;
   }
-  Apply a{k, static_cast<const char*>(in), static_cast<char*>(inout)};
+  Apply a{k, reinterpret_cast<std::uintptr_t>(in), reinterpret_cast<std::uintptr_t>(inout)};
   type_for_each_run(
       t, count,
       [](void* ctx, std::ptrdiff_t off, std::size_t n, MPI_Datatype) {
-        auto* a = static_cast<Apply*>(ctx);
-        a->k(a->in + off, a->inout + off, n);
+        auto* on = static_cast<Apply*>(ctx);
+        on->k(on->in_at(off), on->inout_at(off), n);
       },
       &a);
   return MPI_SUCCESS;

@@ -359,6 +359,18 @@ TEST(Datatypes, UbAndLbMarkersSetBoundsAndStick) {
   EXPECT_EQ(MPI_SUCCESS, PMPI_Type_extent(lb, &ext));
   EXPECT_EQ(-8, lbv);
   EXPECT_EQ(16, ext);
+
+  // Markers win over the data even inside it: lb 4 and ub 4 around data [0, 8).
+  const int lengths2[] = {1, 2, 1};
+  const MPI_Aint displs2[] = {4, 0, 6};
+  const MPI_Datatype types2[] = {MPI_LB, MPI_INT, MPI_UB};
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_create_struct(3, lengths2, displs2, types2, &raw));
+  Owned inside(raw);
+  Bounds d = bounds(inside);
+  EXPECT_EQ(4, d.lb);
+  EXPECT_EQ(2, d.extent);
+  EXPECT_EQ(0, d.true_lb);
+  EXPECT_EQ(8, d.true_extent);
 }
 
 TEST(Datatypes, SubarrayInCAndFortranOrder) {
@@ -484,6 +496,48 @@ TEST(Datatypes, LargeVectorPacksQuicklyAndCorrectly) {
   std::vector<double> packed = pack<double>(a.data(), 1, v);
   ASSERT_EQ(static_cast<std::size_t>(n), packed.size());
   for (int i = 0; i < n; i += 4099) EXPECT_EQ(2.0 * i, packed[static_cast<std::size_t>(i)]);
+}
+
+TEST(Datatypes, AbsoluteAddressesFromMpiBottom) {
+  // A struct of absolute addresses, used with MPI_BOTTOM as the buffer.
+  int x = 5;
+  double y[2] = {1.5, 2.5};
+  MPI_Aint ax, ay;
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Get_address(&x, &ax));
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Get_address(y, &ay));
+  const int lengths[] = {1, 2};
+  const MPI_Aint displs[] = {ax, ay};
+  const MPI_Datatype types[] = {MPI_INT, MPI_DOUBLE};
+  MPI_Datatype raw;
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_create_struct(2, lengths, displs, types, &raw));
+  Owned t(raw);
+  char buf[20];
+  int pos = 0;
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Pack(MPI_BOTTOM, 1, t, buf, sizeof buf, &pos, MPI_COMM_WORLD));
+  EXPECT_EQ(20, pos);
+  x = 0;
+  y[0] = y[1] = 0;
+  pos = 0;
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Unpack(buf, sizeof buf, &pos, MPI_BOTTOM, 1, t, MPI_COMM_WORLD));
+  EXPECT_EQ(5, x);
+  EXPECT_EQ(1.5, y[0]);
+  EXPECT_EQ(2.5, y[1]);
+  // Ops too: a vector of doubles at an absolute address.
+  MPI_Datatype v;
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_create_hvector(1, 2, 0, MPI_DOUBLE, &raw));
+  const int one[] = {1};
+  const MPI_Aint where[] = {ay};
+  const MPI_Datatype vt[] = {raw};
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_create_struct(1, one, where, vt, &v));
+  PMPI_Type_free(&raw);
+  Owned abs_v(v);
+  double in[2] = {10, 20};
+  // `in` relative to MPI_BOTTOM: the in buffer is offset by (in - y).
+  MPI_Aint ain;
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Get_address(in, &ain));
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Reduce_local(reinterpret_cast<void*>(ain - ay), MPI_BOTTOM, 1, abs_v, MPI_SUM));
+  EXPECT_EQ(11.5, y[0]);
+  EXPECT_EQ(22.5, y[1]);
 }
 
 // ---- MPI_Pack / MPI_Unpack ------------------------------------------------------------------
@@ -682,7 +736,9 @@ TEST(Datatypes, HandlesAreUniqueAcrossThreads) {
 template <class T>
 std::vector<T> reduce(MPI_Op op, MPI_Datatype t, std::vector<T> in, std::vector<T> inout) {
   last_error = ReportedError{};
-  EXPECT_EQ(MPI_SUCCESS, PMPI_Reduce_local(in.data(), inout.data(), static_cast<int>(in.size()), t, op))
+  // As many elements of t as the vectors hold.
+  int count = static_cast<int>(in.size() * sizeof(T) / static_cast<std::size_t>(ampi::type_extent(t)));
+  EXPECT_EQ(MPI_SUCCESS, PMPI_Reduce_local(in.data(), inout.data(), count, t, op))
       << last_error.message;
   return inout;
 }
