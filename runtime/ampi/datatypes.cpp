@@ -383,6 +383,12 @@ class Table {
     delete t;
   }
 
+  // Whether `h` was ever given out (a handle not found now was freed).
+  bool issued(MPI_Datatype h) {
+    std::lock_guard<std::mutex> g(mutex_);
+    return h >= kPredefined && static_cast<std::size_t>(h - kPredefined) < next_;
+  }
+
   std::mutex names_mutex;
 
  private:
@@ -418,10 +424,16 @@ const Layout& layout(MPI_Datatype h) {
 
 // ---- pack and unpack ----------------------------------------------------------------------
 
+// The address `off` bytes from `base`. Integer arithmetic: with MPI_BOTTOM (a null buffer)
+// the displacements are absolute addresses.
+inline char* at(std::uintptr_t base, std::ptrdiff_t off) {
+  return reinterpret_cast<char*>(base + static_cast<std::uintptr_t>(off));
+}
+
 // Copies one run, with fixed-size copies for the common block lengths.
 template <bool kPack>
-inline void copy_run(const Run& r, char* base, char*& packed) {
-  char* p = base + r.offset;
+inline void copy_run(const Run& r, std::uintptr_t base, char*& packed) {
+  char* p = at(base, r.offset);
   auto fixed = [&](auto n) {
     for (std::size_t k = 0; k < r.reps; ++k, p += r.stride, packed += n) {
       if constexpr (kPack) std::memcpy(packed, p, n);
@@ -461,13 +473,13 @@ MPI_Datatype type_uniform_basic(MPI_Datatype t) { return layout(t).uniform; }
 void type_pack(const void* buf, int count, MPI_Datatype t, void* out) {
   const Layout& l = layout(t);
   if (count <= 0 || l.size == 0) return;
-  char* base = const_cast<char*>(static_cast<const char*>(buf));
+  auto base = reinterpret_cast<std::uintptr_t>(buf);
   char* o = static_cast<char*>(out);
   if (l.contiguous) {
-    std::memcpy(o, base + l.lb, static_cast<std::size_t>(count) * l.size);
+    std::memcpy(o, at(base, l.lb), static_cast<std::size_t>(count) * l.size);
     return;
   }
-  for (int i = 0; i < count; ++i, base += l.extent())
+  for (int i = 0; i < count; ++i, base += static_cast<std::uintptr_t>(l.extent()))
     for (const Run& r : l.bytes) copy_run<true>(r, base, o);
 }
 
@@ -475,20 +487,20 @@ void type_unpack(const void* in, std::size_t bytes, void* buf, int count, MPI_Da
   const Layout& l = layout(t);
   if (count <= 0 || l.size == 0) return;
   bytes = std::min(bytes, static_cast<std::size_t>(count) * l.size);
-  char* base = static_cast<char*>(buf);
+  auto base = reinterpret_cast<std::uintptr_t>(buf);
   char* p = const_cast<char*>(static_cast<const char*>(in));
   if (l.contiguous) {
-    std::memcpy(base + l.lb, p, bytes);
+    std::memcpy(at(base, l.lb), p, bytes);
     return;
   }
   std::size_t whole = bytes / l.size;  // elements that arrived whole
-  for (std::size_t i = 0; i < whole; ++i, base += l.extent())
+  for (std::size_t i = 0; i < whole; ++i, base += static_cast<std::uintptr_t>(l.extent()))
     for (const Run& r : l.bytes) copy_run<false>(r, base, p);
   std::size_t left = bytes - whole * l.size;
   for (const Run& r : l.bytes) {
     for (std::size_t k = 0; k < r.reps && left > 0; ++k) {
       std::size_t n = std::min(left, r.count);
-      std::memcpy(base + r.offset + static_cast<std::ptrdiff_t>(k) * r.stride, p, n);
+      std::memcpy(at(base, r.offset + static_cast<std::ptrdiff_t>(k) * r.stride), p, n);
       p += n;
       left -= n;
     }
@@ -571,7 +583,7 @@ int bad_type(MPI_Datatype t, const char* fn, const char* what) {
   Type* p = table().find(t);
   if (t == MPI_DATATYPE_NULL)
     return error(MPI_COMM_WORLD, MPI_ERR_TYPE, fn, "%s is MPI_DATATYPE_NULL", what);
-  if (p && p->freed.load(std::memory_order_relaxed))
+  if ((p && p->freed.load(std::memory_order_relaxed)) || (!p && table().issued(t)))
     return error(MPI_COMM_WORLD, MPI_ERR_TYPE, fn, "%s %d was freed with MPI_Type_free", what, t);
   return error(MPI_COMM_WORLD, MPI_ERR_TYPE, fn, "%s %d is not a datatype", what, t);
 }

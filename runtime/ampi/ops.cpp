@@ -1,0 +1,412 @@
+// Reduction operations: the predefined ones, user ones (MPI_Op_create), MPI_Reduce_local.
+//
+// A predefined op on a type is one kernel per (op, basic type) pair, a typed loop chosen
+// once per run of elements: no per-element switch. A derived type works when all its
+// elements are one basic type (a vector of MPI_DOUBLE, a contiguous run of MPI_DOUBLE_INT);
+// the kernel then runs over each of its runs of consecutive elements. User ops get the
+// typed buffers and the type, as MPI says.
+#include "internal.h"
+
+#include <array>
+#include <complex>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <type_traits>
+
+namespace ampi {
+
+// From datatypes.cpp (internal.h should list these).
+MPI_Datatype type_uniform_basic(MPI_Datatype t);
+using TypeRunFn = void (*)(void* ctx, std::ptrdiff_t offset, std::size_t n, MPI_Datatype basic);
+void type_for_each_run(MPI_Datatype t, int count, TypeRunFn fn, void* ctx);
+
+namespace {
+
+constexpr int kPredefinedOps = UCHARM_MPI_PREDEFINED_OPS;
+constexpr int kPredefinedTypes = UCHARM_MPI_PREDEFINED_TYPES;
+
+// ---- element access -----------------------------------------------------------------------
+
+// The C layout of a pair type (MPI_DOUBLE_INT is struct { double; int; }).
+template <class V>
+struct Pair {
+  V value;
+  int index;
+};
+
+template <class T>
+struct IsPair : std::false_type {};
+template <class V>
+struct IsPair<Pair<V>> : std::true_type {};
+
+// Loads and stores through memcpy: buffers inside a derived type need not be aligned. A
+// pair is copied field by field, leaving its padding bytes alone.
+template <class T>
+inline T load(const char* p) {
+  T v;
+  if constexpr (IsPair<T>::value) {
+    std::memcpy(&v.value, p + offsetof(T, value), sizeof v.value);
+    std::memcpy(&v.index, p + offsetof(T, index), sizeof v.index);
+  } else {
+    std::memcpy(&v, p, sizeof v);
+  }
+  return v;
+}
+
+template <class T>
+inline void store(char* p, const T& v) {
+  if constexpr (IsPair<T>::value) {
+    std::memcpy(p + offsetof(T, value), &v.value, sizeof v.value);
+    std::memcpy(p + offsetof(T, index), &v.index, sizeof v.index);
+  } else {
+    std::memcpy(p, &v, sizeof v);
+  }
+}
+
+// ---- the operations: f(in, inout) is the new inout ---------------------------------------
+
+// Integer arithmetic wraps (as it does in C on the hardware) instead of being undefined.
+template <class T>
+using Wide = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
+struct Max {
+  static constexpr MPI_Op id = MPI_MAX;
+  template <class T>
+  T operator()(T a, T b) const { return a > b ? a : b; }
+};
+struct Min {
+  static constexpr MPI_Op id = MPI_MIN;
+  template <class T>
+  T operator()(T a, T b) const { return a < b ? a : b; }
+};
+struct Sum {
+  static constexpr MPI_Op id = MPI_SUM;
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<Wide<T>>(a) + static_cast<Wide<T>>(b));
+    else return a + b;
+  }
+};
+struct Prod {
+  static constexpr MPI_Op id = MPI_PROD;
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<Wide<T>>(a) * static_cast<Wide<T>>(b));
+    else return a * b;
+  }
+};
+struct Land {
+  static constexpr MPI_Op id = MPI_LAND;
+  template <class T>
+  T operator()(T a, T b) const { return static_cast<T>(a != T{0} && b != T{0}); }
+};
+struct Lor {
+  static constexpr MPI_Op id = MPI_LOR;
+  template <class T>
+  T operator()(T a, T b) const { return static_cast<T>(a != T{0} || b != T{0}); }
+};
+struct Lxor {
+  static constexpr MPI_Op id = MPI_LXOR;
+  template <class T>
+  T operator()(T a, T b) const { return static_cast<T>((a != T{0}) != (b != T{0})); }
+};
+struct Band {
+  static constexpr MPI_Op id = MPI_BAND;
+  template <class T>
+  T operator()(T a, T b) const { return static_cast<T>(a & b); }
+};
+struct Bor {
+  static constexpr MPI_Op id = MPI_BOR;
+  template <class T>
+  T operator()(T a, T b) const { return static_cast<T>(a | b); }
+};
+struct Bxor {
+  static constexpr MPI_Op id = MPI_BXOR;
+  template <class T>
+  T operator()(T a, T b) const { return static_cast<T>(a ^ b); }
+};
+// MPI's rule: on equal values the smaller index wins.
+struct MinLoc {
+  static constexpr MPI_Op id = MPI_MINLOC;
+  template <class P>
+  P operator()(P a, P b) const {
+    if (a.value < b.value) return a;
+    if (b.value < a.value) return b;
+    return P{a.value, a.index < b.index ? a.index : b.index};
+  }
+};
+struct MaxLoc {
+  static constexpr MPI_Op id = MPI_MAXLOC;
+  template <class P>
+  P operator()(P a, P b) const {
+    if (a.value > b.value) return a;
+    if (b.value > a.value) return b;
+    return P{a.value, a.index < b.index ? a.index : b.index};
+  }
+};
+struct Replace {
+  static constexpr MPI_Op id = MPI_REPLACE;
+  template <class T>
+  T operator()(T a, T) const { return a; }
+};
+
+using Kernel = void (*)(const char* in, char* inout, std::size_t n);
+
+template <class T, class F>
+void kernel(const char* in, char* inout, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i, in += sizeof(T), inout += sizeof(T))
+    store<T>(inout, F{}(load<T>(in), load<T>(inout)));
+}
+
+// ---- the table of kernels: [op][basic type], nullptr where MPI does not define the op ----
+
+using Table = std::array<std::array<Kernel, kPredefinedTypes>, kPredefinedOps>;
+
+template <class T, class... F>
+constexpr void set(Table& t, MPI_Datatype d) {
+  ((t[F::id][d] = &kernel<T, F>), ...);
+  t[MPI_REPLACE][d] = &kernel<T, Replace>;
+}
+
+// MPI's groups of types (MPI 3.1, 5.9.2). MPI_CHAR and MPI_WCHAR count as integers, as in
+// MPICH: programs use them so.
+template <class T>
+constexpr void integer(Table& t, MPI_Datatype d) {
+  set<T, Max, Min, Sum, Prod, Land, Lor, Lxor, Band, Bor, Bxor>(t, d);
+}
+template <class T>
+constexpr void floating(Table& t, MPI_Datatype d) {
+  set<T, Max, Min, Sum, Prod>(t, d);
+}
+template <class T>
+constexpr void complexes(Table& t, MPI_Datatype d) {
+  set<T, Sum, Prod>(t, d);
+}
+// A C bool is one byte read as 0 / not 0 (a byte that is neither 0 nor 1 is no valid bool).
+constexpr void logical(Table& t, MPI_Datatype d) {
+  set<unsigned char, Land, Lor, Lxor>(t, d);
+}
+template <class V>
+constexpr void pair(Table& t, MPI_Datatype d) {
+  set<Pair<V>, MinLoc, MaxLoc>(t, d);
+}
+
+constexpr Table make_table() {
+  Table t{};
+  integer<char>(t, MPI_CHAR);
+  integer<signed char>(t, MPI_SIGNED_CHAR);
+  integer<unsigned char>(t, MPI_UNSIGNED_CHAR);
+  integer<short>(t, MPI_SHORT);
+  integer<unsigned short>(t, MPI_UNSIGNED_SHORT);
+  integer<int>(t, MPI_INT);
+  integer<unsigned>(t, MPI_UNSIGNED);
+  integer<long>(t, MPI_LONG);
+  integer<unsigned long>(t, MPI_UNSIGNED_LONG);
+  integer<long long>(t, MPI_LONG_LONG_INT);
+  integer<unsigned long long>(t, MPI_UNSIGNED_LONG_LONG);
+  integer<wchar_t>(t, MPI_WCHAR);
+  integer<std::int8_t>(t, MPI_INT8_T);
+  integer<std::int16_t>(t, MPI_INT16_T);
+  integer<std::int32_t>(t, MPI_INT32_T);
+  integer<std::int64_t>(t, MPI_INT64_T);
+  integer<std::uint8_t>(t, MPI_UINT8_T);
+  integer<std::uint16_t>(t, MPI_UINT16_T);
+  integer<std::uint32_t>(t, MPI_UINT32_T);
+  integer<std::uint64_t>(t, MPI_UINT64_T);
+  integer<MPI_Aint>(t, MPI_AINT);
+  integer<MPI_Offset>(t, MPI_OFFSET);
+  integer<MPI_Count>(t, MPI_COUNT);
+  floating<float>(t, MPI_FLOAT);
+  floating<double>(t, MPI_DOUBLE);
+  floating<long double>(t, MPI_LONG_DOUBLE);
+  complexes<std::complex<float>>(t, MPI_C_FLOAT_COMPLEX);
+  complexes<std::complex<double>>(t, MPI_C_DOUBLE_COMPLEX);
+  complexes<std::complex<long double>>(t, MPI_C_LONG_DOUBLE_COMPLEX);
+  logical(t, MPI_C_BOOL);
+  logical(t, MPI_CXX_BOOL);
+  set<unsigned char, Band, Bor, Bxor>(t, MPI_BYTE);
+  set<unsigned char>(t, MPI_PACKED);
+  pair<float>(t, MPI_FLOAT_INT);
+  pair<double>(t, MPI_DOUBLE_INT);
+  pair<long>(t, MPI_LONG_INT);
+  pair<int>(t, MPI_2INT);
+  pair<short>(t, MPI_SHORT_INT);
+  pair<long double>(t, MPI_LONG_DOUBLE_INT);
+  return t;
+}
+
+constexpr Table kKernels = make_table();
+
+constexpr const char* kOpNames[kPredefinedOps] = {
+    "MPI_OP_NULL", "MPI_MAX",  "MPI_MIN",    "MPI_SUM",    "MPI_PROD",    "MPI_LAND",   "MPI_BAND", "MPI_LOR",
+    "MPI_BOR",     "MPI_LXOR", "MPI_BXOR",   "MPI_MINLOC", "MPI_MAXLOC",  "MPI_REPLACE", "MPI_NO_OP"};
+
+// ---- user operations ----------------------------------------------------------------------
+
+struct UserOp {
+  MPI_User_function* fn = nullptr;  // nullptr: a free slot
+  bool commute = true;
+};
+
+// One table for the process: ranks in one process create ops concurrently (they never pass
+// handles to each other). Freed handles wait a while before reuse, so that a stale handle
+// is usually caught as invalid.
+class OpTable {
+ public:
+  MPI_Op add(MPI_User_function* fn, bool commute) {
+    std::lock_guard<std::mutex> g(mutex_);
+    std::size_t i;
+    if (free_.size() > kReuseAfter) {
+      i = free_.front();
+      free_.pop_front();
+    } else {
+      i = ops_.size();
+      ops_.emplace_back();
+    }
+    ops_[i] = UserOp{fn, commute};
+    return static_cast<MPI_Op>(i + kPredefinedOps);
+  }
+  // A copy of the op, fn nullptr when `op` names none.
+  UserOp find(MPI_Op op) {
+    if (op < kPredefinedOps) return {};
+    auto i = static_cast<std::size_t>(op - kPredefinedOps);
+    std::lock_guard<std::mutex> g(mutex_);
+    return i < ops_.size() ? ops_[i] : UserOp{};
+  }
+  void remove(MPI_Op op) {
+    auto i = static_cast<std::size_t>(op - kPredefinedOps);
+    std::lock_guard<std::mutex> g(mutex_);
+    ops_[i] = UserOp{};
+    free_.push_back(i);
+  }
+
+ private:
+  static constexpr std::size_t kReuseAfter = 64;
+  std::mutex mutex_;
+  std::deque<UserOp> ops_;
+  std::deque<std::size_t> free_;
+};
+
+// Never destroyed: ranks may still reduce while the process exits.
+OpTable& user_ops() {
+  static OpTable* t = new OpTable;
+  return *t;
+}
+
+bool predefined(MPI_Op op) { return op > MPI_OP_NULL && op < kPredefinedOps; }
+
+// Integer addresses: with MPI_BOTTOM (a null buffer) the offsets are absolute addresses.
+struct Apply {
+  Kernel k;
+  std::uintptr_t in, inout;
+  const char* in_at(std::ptrdiff_t off) const { return reinterpret_cast<const char*>(in + static_cast<std::uintptr_t>(off)); }
+  char* inout_at(std::ptrdiff_t off) const { return reinterpret_cast<char*>(inout + static_cast<std::uintptr_t>(off)); }
+};
+
+std::string op_name(MPI_Op op) {
+  if (op >= 0 && op < kPredefinedOps) return kOpNames[op];
+  return "user op " + std::to_string(op);
+}
+
+}  // namespace
+
+bool op_valid(MPI_Op op) { return predefined(op) || user_ops().find(op).fn != nullptr; }
+
+bool op_commutative(MPI_Op op) {
+  if (op == MPI_REPLACE) return false;  // the order of the contributions decides the result
+  if (predefined(op)) return true;
+  return user_ops().find(op).commute;
+}
+
+int op_apply(MPI_Op op, const void* in, void* inout, int count, MPI_Datatype t) {
+  if (!predefined(op)) {
+    UserOp u = user_ops().find(op);
+    if (u.fn == nullptr) return MPI_ERR_OP;
+    if (count > 0) u.fn(const_cast<void*>(in), inout, &count, &t);
+    return MPI_SUCCESS;
+  }
+  if (op == MPI_NO_OP || count <= 0 || type_size(t) == 0) return MPI_SUCCESS;
+  MPI_Datatype basic = type_uniform_basic(t);
+  if (basic == MPI_DATATYPE_NULL) {
+    if (op != MPI_REPLACE) return MPI_ERR_OP;  // a mix of basic types
+    // Replace copies whatever the types, run by run.
+    Apply a{nullptr, reinterpret_cast<std::uintptr_t>(in), reinterpret_cast<std::uintptr_t>(inout)};
+    type_for_each_run(
+        t, count,
+        [](void* ctx, std::ptrdiff_t off, std::size_t n, MPI_Datatype b) {
+          auto* on = static_cast<Apply*>(ctx);
+          kKernels[MPI_REPLACE][b](on->in_at(off), on->inout_at(off), n);
+        },
+        &a);
+    return MPI_SUCCESS;
+  }
+  Kernel k = kKernels[op][basic];
+  if (k == nullptr) return MPI_ERR_OP;
+  if (t == basic) {  // the common case: a predefined type, one loop
+    k(static_cast<const char*>(in), static_cast<char*>(inout), static_cast<std::size_t>(count));
+    return MPI_SUCCESS;
+  }
+  Apply a{k, reinterpret_cast<std::uintptr_t>(in), reinterpret_cast<std::uintptr_t>(inout)};
+  type_for_each_run(
+      t, count,
+      [](void* ctx, std::ptrdiff_t off, std::size_t n, MPI_Datatype) {
+        auto* on = static_cast<Apply*>(ctx);
+        on->k(on->in_at(off), on->inout_at(off), n);
+      },
+      &a);
+  return MPI_SUCCESS;
+}
+
+}  // namespace ampi
+
+// ---- the MPI functions --------------------------------------------------------------------
+
+using namespace ampi;
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+int PMPI_Op_create(MPI_User_function* user_fn, int commute, MPI_Op* op) {
+  const char* fn = "MPI_Op_create";
+  if (!user_fn) return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "user_fn is a null pointer");
+  if (!op) return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "op is a null pointer");
+  *op = user_ops().add(user_fn, commute != 0);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Op_free(MPI_Op* op) {
+  const char* fn = "MPI_Op_free";
+  if (!op) return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "op is a null pointer");
+  if (predefined(*op))
+    return error(MPI_COMM_WORLD, MPI_ERR_OP, fn, "%s is predefined and cannot be freed", kOpNames[*op]);
+  if (!op_valid(*op)) return error(MPI_COMM_WORLD, MPI_ERR_OP, fn, "op %d is not a valid operation", *op);
+  user_ops().remove(*op);
+  *op = MPI_OP_NULL;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Op_commutative(MPI_Op op, int* commute) {
+  const char* fn = "MPI_Op_commutative";
+  if (!op_valid(op)) return error(MPI_COMM_WORLD, MPI_ERR_OP, fn, "op %d is not a valid operation", op);
+  if (!commute) return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "commute is a null pointer");
+  *commute = op_commutative(op) ? 1 : 0;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype datatype, MPI_Op op) {
+  const char* fn = "MPI_Reduce_local";
+  if (count < 0) return error(MPI_COMM_WORLD, MPI_ERR_COUNT, fn, "count is negative (%d)", count);
+  if (!type_committed(datatype))
+    return error(MPI_COMM_WORLD, MPI_ERR_TYPE, fn, "%s is not a committed datatype", type_name(datatype).c_str());
+  if (!op_valid(op)) return error(MPI_COMM_WORLD, MPI_ERR_OP, fn, "op %d is not a valid operation", op);
+  if (count > 0 && (inbuf == MPI_IN_PLACE || inoutbuf == MPI_IN_PLACE))
+    return error(MPI_COMM_WORLD, MPI_ERR_BUFFER, fn, "MPI_IN_PLACE is not allowed here");
+  if (op_apply(op, inbuf, inoutbuf, count, datatype) != MPI_SUCCESS)
+    return error(MPI_COMM_WORLD, MPI_ERR_OP, fn, "%s is not defined on %s", op_name(op).c_str(),
+                 type_name(datatype).c_str());
+  return MPI_SUCCESS;
+}
+
+}  // extern "C"
+#pragma GCC visibility pop
