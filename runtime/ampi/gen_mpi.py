@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Generates mpi.h and pmpi_generated.cpp from mpi_functions.def.
 
-mpi.h declares MPI_X and PMPI_X for every function. pmpi_generated.cpp makes each MPI_X a
-weak alias of PMPI_X (so a program or tool may define MPI_X itself and call PMPI_X), and
+mpi.h declares MPI_X and PMPI_X for every function. pmpi_generated.cpp defines each MPI_X
+as a weak function that calls PMPI_X (so a program or tool may define MPI_X itself and call
+PMPI_X; a GCC alias cannot be used: its target must be in the same file), and
 gives every PMPI_X that no source file given on the command line defines a body that
 stops the program with an error naming the function: a missing function is never a
 silent success.
@@ -24,6 +25,17 @@ def parse(def_path):
             sys.exit(f'{def_path}: cannot parse "{line}"')
         fns.append((m.group(1), m.group(2), m.group(3)))
     return fns
+
+
+def param_names(params):
+    """The names of a C parameter list's parameters ("int ranges[][3]" -> "ranges")."""
+    names = []
+    for p in params.split(','):
+        p = re.sub(r'\[[^\]]*\]', '', p).strip()
+        if p in ('void', '...', ''):
+            continue
+        names.append(re.findall(r'[A-Za-z_][A-Za-z_0-9]*', p)[-1])
+    return names
 
 
 def main():
@@ -53,10 +65,11 @@ def main():
         out.append(f'  ampi::not_implemented("MPI_{name}");')
         out.append('}')
     out.append('')
-    out.append('// MPI_X is a weak alias of PMPI_X: the MPI profiling interface.')
+    out.append('// MPI_X is weak and calls PMPI_X: the MPI profiling interface.')
     for ret, name, params in fns:
-        out.append(f'__attribute__((weak, alias("PMPI_{name}"), visibility("default"))) '
-                   f'{ret} MPI_{name}({params});')
+        out.append(f'__attribute__((weak, visibility("default"))) {ret} MPI_{name}({params}) {{')
+        out.append(f'  return PMPI_{name}({", ".join(param_names(params))});')
+        out.append('}')
     out.append('}')
     write_if_changed(out_cpp, '\n'.join(out) + '\n')
 

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,55 @@ bool op_commutative(MPI_Op op);
 // MPI_SUCCESS, or MPI_ERR_OP when the op is not defined on the type (a predefined op on a
 // type it does not support, e.g. MPI_BAND on MPI_DOUBLE).
 int op_apply(MPI_Op op, const void* in, void* inout, int count, MPI_Datatype t);
+
+// ---- communicators (comm.cpp) ---------------------------------------------------------------
+// Matching contexts: every communicator has two, one for point-to-point (even) and one for
+// its collectives (odd), so runtime traffic never matches a user's receive.
+enum class Ctx : std::uint8_t { P2P = 0, Coll = 1 };
+struct Comm {
+  MPI_Comm handle = MPI_COMM_NULL;
+  std::uint32_t context = 0;      // even; the collective context is context + 1
+  std::vector<int> members;       // the world rank of each member, by rank in this comm
+  int rank = MPI_UNDEFINED;       // this rank's position in `members`
+  MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
+  std::uint32_t coll_seq = 0;     // collectives started on it (nonblocking ones use it in tags)
+  int size() const { return static_cast<int>(members.size()); }
+  std::uint32_t ctx(Ctx c) const { return context + static_cast<std::uint32_t>(c); }
+};
+// A rank's communicators (and groups, keyvals, ...): comm.cpp defines it; each rank owns one.
+struct CommTable;
+struct CommTableDeleter { void operator()(CommTable* t) const; };
+using CommTablePtr = std::unique_ptr<CommTable, CommTableDeleter>;
+// A new table holding MPI_COMM_WORLD and MPI_COMM_SELF of world rank `world_rank`.
+CommTablePtr comm_table_new(int world_rank, int world_size);
+// The calling rank's communicator for handle `c`; nullptr when it is not a valid one.
+Comm* comm_get(MPI_Comm c);
+// The function of a user error handler (MPI_Comm_create_errhandler); nullptr for the
+// predefined ones and invalid handles.
+MPI_Comm_errhandler_function* errhandler_function(MPI_Errhandler h);
+
+// ---- the calling rank (rank.cpp) ------------------------------------------------------------
+class Rank;              // rank.h: one MPI rank, a chare array element running main
+Rank* current_rank();    // the calling rank; stops the job when called outside one
+int world_rank();        // of the calling rank
+int world_size();
+CommTable& my_comms();   // the calling rank's table
+bool staging_forced();   // +ampi-staging: device buffers go through host memory
+
+// ---- point-to-point inside the runtime (p2p.cpp) ----------------------------------------------
+// The MPI semantics without error handlers or argument checks (callers check): what the
+// collectives and communicator code build on. `ctx` picks the matching context; `src` may be
+// MPI_ANY_SOURCE, `tag` MPI_ANY_TAG. Return MPI error codes.
+int isend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx, MPI_Request* req);
+int irecv(void* buf, int count, MPI_Datatype t, int src, int tag, Comm& c, Ctx ctx, MPI_Request* req);
+int send(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx);
+int recv(void* buf, int count, MPI_Datatype t, int src, int tag, Comm& c, Ctx ctx, MPI_Status* st);
+// Waits for all (MPI_REQUEST_NULL entries are skipped) and frees them; statuses may be null.
+int wait_all(int n, MPI_Request* reqs, MPI_Status* statuses);
+// A request that code of the runtime completes itself (nonblocking collectives): runs
+// `body(arg)` in a new user-level thread of the calling rank (it may block in the calls
+// above) and completes the request when body returns; `body` owns `arg`.
+MPI_Request start_task(int (*body)(void* arg), void* arg);
 
 // ---- program start (rank.cpp; called by the program's loader) -----------------------------
 // What the loader gives the runtime: where each rank's main is.

@@ -46,6 +46,7 @@ struct CthThreadStruct {
   StackBounds stack;          // this thread's stack
   StackBounds resumer_stack;  // the stack it returns to
   void* fake_stack = nullptr;  // ASan's, while suspended
+  void* data = nullptr;        // CthSetData
 };
 
 namespace {
@@ -136,3 +137,6 @@ void CthYield() {
   CthAwaken(t);
   CthSuspend();
 }
+
+void CthSetData(CthThread t, void* data) { t->data = data; }
+void* CthGetData(CthThread t) { return t ? t->data : nullptr; }

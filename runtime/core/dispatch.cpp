@@ -25,6 +25,8 @@ void run_entry_with(ChareBase* obj, std::uint32_t entry, void* msg, const std::v
   k.unpack_dests = nullptr;
 }
 
+std::string raw_sig_names() { return "a raw message"; }
+
 void thread_body(void* arg) {
   std::unique_ptr<ThreadCall> call(static_cast<ThreadCall*>(arg));
   run_entry_with(call->obj, call->entry, call->msg, call->dests.empty() ? nullptr : &call->dests);
@@ -44,7 +46,10 @@ void call_entry(Collection& c, ChareBase* obj, void* msg) {
   if (info.sig != e.sig)
     CkAbort("entry method %s takes (%s) but was sent other argument types (a callback of the wrong type?)",
             entry_name(info.name).c_str(), info.sig_names().c_str());
-  if (info.device_params > 0) {
+  if (info.raw) {  // it owns the message: one more reference than dispatch drops
+    CmiReference(msg);
+    info.raw(obj, msg);
+  } else if (info.device_params > 0) {
     start_device_invocation(obj, e.entry, msg);
   } else if (info.threaded) {
     CmiReference(msg);
@@ -226,6 +231,12 @@ void send_msg(void* msg, std::size_t total, const CollectionRef& ref, const Send
       ++k.sent;
       CmiSyncSendAndFree(LocationManager::pe_of(ref, e.index()), total, msg);
   }
+}
+
+void prepare_local(void* msg) {
+  Core& k = core();
+  CmiSetHandler(msg, k.h_core);
+  ++k.sent;
 }
 
 int start(int argc, char** argv, ChareBase* (*make_main)(const MainArgs&)) {

@@ -166,5 +166,8 @@ void CthAwaken(CthThread t);
 void CthAwakenPrio(CthThread t, int prio);
 // Lets other queued work run, then continues.
 void CthYield();
+// One word per thread for the layers above (the MPI shim keeps the thread's rank there).
+void CthSetData(CthThread t, void* data);
+void* CthGetData(CthThread t);
 
 #pragma GCC visibility pop

@@ -74,6 +74,7 @@ Tuple unpack_args(PUP::er& p) {
 using Invoker = void (*)(ChareBase* obj, PUP::er& args);
 using PostInvoker = void (*)(ChareBase* obj, PUP::er& args, std::vector<CkDeviceBuffer>& out);
 using Constructor = ChareBase* (*)(PUP::er& args);
+using RawInvoker = void (*)(ChareBase* obj, void* msg);
 struct EntryInfo {
   const char* name;
   Invoker invoke;
@@ -84,6 +85,7 @@ struct EntryInfo {
   bool (*accepts)(ChareBase*);  // is the object of (a class derived from) cls?
   int device_params = 0;        // CkDeviceBuffer parameters (GPU Messaging API)
   PostInvoker post = nullptr;   // their post entry method
+  RawInvoker raw = nullptr;     // a raw entry (ck::RawEntry): gets the message itself
 };
 void register_entry(const EntryInfo& info, std::uint32_t* slot);
 void register_ctor(const char* name, Constructor c, const std::type_info* cls, std::uint32_t* slot);

@@ -51,6 +51,8 @@ inline Envelope& envelope(void* msg) { return *reinterpret_cast<Envelope*>(CmiMs
 // Sends a packed message (its envelope filled by the caller) to where `c` and the
 // envelope's index say: routing, priorities, counts for quiescence detection.
 void send_msg(void* msg, std::size_t total, const CollectionRef& c, const SendOpts& o);
+// Sets the core's handler on a message that will run on this PE later (counted as sent).
+void prepare_local(void* msg);
 std::uint64_t new_collection_id();
 int home_pe(const CollectionRef& c, const Index& idx);
 int next_chare_pe();
@@ -104,6 +106,70 @@ void create(const CollectionRef& c, const Index& idx, MsgKind kind, Args&&... ar
   e.kind = kind;
   send_msg(msg, total, c, SendOpts{});
 }
+
+// ---- raw entries -------------------------------------------------------------------------------
+template <class C, void (*F)(C*, void*)>
+void invoke_raw(ChareBase* obj, void* msg) {
+  F(static_cast<C*>(obj), msg);
+}
+std::string raw_sig_names();
+
+}  // namespace detail
+
+// An entry that receives its message unparsed: the dynamic entry path for runtimes built on
+// the core that define their own payload (the MPI shim, the Python bindings). `F(obj, msg)`
+// owns `msg`: it CmiFree's it when done, or keeps it (no copy). Registered at static
+// initialisation like every entry; send with raw_send:
+//   void on_data(Rank* r, void* msg);
+//   void* m = ck::raw_alloc(n);  std::memcpy(ck::raw_payload(m), data, n);
+//   ck::raw_send<ck::RawEntry<Rank, &on_data>>(proxy[i], m);
+template <class C, void (*F)(C*, void*)>
+struct RawEntry : detail::Registration<RawEntry<C, F>> {
+  static const bool registered;
+};
+template <class C, void (*F)(C*, void*)>
+const bool RawEntry<C, F>::registered = [] {
+  detail::register_entry({detail::name_of<F>(), nullptr, &typeid(C), 0, &detail::raw_sig_names, false,
+                          &detail::accepts<C>, 0, nullptr, &detail::invoke_raw<C, F>},
+                         &RawEntry<C, F>::index);
+  return true;
+}();
+
+// A message with room for `len` payload bytes (at raw_payload) for a raw entry.
+inline void* raw_alloc(std::size_t len) {
+  return CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(detail::Envelope) + len);
+}
+inline char* raw_payload(void* msg) { return CmiMsgPayload(msg) + sizeof(detail::Envelope); }
+inline std::size_t raw_length(void* msg) {
+  return CmiMsgSize(msg) - CmiMsgHeaderSizeBytes - sizeof(detail::Envelope);
+}
+// Sends a raw_alloc'ed message (takes it) to element `idx` of collection `c`.
+template <class E>
+void raw_send(const CollectionRef& c, const Index& idx, void* msg, const SendOpts& o = SendOpts{}) {
+  detail::Envelope& e = detail::envelope(msg);
+  e.collection = c.id;
+  e.set_index(idx);
+  e.entry = E::id();
+  e.sig = 0;
+  e.kind = detail::MsgKind::Invoke;
+  detail::send_msg(msg, CmiMsgSize(msg), c, o);
+}
+
+// Addresses a raw_alloc'ed message to element `idx` of `c` without sending it: a message to
+// run here later, e.g. the completion message of a Converse device transfer
+// (CmiSendDevice/CmiRecvDevice), which the scheduler then delivers to the raw entry.
+template <class E>
+void raw_prepare_local(const CollectionRef& c, const Index& idx, void* msg) {
+  detail::Envelope& e = detail::envelope(msg);
+  e.collection = c.id;
+  e.set_index(idx);
+  e.entry = E::id();
+  e.sig = 0;
+  e.kind = detail::MsgKind::Invoke;
+  detail::prepare_local(msg);
+}
+
+namespace detail {
 
 // The element being constructed: its base class reads this.
 struct Constructing {

@@ -1,0 +1,1052 @@
+// Point-to-point: messages, matching, requests, completion, probe, cancel; device buffers.
+//
+// A message is one core raw message to the receiving rank's element: WireHeader (+ WireExt)
+// + the packed data. The runtime delivers the messages of a pair of ranks in order, so the
+// receiver matches them in arrival order against its posted receives, or queues them as
+// unexpected: no sequence numbers here.
+//
+// Device buffers (CUDA memory, found by the memory-type cache): the data goes device-direct
+// as a Converse device transfer (CmiSendDevice) started at once, next to the host message,
+// which carries its tag; the receiver posts the device receive when the message matches.
+// That needs no rendezvous round trip; ANY_SOURCE works because matching happens on the host
+// message. +ampi-staging copies through host memory instead.
+#include "rank.h"
+
+#include <cstring>
+
+#ifdef UCHARM_AMPI_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace ampi {
+
+using MsgEntry = ck::RawEntry<Rank, &on_message>;
+
+namespace {
+
+constexpr std::uint32_t kInternalFlags = kSyncAck;
+
+inline WireHeader& wire(void* msg) { return *reinterpret_cast<WireHeader*>(ck::raw_payload(msg)); }
+inline bool has_ext(std::uint32_t flags) { return (flags & (kSync | kSyncAck | kDevice)) != 0; }
+inline WireExt& ext(void* msg) {
+  return *reinterpret_cast<WireExt*>(ck::raw_payload(msg) + sizeof(WireHeader));
+}
+inline std::size_t data_offset(std::uint32_t flags) {
+  return sizeof(WireHeader) + (has_ext(flags) ? sizeof(WireExt) : 0);
+}
+inline char* data_of(void* msg) { return ck::raw_payload(msg) + data_offset(wire(msg).flags); }
+inline std::size_t data_bytes(void* msg) {
+  const WireHeader& h = wire(msg);
+  return (h.flags & kDevice) ? ext(msg).bytes : ck::raw_length(msg) - data_offset(h.flags);
+}
+
+inline bool matches(const WireHeader& h, std::uint32_t context, int src, int tag) {
+  return h.context == context && (src == MPI_ANY_SOURCE || src == h.src) && (tag == MPI_ANY_TAG || tag == h.tag);
+}
+
+bool is_device(const void* p) { return p && CmiGetMemoryType(p) == CmiMemoryType::Cuda; }
+
+// Copies between any two buffers, host or device.
+void copy_any(void* dst, const void* src, std::size_t n) {
+#ifdef UCHARM_AMPI_CUDA
+  if (is_device(dst) || is_device(src)) {
+    if (cudaMemcpy(dst, src, n, cudaMemcpyDefault) != cudaSuccess)
+      CkAbort("AMPI: cudaMemcpy of %zu bytes between a device and a host buffer failed", n);
+    return;
+  }
+#endif
+  std::memcpy(dst, src, n);
+}
+
+// The message that completes a device transfer's request on this rank (runs here later).
+void* completion_msg(Rank* r, MPI_Request req) {
+  void* m = ck::raw_alloc(sizeof(WireHeader) + sizeof(WireExt));
+  wire(m) = WireHeader{0, 0, 0, kSyncAck};
+  ext(m) = WireExt{0, 0, r->world_rank(), req};
+  ck::raw_prepare_local<MsgEntry>(r->array_ref(), ck::index(r->world_rank()), m);
+  return m;
+}
+
+// Acknowledges a matched Ssend: the sender's request completes.
+void send_ack(Rank* r, Request& q) {
+  void* ack = ck::raw_alloc(sizeof(WireHeader) + sizeof(WireExt));
+  wire(ack) = WireHeader{0, 0, 0, kSyncAck};
+  ext(ack) = WireExt{0, 0, r->world_rank(), q.ack_req};
+  ck::raw_send<MsgEntry>(r->array_ref(), ck::index(q.ack_world), ack);
+  q.ack_world = -1;
+}
+
+// Delivers `msg` (matched) into receive request `h`; takes the message.
+void deliver(Rank* r, MPI_Request h, void* msg) {
+  P2p& p = r->p2p();
+  Request& q = p.req(h);
+  const WireHeader hd = wire(msg);
+  const std::size_t bytes = data_bytes(msg);
+  const std::size_t room = static_cast<std::size_t>(q.count) * type_size(q.type);
+  q.status.MPI_SOURCE = hd.src;
+  q.status.MPI_TAG = hd.tag;
+  q.status.MPI_ERROR = MPI_SUCCESS;
+  q.status.ucharm_bytes = static_cast<long long>(bytes < room ? bytes : room);
+  std::size_t n = bytes;
+  if (bytes > room) {
+    q.status.MPI_ERROR = MPI_ERR_TRUNCATE;
+    n = room;
+  }
+  q.matched = true;
+  if (hd.flags & kSync) {  // Ssend: acknowledged once the data is here (the sender's buffer is free)
+    q.ack_world = ext(msg).sender_world;
+    q.ack_req = ext(msg).sender_req;
+    if (!(hd.flags & kDevice)) send_ack(r, q);
+  }
+  if (hd.flags & kDevice) {
+    const std::uint64_t tag = ext(msg).device_tag;
+    CmiFree(msg);
+    if (bytes > room) {  // the transfer must still be taken, whole: into a scratch buffer
+      q.device_stage = std::malloc(bytes);
+      CmiRecvDevice(q.device_stage, bytes, tag, completion_msg(r, h));
+      return;
+    }
+    if (type_contiguous(q.type)) {
+      CmiRecvDevice(static_cast<char*>(q.buf) + type_lb(q.type), bytes, tag, completion_msg(r, h));
+    } else {  // a derived layout: land it in host memory, unpack when it is in
+      q.device_stage = std::malloc(bytes ? bytes : 1);
+      CmiRecvDevice(q.device_stage, bytes, tag, completion_msg(r, h));
+    }
+    return;
+  }
+  if (n) {
+    if (type_contiguous(q.type)) copy_any(static_cast<char*>(q.buf) + type_lb(q.type), data_of(msg), n);
+    else type_unpack(data_of(msg), n, q.buf, q.count, q.type);
+  }
+  CmiFree(msg);
+  p.complete(h);
+}
+
+// A device transfer into request `h` has landed.
+void device_arrived(Rank* r, MPI_Request h) {
+  P2p& p = r->p2p();
+  Request& q = p.req(h);
+  if (q.device_stage) {
+    if (q.status.MPI_ERROR == MPI_SUCCESS && q.status.ucharm_bytes > 0)
+      type_unpack(q.device_stage, static_cast<std::size_t>(q.status.ucharm_bytes), q.buf, q.count, q.type);
+    std::free(q.device_stage);
+    q.device_stage = nullptr;
+  }
+  if (q.ack_world >= 0) send_ack(r, q);
+  p.complete(h);
+}
+
+void fill_status_from_msg(MPI_Status* st, void* msg) {
+  const WireHeader& h = wire(msg);
+  if (st) {
+    st->MPI_SOURCE = h.src;
+    st->MPI_TAG = h.tag;
+    st->MPI_ERROR = MPI_SUCCESS;
+    st->ucharm_cancelled = 0;
+    st->ucharm_bytes = static_cast<long long>(data_bytes(msg));
+  }
+}
+
+void empty_status(MPI_Status* st) {
+  if (!st) return;
+  st->MPI_SOURCE = MPI_ANY_SOURCE;
+  st->MPI_TAG = MPI_ANY_TAG;
+  st->MPI_ERROR = MPI_SUCCESS;
+  st->ucharm_cancelled = 0;
+  st->ucharm_bytes = 0;
+}
+
+void proc_null_status(MPI_Status* st) {
+  empty_status(st);
+  if (st) st->MPI_SOURCE = MPI_PROC_NULL;
+}
+
+// Starts a send. `sync_req`: the request an Ssend's acknowledgement completes (0: none).
+void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx,
+                MPI_Request sync_req, MPI_Request device_req) {
+  const std::size_t bytes = static_cast<std::size_t>(count) * type_size(t);
+  const int dest_world = c.members[static_cast<std::size_t>(dest)];
+  const char* base = static_cast<const char*>(buf) + type_lb(t);
+  const bool device = bytes > 0 && is_device(buf) && !staging_forced() && type_contiguous(t);
+  std::uint32_t flags = (sync_req ? kSync : 0u) | (device ? kDevice : 0u);
+  const std::size_t inline_bytes = device ? 0 : bytes;
+  void* msg = ck::raw_alloc(data_offset(flags) + inline_bytes);
+  wire(msg) = WireHeader{c.ctx(ctx), c.rank, tag, flags};
+  if (has_ext(flags)) ext(msg) = WireExt{bytes, 0, r->world_rank(), sync_req};
+  if (device) {
+    CmiDeviceBuffer db;
+    db.ptr = base;
+    db.size = bytes;
+    const int pe = ck::detail::home_pe(r->array_ref(), ck::index(dest_world));
+    CmiSendDevice(pe, db, device_req ? completion_msg(r, device_req) : nullptr);
+    ext(msg).device_tag = db.tag;
+  } else if (bytes) {
+    if (type_contiguous(t)) copy_any(data_of(msg), base, bytes);
+    else type_pack(buf, count, t, data_of(msg));
+  }
+  ck::raw_send<MsgEntry>(r->array_ref(), ck::index(dest_world), msg);
+}
+
+// Suspends the calling thread until request h completes.
+void wait_one(P2p& p, MPI_Request h) {
+  while (!p.req(h).complete) {
+    p.req(h).waiter = CthSelf();
+    CthSuspend();
+  }
+  p.req(h).waiter = nullptr;
+}
+
+}  // namespace
+
+// ---- P2p bookkeeping -------------------------------------------------------------------------------
+MPI_Request P2p::alloc(ReqKind k) {
+  MPI_Request h;
+  if (!free_reqs_.empty()) {
+    h = free_reqs_.back();
+    free_reqs_.pop_back();
+  } else {
+    reqs_.emplace_back();
+    h = static_cast<MPI_Request>(reqs_.size());
+  }
+  Request& q = req(h);
+  q = Request{};
+  q.kind = k;
+  return h;
+}
+
+void P2p::release(MPI_Request h) {
+  req(h).kind = ReqKind::Free;
+  free_reqs_.push_back(h);
+}
+
+void P2p::complete(MPI_Request h) {
+  Request& q = req(h);
+  q.complete = true;
+  if (q.user_freed && !q.persistent) {
+    release(h);
+    return;
+  }
+  if (CthThread w = q.waiter) {
+    q.waiter = nullptr;
+    CthAwaken(w);
+  }
+}
+
+void P2p::post(MPI_Request h) {
+  Request& q = req(h);
+  q.prev = posted_tail_;
+  q.next = 0;
+  if (posted_tail_) req(posted_tail_).next = h;
+  else posted_head_ = h;
+  posted_tail_ = h;
+}
+
+void P2p::unpost(MPI_Request h) {
+  Request& q = req(h);
+  if (q.prev) req(q.prev).next = q.next;
+  else posted_head_ = q.next;
+  if (q.next) req(q.next).prev = q.prev;
+  else posted_tail_ = q.prev;
+  q.prev = q.next = 0;
+}
+
+MPI_Request P2p::match_posted(std::uint32_t context, int src, int tag) {
+  for (MPI_Request h = posted_head_; h; h = req(h).next) {
+    const Request& q = req(h);
+    if (q.context == context && (q.peer == MPI_ANY_SOURCE || q.peer == src) && (q.tag == MPI_ANY_TAG || q.tag == tag))
+      return h;
+  }
+  return 0;
+}
+
+void P2p::push_unexpected(void* msg) {
+  std::int32_t i;
+  if (unexp_free_ >= 0) {
+    i = unexp_free_;
+    unexp_free_ = unexpected_[static_cast<std::size_t>(i)].next;
+  } else {
+    i = static_cast<std::int32_t>(unexpected_.size());
+    unexpected_.emplace_back();
+  }
+  Unexpected& u = unexpected_[static_cast<std::size_t>(i)];
+  u.msg = msg;
+  u.next = -1;
+  u.prev = unexp_tail_;
+  if (unexp_tail_ >= 0) unexpected_[static_cast<std::size_t>(unexp_tail_)].next = i;
+  else unexp_head_ = i;
+  unexp_tail_ = i;
+}
+
+std::int32_t P2p::find_unexpected(std::uint32_t context, int src, int tag) const {
+  for (std::int32_t i = unexp_head_; i >= 0; i = unexpected_[static_cast<std::size_t>(i)].next)
+    if (matches(wire(unexpected_[static_cast<std::size_t>(i)].msg), context, src, tag)) return i;
+  return -1;
+}
+
+void* P2p::take_unexpected(std::int32_t i) {
+  Unexpected& u = unexpected_[static_cast<std::size_t>(i)];
+  if (u.prev >= 0) unexpected_[static_cast<std::size_t>(u.prev)].next = u.next;
+  else unexp_head_ = u.next;
+  if (u.next >= 0) unexpected_[static_cast<std::size_t>(u.next)].prev = u.prev;
+  else unexp_tail_ = u.prev;
+  void* m = u.msg;
+  u.msg = nullptr;
+  u.next = unexp_free_;
+  unexp_free_ = i;
+  return m;
+}
+
+// ---- arrival ----------------------------------------------------------------------------------------
+void on_message(Rank* r, void* msg) {
+  P2p& p = r->p2p();
+  const WireHeader& h = wire(msg);
+  if (h.flags & kInternalFlags) {  // an Ssend acknowledgement or a device completion
+    MPI_Request req = ext(msg).sender_req;
+    CmiFree(msg);
+    Request& q = p.req(req);
+    if (q.kind == ReqKind::Recv) device_arrived(r, req);
+    else p.complete(req);
+    return;
+  }
+  if (MPI_Request req = p.match_posted(h.context, h.src, h.tag)) {
+    p.unpost(req);
+    deliver(r, req, msg);
+    return;
+  }
+  p.push_unexpected(msg);
+  if (CthThread w = p.probe_waiter) {
+    p.probe_waiter = nullptr;
+    CthAwaken(w);
+  }
+}
+
+// ---- the runtime's point-to-point ------------------------------------------------------------------
+int isend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx, MPI_Request* req) {
+  Rank* r = current_rank();
+  P2p& p = r->p2p();
+  if (dest == MPI_PROC_NULL) {
+    MPI_Request h = p.alloc(ReqKind::Send);
+    proc_null_status(&p.req(h).status);
+    p.req(h).complete = true;
+    *req = h;
+    return MPI_SUCCESS;
+  }
+  const bool device = count > 0 && is_device(buf) && !staging_forced() && type_contiguous(t);
+  MPI_Request h = p.alloc(ReqKind::Send);
+  empty_status(&p.req(h).status);
+  start_send(r, buf, count, t, dest, tag, c, ctx, 0, device ? h : 0);
+  if (!device) p.req(h).complete = true;  // the data is in the message: the buffer is free
+  *req = h;
+  return MPI_SUCCESS;
+}
+
+int send(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx) {
+  if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
+  Rank* r = current_rank();
+  if (count > 0 && is_device(buf) && !staging_forced() && type_contiguous(t)) {
+    MPI_Request h;
+    isend(buf, count, t, dest, tag, c, ctx, &h);
+    return wait_all(1, &h, nullptr);
+  }
+  start_send(r, buf, count, t, dest, tag, c, ctx, 0, 0);
+  return MPI_SUCCESS;
+}
+
+int issend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx, MPI_Request* req) {
+  if (dest == MPI_PROC_NULL) return isend(buf, count, t, dest, tag, c, ctx, req);
+  Rank* r = current_rank();
+  P2p& p = r->p2p();
+  MPI_Request h = p.alloc(ReqKind::Send);
+  empty_status(&p.req(h).status);
+  // Completes on the receiver's acknowledgement, which comes after the data left (device
+  // data: the receiver posts its receive when it matches; the ack follows from there).
+  start_send(r, buf, count, t, dest, tag, c, ctx, h, 0);
+  *req = h;
+  return MPI_SUCCESS;
+}
+
+int irecv(void* buf, int count, MPI_Datatype t, int src, int tag, Comm& c, Ctx ctx, MPI_Request* req) {
+  Rank* r = current_rank();
+  P2p& p = r->p2p();
+  MPI_Request h = p.alloc(ReqKind::Recv);
+  Request& q = p.req(h);
+  *req = h;
+  if (src == MPI_PROC_NULL) {
+    proc_null_status(&q.status);
+    q.complete = true;
+    return MPI_SUCCESS;
+  }
+  q.buf = buf;
+  q.count = count;
+  q.type = t;
+  q.peer = src;
+  q.tag = tag;
+  q.comm = c.handle;
+  q.context = c.ctx(ctx);
+  std::int32_t u = p.find_unexpected(q.context, src, tag);
+  if (u >= 0) deliver(r, h, p.take_unexpected(u));
+  else p.post(h);
+  return MPI_SUCCESS;
+}
+
+int recv(void* buf, int count, MPI_Datatype t, int src, int tag, Comm& c, Ctx ctx, MPI_Status* st) {
+  MPI_Request h;
+  irecv(buf, count, t, src, tag, c, ctx, &h);
+  return wait_all(1, &h, st);
+}
+
+int wait_all(int n, MPI_Request* reqs, MPI_Status* statuses) {
+  P2p& p = current_rank()->p2p();
+  int rc = MPI_SUCCESS;
+  for (int i = 0; i < n; ++i) {
+    if (reqs[i] == MPI_REQUEST_NULL) continue;
+    wait_one(p, reqs[i]);
+    Request& q = p.req(reqs[i]);
+    if (q.status.MPI_ERROR != MPI_SUCCESS) rc = q.status.MPI_ERROR;
+    if (statuses) statuses[i] = q.status;
+    p.release(reqs[i]);
+    reqs[i] = MPI_REQUEST_NULL;
+  }
+  return rc;
+}
+
+// ---- tasks (nonblocking collectives) -------------------------------------------------------------
+namespace {
+struct Task {
+  Rank* rank;
+  MPI_Request req;
+  int (*body)(void*);
+  void* arg;
+};
+void task_main(void* a) {
+  Task t = *static_cast<Task*>(a);
+  delete static_cast<Task*>(a);
+  int rc = t.body(t.arg);
+  P2p& p = t.rank->p2p();
+  p.req(t.req).status.MPI_ERROR = rc;
+  p.complete(t.req);
+}
+}  // namespace
+
+MPI_Request start_task(int (*body)(void*), void* arg) {
+  Rank* r = current_rank();
+  P2p& p = r->p2p();
+  MPI_Request h = p.alloc(ReqKind::Task);
+  empty_status(&p.req(h).status);
+  CthThread t = CthCreate(task_main, new Task{r, h, body, arg}, std::size_t{1} << 20);
+  CthSetData(t, r);
+  CthAwaken(t);
+  return h;
+}
+
+}  // namespace ampi
+
+// ==== the MPI functions ===============================================================================
+using namespace ampi;
+
+namespace {
+
+// Argument checks shared by the point-to-point calls; MPI_SUCCESS or the error's return.
+int check_buffer(MPI_Comm comm, const char* fn, Comm* c, const void* buf, int count, MPI_Datatype t) {
+  if (!c) return error(comm, MPI_ERR_COMM, fn, "invalid communicator %d", comm);
+  if (count < 0) return error(comm, MPI_ERR_COUNT, fn, "negative count %d", count);
+  if (!type_committed(t))
+    return error(comm, MPI_ERR_TYPE, fn, "%s %s", type_valid(t) ? "uncommitted datatype" : "invalid datatype",
+                 type_name(t).c_str());
+  if (count > 0 && !buf && type_size(t) > 0 && type_lb(t) == 0)
+    return error(comm, MPI_ERR_BUFFER, fn, "buffer is NULL with count %d", count);
+  return MPI_SUCCESS;
+}
+
+int check_send(const char* fn, const void* buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
+               Comm*& c) {
+  c = comm_get(comm);
+  if (int rc = check_buffer(comm, fn, c, buf, count, t)) return rc;
+  if (dest != MPI_PROC_NULL && (dest < 0 || dest >= c->size()))
+    return error(comm, MPI_ERR_RANK, fn, "destination rank %d is out of range [0, %d)", dest, c->size());
+  if (tag < 0 || tag > UCHARM_MPI_TAG_UB) return error(comm, MPI_ERR_TAG, fn, "invalid tag %d", tag);
+  return MPI_SUCCESS;
+}
+
+int check_recv(const char* fn, const void* buf, int count, MPI_Datatype t, int src, int tag, MPI_Comm comm,
+               Comm*& c) {
+  c = comm_get(comm);
+  if (int rc = check_buffer(comm, fn, c, buf, count, t)) return rc;
+  if (src != MPI_PROC_NULL && src != MPI_ANY_SOURCE && (src < 0 || src >= c->size()))
+    return error(comm, MPI_ERR_RANK, fn, "source rank %d is out of range [0, %d)", src, c->size());
+  if (tag != MPI_ANY_TAG && (tag < 0 || tag > UCHARM_MPI_TAG_UB))
+    return error(comm, MPI_ERR_TAG, fn, "invalid tag %d", tag);
+  return MPI_SUCCESS;
+}
+
+// The error a completed request's status reports, through the communicator's handler.
+int status_error(const char* fn, MPI_Comm comm, const MPI_Status& st) {
+  if (st.MPI_ERROR == MPI_ERR_TRUNCATE)
+    return error(comm, MPI_ERR_TRUNCATE, fn, "message of %lld bytes from rank %d (tag %d) is larger than the receive buffer",
+                 st.ucharm_bytes, st.MPI_SOURCE, st.MPI_TAG);
+  if (st.MPI_ERROR != MPI_SUCCESS) return error(comm, st.MPI_ERROR, fn, "the operation failed");
+  return MPI_SUCCESS;
+}
+
+// Finishes a completed request for Wait/Test: status out, request freed (or made inactive).
+// Returns the request's error class (MPI_SUCCESS normally).
+int finish(P2p& p, MPI_Request* h, MPI_Status* st) {
+  Request& q = p.req(*h);
+  const int err = q.status.MPI_ERROR;
+  if (st) *st = q.status;
+  if (q.persistent) {
+    q.active = false;
+    q.complete = false;
+  } else {
+    p.release(*h);
+    *h = MPI_REQUEST_NULL;
+  }
+  return err;
+}
+
+bool inactive(P2p& p, MPI_Request h) {
+  return h == MPI_REQUEST_NULL || (p.req(h).persistent && !p.req(h).active);
+}
+
+// Lets the scheduler run (messages arrive, other ranks run) and comes back: what a polling
+// call (Test, Iprobe) does when it finds nothing, so that polling loops make progress.
+void poll_yield() { CthYield(); }
+
+int check_request(P2p& p, MPI_Request h, const char* fn) {
+  if (h != MPI_REQUEST_NULL && !p.valid(h))
+    return error(MPI_COMM_WORLD, MPI_ERR_REQUEST, fn, "invalid request %d", h);
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+int PMPI_Send(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  Comm* c;
+  if (int rc = check_send("MPI_Send", buf, count, datatype, dest, tag, comm, c)) return rc;
+  return ampi::send(buf, count, datatype, dest, tag, *c, Ctx::P2P);
+}
+
+int PMPI_Rsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  Comm* c;
+  if (int rc = check_send("MPI_Rsend", buf, count, datatype, dest, tag, comm, c)) return rc;
+  return ampi::send(buf, count, datatype, dest, tag, *c, Ctx::P2P);
+}
+
+int PMPI_Bsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  Comm* c;  // every send is buffered by the runtime: the data is copied into the message
+  if (int rc = check_send("MPI_Bsend", buf, count, datatype, dest, tag, comm, c)) return rc;
+  return ampi::send(buf, count, datatype, dest, tag, *c, Ctx::P2P);
+}
+
+int PMPI_Ssend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  Comm* c;
+  if (int rc = check_send("MPI_Ssend", buf, count, datatype, dest, tag, comm, c)) return rc;
+  MPI_Request h;
+  ampi::issend(buf, count, datatype, dest, tag, *c, Ctx::P2P, &h);
+  return wait_all(1, &h, nullptr);
+}
+
+int PMPI_Isend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request* request) {
+  Comm* c;
+  if (int rc = check_send("MPI_Isend", buf, count, datatype, dest, tag, comm, c)) return rc;
+  return ampi::isend(buf, count, datatype, dest, tag, *c, Ctx::P2P, request);
+}
+
+int PMPI_Irsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                MPI_Request* request) {
+  Comm* c;
+  if (int rc = check_send("MPI_Irsend", buf, count, datatype, dest, tag, comm, c)) return rc;
+  return ampi::isend(buf, count, datatype, dest, tag, *c, Ctx::P2P, request);
+}
+
+int PMPI_Ibsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                MPI_Request* request) {
+  Comm* c;
+  if (int rc = check_send("MPI_Ibsend", buf, count, datatype, dest, tag, comm, c)) return rc;
+  return ampi::isend(buf, count, datatype, dest, tag, *c, Ctx::P2P, request);
+}
+
+int PMPI_Issend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                MPI_Request* request) {
+  Comm* c;
+  if (int rc = check_send("MPI_Issend", buf, count, datatype, dest, tag, comm, c)) return rc;
+  return ampi::issend(buf, count, datatype, dest, tag, *c, Ctx::P2P, request);
+}
+
+int PMPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  Comm* c;
+  if (int rc = check_recv("MPI_Recv", buf, count, datatype, source, tag, comm, c)) return rc;
+  MPI_Status st;
+  ampi::recv(buf, count, datatype, source, tag, *c, Ctx::P2P, &st);
+  if (status) *status = st;
+  return status_error("MPI_Recv", comm, st);
+}
+
+int PMPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+               MPI_Request* request) {
+  Comm* c;
+  if (int rc = check_recv("MPI_Irecv", buf, count, datatype, source, tag, comm, c)) return rc;
+  return ampi::irecv(buf, count, datatype, source, tag, *c, Ctx::P2P, request);
+}
+
+int PMPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
+  Comm* c;
+  if (int rc = check_send("MPI_Sendrecv", sendbuf, sendcount, sendtype, dest, sendtag, comm, c)) return rc;
+  if (int rc = check_recv("MPI_Sendrecv", recvbuf, recvcount, recvtype, source, recvtag, comm, c)) return rc;
+  MPI_Request r[2];
+  ampi::irecv(recvbuf, recvcount, recvtype, source, recvtag, *c, Ctx::P2P, &r[0]);
+  ampi::isend(sendbuf, sendcount, sendtype, dest, sendtag, *c, Ctx::P2P, &r[1]);
+  MPI_Status st[2];
+  wait_all(2, r, st);
+  if (status) *status = st[0];
+  return status_error("MPI_Sendrecv", comm, st[0]);
+}
+
+int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
+                          int recvtag, MPI_Comm comm, MPI_Status* status) {
+  Comm* c;
+  if (int rc = check_send("MPI_Sendrecv_replace", buf, count, datatype, dest, sendtag, comm, c)) return rc;
+  if (int rc = check_recv("MPI_Sendrecv_replace", buf, count, datatype, source, recvtag, comm, c)) return rc;
+  // The send copies the data into its message before the receive can overwrite it.
+  MPI_Request r[2];
+  ampi::isend(buf, count, datatype, dest, sendtag, *c, Ctx::P2P, &r[1]);
+  if (!current_rank()->p2p().req(r[1]).complete) wait_all(1, &r[1], nullptr);  // device data: wait
+  ampi::irecv(buf, count, datatype, source, recvtag, *c, Ctx::P2P, &r[0]);
+  MPI_Status st[2];
+  wait_all(2, r, st);
+  if (status) *status = st[0];
+  return status_error("MPI_Sendrecv_replace", comm, st[0]);
+}
+
+int PMPI_Buffer_attach(void* buffer, int size) {
+  (void)buffer;
+  (void)size;  // sends never need the user's buffer: the runtime copies into its messages
+  return MPI_SUCCESS;
+}
+
+int PMPI_Buffer_detach(void* buffer_addr, int* size) {
+  *static_cast<void**>(buffer_addr) = nullptr;
+  *size = 0;
+  return MPI_SUCCESS;
+}
+
+// ---- completion ----------------------------------------------------------------------------------------
+int PMPI_Wait(MPI_Request* request, MPI_Status* status) {
+  P2p& p = current_rank()->p2p();
+  if (int rc = check_request(p, *request, "MPI_Wait")) return rc;
+  if (inactive(p, *request)) {
+    empty_status(status);
+    return MPI_SUCCESS;
+  }
+  wait_one(p, *request);
+  const MPI_Comm comm = p.req(*request).comm;
+  MPI_Status st;
+  int err = finish(p, request, &st);
+  if (status) *status = st;
+  return err ? status_error("MPI_Wait", comm, st) : MPI_SUCCESS;
+}
+
+int PMPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  P2p& p = current_rank()->p2p();
+  if (int rc = check_request(p, *request, "MPI_Test")) return rc;
+  if (inactive(p, *request)) {
+    *flag = 1;
+    empty_status(status);
+    return MPI_SUCCESS;
+  }
+  if (!p.req(*request).complete) poll_yield();
+  if (!p.req(*request).complete) {
+    *flag = 0;
+    return MPI_SUCCESS;
+  }
+  *flag = 1;
+  const MPI_Comm comm = p.req(*request).comm;
+  MPI_Status st;
+  int err = finish(p, request, &st);
+  if (status) *status = st;
+  return err ? status_error("MPI_Test", comm, st) : MPI_SUCCESS;
+}
+
+int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[]) {
+  P2p& p = current_rank()->p2p();
+  for (int i = 0; i < count; ++i)
+    if (int rc = check_request(p, array_of_requests[i], "MPI_Waitall")) return rc;
+  bool any_error = false;
+  for (int i = 0; i < count; ++i) {
+    MPI_Request& h = array_of_requests[i];
+    MPI_Status* st = array_of_statuses ? &array_of_statuses[i] : nullptr;
+    if (inactive(p, h)) {
+      empty_status(st);
+      continue;
+    }
+    wait_one(p, h);
+    MPI_Status s;
+    if (finish(p, &h, &s)) any_error = true;
+    if (st) *st = s;
+  }
+  if (any_error) return error(MPI_COMM_WORLD, MPI_ERR_IN_STATUS, "MPI_Waitall", "a request failed (see the statuses)");
+  return MPI_SUCCESS;
+}
+
+int PMPI_Testall(int count, MPI_Request array_of_requests[], int* flag, MPI_Status array_of_statuses[]) {
+  P2p& p = current_rank()->p2p();
+  for (int i = 0; i < count; ++i)
+    if (int rc = check_request(p, array_of_requests[i], "MPI_Testall")) return rc;
+  auto all_done = [&] {
+    for (int i = 0; i < count; ++i)
+      if (!inactive(p, array_of_requests[i]) && !p.req(array_of_requests[i]).complete) return false;
+    return true;
+  };
+  if (!all_done()) poll_yield();
+  if (!all_done()) {
+    *flag = 0;
+    return MPI_SUCCESS;
+  }
+  *flag = 1;
+  return PMPI_Waitall(count, array_of_requests, array_of_statuses);
+}
+
+int PMPI_Waitany(int count, MPI_Request array_of_requests[], int* indx, MPI_Status* status) {
+  P2p& p = current_rank()->p2p();
+  for (int i = 0; i < count; ++i)
+    if (int rc = check_request(p, array_of_requests[i], "MPI_Waitany")) return rc;
+  for (;;) {
+    bool any_active = false;
+    for (int i = 0; i < count; ++i) {
+      MPI_Request& h = array_of_requests[i];
+      if (inactive(p, h)) continue;
+      any_active = true;
+      if (p.req(h).complete) {
+        *indx = i;
+        const MPI_Comm comm = p.req(h).comm;
+        MPI_Status st;
+        int err = finish(p, &h, &st);
+        if (status) *status = st;
+        return err ? status_error("MPI_Waitany", comm, st) : MPI_SUCCESS;
+      }
+    }
+    if (!any_active) {
+      *indx = MPI_UNDEFINED;
+      empty_status(status);
+      return MPI_SUCCESS;
+    }
+    for (int i = 0; i < count; ++i)
+      if (!inactive(p, array_of_requests[i])) p.req(array_of_requests[i]).waiter = CthSelf();
+    CthSuspend();
+    for (int i = 0; i < count; ++i)
+      if (!inactive(p, array_of_requests[i])) p.req(array_of_requests[i]).waiter = nullptr;
+  }
+}
+
+int PMPI_Testany(int count, MPI_Request array_of_requests[], int* indx, int* flag, MPI_Status* status) {
+  P2p& p = current_rank()->p2p();
+  for (int i = 0; i < count; ++i)
+    if (int rc = check_request(p, array_of_requests[i], "MPI_Testany")) return rc;
+  for (int pass = 0; pass < 2; ++pass) {
+    bool any_active = false;
+    for (int i = 0; i < count; ++i) {
+      MPI_Request& h = array_of_requests[i];
+      if (inactive(p, h)) continue;
+      any_active = true;
+      if (p.req(h).complete) {
+        *indx = i;
+        *flag = 1;
+        const MPI_Comm comm = p.req(h).comm;
+        MPI_Status st;
+        int err = finish(p, &h, &st);
+        if (status) *status = st;
+        return err ? status_error("MPI_Testany", comm, st) : MPI_SUCCESS;
+      }
+    }
+    if (!any_active) {
+      *indx = MPI_UNDEFINED;
+      *flag = 1;
+      empty_status(status);
+      return MPI_SUCCESS;
+    }
+    if (pass == 0) poll_yield();
+  }
+  *indx = MPI_UNDEFINED;
+  *flag = 0;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Testsome(int incount, MPI_Request array_of_requests[], int* outcount, int array_of_indices[],
+                  MPI_Status array_of_statuses[]) {
+  P2p& p = current_rank()->p2p();
+  for (int i = 0; i < incount; ++i)
+    if (int rc = check_request(p, array_of_requests[i], "MPI_Testsome")) return rc;
+  for (int pass = 0; pass < 2; ++pass) {
+    int active = 0, done = 0;
+    bool any_error = false;
+    for (int i = 0; i < incount; ++i) {
+      MPI_Request& h = array_of_requests[i];
+      if (inactive(p, h)) continue;
+      ++active;
+      if (!p.req(h).complete) continue;
+      MPI_Status st;
+      if (finish(p, &h, &st)) any_error = true;
+      if (array_of_statuses) array_of_statuses[done] = st;
+      array_of_indices[done++] = i;
+    }
+    if (active == 0) {
+      *outcount = MPI_UNDEFINED;
+      return MPI_SUCCESS;
+    }
+    if (done > 0 || pass == 1) {
+      *outcount = done;
+      if (any_error)
+        return error(MPI_COMM_WORLD, MPI_ERR_IN_STATUS, "MPI_Testsome", "a request failed (see the statuses)");
+      return MPI_SUCCESS;
+    }
+    poll_yield();
+  }
+  return MPI_SUCCESS;
+}
+
+int PMPI_Waitsome(int incount, MPI_Request array_of_requests[], int* outcount, int array_of_indices[],
+                  MPI_Status array_of_statuses[]) {
+  P2p& p = current_rank()->p2p();
+  for (int i = 0; i < incount; ++i)
+    if (int rc = check_request(p, array_of_requests[i], "MPI_Waitsome")) return rc;
+  for (;;) {
+    int active = 0;
+    bool any_complete = false;
+    for (int i = 0; i < incount; ++i) {
+      if (inactive(p, array_of_requests[i])) continue;
+      ++active;
+      if (p.req(array_of_requests[i]).complete) any_complete = true;
+    }
+    if (active == 0) {
+      *outcount = MPI_UNDEFINED;
+      return MPI_SUCCESS;
+    }
+    if (any_complete) break;
+    for (int i = 0; i < incount; ++i)
+      if (!inactive(p, array_of_requests[i])) p.req(array_of_requests[i]).waiter = CthSelf();
+    CthSuspend();
+    for (int i = 0; i < incount; ++i)
+      if (!inactive(p, array_of_requests[i])) p.req(array_of_requests[i]).waiter = nullptr;
+  }
+  int done = 0;
+  bool any_error = false;
+  for (int i = 0; i < incount; ++i) {
+    MPI_Request& h = array_of_requests[i];
+    if (inactive(p, h) || !p.req(h).complete) continue;
+    MPI_Status st;
+    if (finish(p, &h, &st)) any_error = true;
+    if (array_of_statuses) array_of_statuses[done] = st;
+    array_of_indices[done++] = i;
+  }
+  *outcount = done;
+  if (any_error) return error(MPI_COMM_WORLD, MPI_ERR_IN_STATUS, "MPI_Waitsome", "a request failed (see the statuses)");
+  return MPI_SUCCESS;
+}
+
+int PMPI_Request_free(MPI_Request* request) {
+  P2p& p = current_rank()->p2p();
+  if (*request == MPI_REQUEST_NULL || !p.valid(*request))
+    return error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Request_free", "invalid request %d", *request);
+  Request& q = p.req(*request);
+  if (q.complete || (q.persistent && !q.active)) p.release(*request);
+  else q.user_freed = true, q.persistent = false;
+  *request = MPI_REQUEST_NULL;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
+  P2p& p = current_rank()->p2p();
+  if (int rc = check_request(p, request, "MPI_Request_get_status")) return rc;
+  if (inactive(p, request)) {
+    *flag = 1;
+    empty_status(status);
+    return MPI_SUCCESS;
+  }
+  if (!p.req(request).complete) poll_yield();
+  *flag = p.req(request).complete;
+  if (*flag && status) *status = p.req(request).status;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Cancel(MPI_Request* request) {
+  P2p& p = current_rank()->p2p();
+  if (*request == MPI_REQUEST_NULL || !p.valid(*request))
+    return error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Cancel", "invalid request %d", *request);
+  Request& q = p.req(*request);
+  // A receive not yet matched is taken back; a send has left already (it completes normally).
+  if (q.kind == ReqKind::Recv && !q.complete && !q.matched && !(q.persistent && !q.active)) {
+    p.unpost(*request);
+    q.status.ucharm_cancelled = 1;
+    q.status.MPI_SOURCE = MPI_ANY_SOURCE;
+    q.status.MPI_TAG = MPI_ANY_TAG;
+    q.status.ucharm_bytes = 0;
+    p.complete(*request);
+  }
+  return MPI_SUCCESS;
+}
+
+int PMPI_Test_cancelled(const MPI_Status* status, int* flag) {
+  *flag = status->ucharm_cancelled;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Status_set_cancelled(MPI_Status* status, int flag) {
+  status->ucharm_cancelled = flag;
+  return MPI_SUCCESS;
+}
+
+// ---- probe ----------------------------------------------------------------------------------------------
+int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
+  Comm* c;
+  if (int rc = check_recv("MPI_Iprobe", nullptr, 0, MPI_BYTE, source, tag, comm, c)) return rc;
+  if (source == MPI_PROC_NULL) {
+    *flag = 1;
+    proc_null_status(status);
+    return MPI_SUCCESS;
+  }
+  P2p& p = current_rank()->p2p();
+  std::int32_t u = p.find_unexpected(c->ctx(Ctx::P2P), source, tag);
+  if (u < 0) {
+    poll_yield();
+    u = p.find_unexpected(c->ctx(Ctx::P2P), source, tag);
+  }
+  *flag = u >= 0;
+  if (u >= 0) fill_status_from_msg(status, p.unexpected_msg(u));
+  return MPI_SUCCESS;
+}
+
+int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  Comm* c;
+  if (int rc = check_recv("MPI_Probe", nullptr, 0, MPI_BYTE, source, tag, comm, c)) return rc;
+  if (source == MPI_PROC_NULL) {
+    proc_null_status(status);
+    return MPI_SUCCESS;
+  }
+  P2p& p = current_rank()->p2p();
+  std::int32_t u;
+  while ((u = p.find_unexpected(c->ctx(Ctx::P2P), source, tag)) < 0) {
+    p.probe_waiter = CthSelf();
+    CthSuspend();
+  }
+  fill_status_from_msg(status, p.unexpected_msg(u));
+  return MPI_SUCCESS;
+}
+
+int PMPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count) {
+  if (!type_committed(datatype))
+    return error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Get_count", "invalid datatype %s", type_name(datatype).c_str());
+  const std::size_t size = type_size(datatype);
+  const auto bytes = static_cast<std::size_t>(status->ucharm_bytes);
+  if (size == 0) *count = bytes == 0 ? 0 : MPI_UNDEFINED;
+  else *count = bytes % size ? MPI_UNDEFINED : static_cast<int>(bytes / size);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Get_elements(const MPI_Status* status, MPI_Datatype datatype, int* count) {
+  if (!type_committed(datatype))
+    return error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Get_elements", "invalid datatype %s", type_name(datatype).c_str());
+  long long n = type_basic_elements(datatype, static_cast<std::size_t>(status->ucharm_bytes));
+  *count = n < 0 ? MPI_UNDEFINED : static_cast<int>(n);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Status_set_elements(MPI_Status* status, MPI_Datatype datatype, int count) {
+  status->ucharm_bytes = static_cast<long long>(type_size(datatype)) * count;
+  return MPI_SUCCESS;
+}
+
+// ---- persistent requests ------------------------------------------------------------------------------
+namespace {
+int init_persistent(const char* fn, bool is_send, bool sync, const void* buf, int count, MPI_Datatype t, int peer,
+                    int tag, MPI_Comm comm, MPI_Request* request) {
+  Comm* c;
+  if (int rc = is_send ? check_send(fn, buf, count, t, peer, tag, comm, c) : check_recv(fn, buf, count, t, peer, tag, comm, c))
+    return rc;
+  P2p& p = current_rank()->p2p();
+  MPI_Request h = p.alloc(is_send ? ReqKind::Send : ReqKind::Recv);
+  Request& q = p.req(h);
+  q.persistent = true;
+  q.sync = sync;
+  q.buf = const_cast<void*>(buf);
+  q.sbuf = buf;
+  q.count = count;
+  q.type = t;
+  q.peer = peer;
+  q.tag = tag;
+  q.comm = comm;
+  *request = h;
+  return MPI_SUCCESS;
+}
+}  // namespace
+
+int PMPI_Send_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                   MPI_Request* request) {
+  return init_persistent("MPI_Send_init", true, false, buf, count, datatype, dest, tag, comm, request);
+}
+int PMPI_Ssend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                    MPI_Request* request) {
+  return init_persistent("MPI_Ssend_init", true, true, buf, count, datatype, dest, tag, comm, request);
+}
+int PMPI_Rsend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                    MPI_Request* request) {
+  return init_persistent("MPI_Rsend_init", true, false, buf, count, datatype, dest, tag, comm, request);
+}
+int PMPI_Bsend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                    MPI_Request* request) {
+  return init_persistent("MPI_Bsend_init", true, false, buf, count, datatype, dest, tag, comm, request);
+}
+int PMPI_Recv_init(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                   MPI_Request* request) {
+  return init_persistent("MPI_Recv_init", false, false, buf, count, datatype, source, tag, comm, request);
+}
+
+int PMPI_Start(MPI_Request* request) {
+  Rank* r = current_rank();
+  P2p& p = r->p2p();
+  if (*request == MPI_REQUEST_NULL || !p.valid(*request) || !p.req(*request).persistent)
+    return error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Start", "request %d is not a persistent request", *request);
+  Request& q = p.req(*request);
+  if (q.active) return error(q.comm, MPI_ERR_REQUEST, "MPI_Start", "request %d is already active", *request);
+  Comm* c = comm_get(q.comm);
+  if (!c) return error(q.comm, MPI_ERR_COMM, "MPI_Start", "the request's communicator was freed");
+  const MPI_Request h = *request;
+  q.active = true;
+  q.complete = false;
+  q.matched = false;
+  empty_status(&q.status);
+  if (q.kind == ReqKind::Send) {
+    if (q.peer == MPI_PROC_NULL) {
+      proc_null_status(&q.status);
+      q.complete = true;
+      return MPI_SUCCESS;
+    }
+    const bool device = q.count > 0 && is_device(q.sbuf) && !staging_forced() && type_contiguous(q.type);
+    start_send(r, q.sbuf, q.count, q.type, q.peer, q.tag, *c, Ctx::P2P, q.sync ? h : 0, device && !q.sync ? h : 0);
+    if (!q.sync && !device) p.req(h).complete = true;
+    return MPI_SUCCESS;
+  }
+  if (q.peer == MPI_PROC_NULL) {
+    proc_null_status(&q.status);
+    q.complete = true;
+    return MPI_SUCCESS;
+  }
+  q.context = c->ctx(Ctx::P2P);
+  std::int32_t u = p.find_unexpected(q.context, q.peer, q.tag);
+  if (u >= 0) deliver(r, h, p.take_unexpected(u));
+  else p.post(h);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Startall(int count, MPI_Request array_of_requests[]) {
+  for (int i = 0; i < count; ++i)
+    if (int rc = PMPI_Start(&array_of_requests[i])) return rc;
+  return MPI_SUCCESS;
+}
+
+}
+#pragma GCC visibility pop

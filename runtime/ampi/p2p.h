@@ -1,0 +1,103 @@
+// Point-to-point state of one rank: requests, the posted-receive queue and the queue of
+// unexpected messages. Private to runtime/ampi.
+#pragma once
+
+#include "internal.h"
+
+#include <ucharm/charm.h>
+
+#include <deque>
+
+namespace ampi {
+
+// What travels in front of every message's data (ck raw payload).
+enum MsgFlag : std::uint32_t {
+  kSync = 1u << 0,     // Ssend: the receiver acknowledges the match (ext.sender_req)
+  kSyncAck = 1u << 1,  // the acknowledgement: completes request ext.sender_req here
+  kDevice = 1u << 2,   // the data comes as a device transfer (ext.device_tag), not inline
+};
+struct WireHeader {
+  std::uint32_t context;
+  std::int32_t src;  // the sender's rank in the communicator
+  std::int32_t tag;
+  std::uint32_t flags;
+};
+// Present when flags has kSync, kSyncAck or kDevice.
+struct WireExt {
+  std::uint64_t bytes;        // the data's size (kDevice: it is not in the message)
+  std::uint64_t device_tag;   // kDevice: the tag of the device transfer
+  std::int32_t sender_world;  // kSync: who to acknowledge
+  std::int32_t sender_req;    // kSync / kSyncAck: the sender's request
+};
+static_assert(sizeof(WireHeader) == 16 && sizeof(WireExt) == 24);
+
+enum class ReqKind : std::uint8_t { Free, Send, Recv, Task };
+
+struct Request {
+  ReqKind kind = ReqKind::Free;
+  bool complete = false;
+  bool persistent = false;     // Send_init / Recv_init: survives Wait, restarted by Start
+  bool active = false;         // persistent: started and not yet waited for
+  bool user_freed = false;     // MPI_Request_free before completion: release when done
+  bool sync = false;           // persistent Ssend_init
+  bool matched = false;        // a receive that has its message (it can no longer be cancelled)
+  CthThread waiter = nullptr;  // the thread blocked until this completes
+  // the operation (receives; and persistent sends, to restart them)
+  void* buf = nullptr;
+  const void* sbuf = nullptr;
+  int count = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  int peer = 0;  // source (receives, may be MPI_ANY_SOURCE) or destination (sends)
+  int tag = 0;
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::uint32_t context = 0;
+  MPI_Status status{};
+  // queue links (posted receives), as request handles; 0: none
+  MPI_Request prev = 0, next = 0;
+  void* device_stage = nullptr;  // a host copy of device data being received (staging)
+  int ack_world = -1;            // a matched Ssend to acknowledge when the data is in
+  MPI_Request ack_req = 0;
+};
+
+// A message that arrived before its receive was posted.
+struct Unexpected {
+  void* msg = nullptr;
+  std::int32_t next = -1, prev = -1;
+};
+
+class P2p {
+ public:
+  Request& req(MPI_Request h) { return reqs_[static_cast<std::size_t>(h - 1)]; }
+  bool valid(MPI_Request h) const {
+    return h > 0 && static_cast<std::size_t>(h) <= reqs_.size() && reqs_[static_cast<std::size_t>(h - 1)].kind != ReqKind::Free;
+  }
+  MPI_Request alloc(ReqKind k);
+  void release(MPI_Request h);
+  void complete(MPI_Request h);  // marks it complete and wakes its waiter
+
+  // posted receives, in posting order
+  void post(MPI_Request h);
+  void unpost(MPI_Request h);
+  MPI_Request match_posted(std::uint32_t context, int src, int tag);
+
+  // unexpected messages, in arrival order
+  void push_unexpected(void* msg);
+  // The first unexpected message matching; -1 when none. take() removes it.
+  std::int32_t find_unexpected(std::uint32_t context, int src, int tag) const;
+  void* unexpected_msg(std::int32_t i) const { return unexpected_[static_cast<std::size_t>(i)].msg; }
+  void* take_unexpected(std::int32_t i);
+
+  CthThread probe_waiter = nullptr;  // a thread in MPI_Probe, woken by every new arrival
+
+ private:
+  std::deque<Request> reqs_;  // stable addresses; handle = index + 1
+  std::vector<MPI_Request> free_reqs_;
+  MPI_Request posted_head_ = 0, posted_tail_ = 0;
+  std::vector<Unexpected> unexpected_;  // nodes; a free list through `next`
+  std::int32_t unexp_head_ = -1, unexp_tail_ = -1, unexp_free_ = -1;
+};
+
+// The raw entry that receives every MPI message of a rank.
+void on_message(Rank* r, void* msg);
+
+}  // namespace ampi

@@ -1,0 +1,248 @@
+// Start-up: AMPI's options, the rank array, each rank's thread running the program's main,
+// the job's exit code; MPI_Init/Finalize/Abort and the environment queries.
+#include "rank.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+namespace ampi {
+
+namespace {
+
+struct Options {
+  int vp = 0;                           // ranks; 0: one per PE
+  std::size_t stack = std::size_t{8} << 20;  // each rank's stack (mapped lazily)
+  bool staging = false;                 // +ampi-staging
+};
+
+// What every PE of the process knows about the program (set once, before the runtime starts).
+struct Process {
+  const Program* program = nullptr;
+  Options options;
+  char** argv = nullptr;  // after the runtime removed its options (null-terminated)
+};
+Process& process() {
+  static Process p;
+  return p;
+}
+
+[[noreturn]] void usage_error(const char* fmt, const char* arg) {
+  std::fprintf(stderr, "ucharm AMPI: ");
+  std::fprintf(stderr, fmt, arg);
+  std::fprintf(stderr, "\n");
+  std::exit(2);
+}
+
+bool parse_size(std::string_view v, std::size_t& out) {
+  std::size_t n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || n == 0) return false;
+  std::string_view suffix(p, static_cast<std::size_t>(v.data() + v.size() - p));
+  if (suffix == "k" || suffix == "K") n <<= 10;
+  else if (suffix == "m" || suffix == "M") n <<= 20;
+  else if (!suffix.empty()) return false;
+  out = n;
+  return true;
+}
+
+// Takes AMPI's options out of argv: +vp N (or +vp=N), +ampi-stacksize=BYTES, +ampi-staging.
+// Environment: UCHARM_AMPI_VP, UCHARM_AMPI_STACKSIZE, UCHARM_AMPI_STAGING=1.
+void parse_options(int& argc, char** argv, Options& o) {
+  if (const char* v = std::getenv("UCHARM_AMPI_VP")) {
+    std::size_t n;
+    if (!parse_size(v, n) || n > (1u << 24)) usage_error("UCHARM_AMPI_VP=%s: give a positive number of ranks", v);
+    o.vp = static_cast<int>(n);
+  }
+  if (const char* v = std::getenv("UCHARM_AMPI_STACKSIZE"))
+    if (!parse_size(v, o.stack)) usage_error("UCHARM_AMPI_STACKSIZE=%s: give bytes (suffix k or m allowed)", v);
+  if (const char* v = std::getenv("UCHARM_AMPI_STAGING")) o.staging = std::strcmp(v, "0") != 0;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a(argv[i]);
+    if (a == "+vp" || a.starts_with("+vp=")) {
+      const char* val = a == "+vp" ? (i + 1 < argc ? argv[++i] : nullptr) : argv[i] + 4;
+      if (!val) usage_error("%s needs a number of ranks: +vp N", argv[i]);
+      std::size_t n;
+      if (!parse_size(val, n) || n > (1u << 24)) usage_error("+vp %s: give a positive number of ranks", val);
+      o.vp = static_cast<int>(n);
+    } else if (a.starts_with("+ampi-stacksize=") || a.starts_with("+tcharm_stacksize=")) {
+      const char* val = std::strchr(argv[i], '=') + 1;
+      if (!parse_size(val, o.stack) || o.stack < (64u << 10))
+        usage_error("%s: give at least 64k bytes (suffix k or m allowed)", argv[i]);
+    } else if (a == "+ampi-staging" || a == "+ampi_staging") {
+      o.staging = true;
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argv[kept] = nullptr;
+  argc = kept;
+}
+
+}  // namespace
+
+// ---- the main chare: creates the ranks, collects their exit codes -------------------------------
+class Main : public ck::MainChare<Main> {
+ public:
+  explicit Main(const ck::MainArgs&) {
+    const Options& o = process().options;
+    int n = o.vp > 0 ? o.vp : CkNumPes();
+    if (n > CkNumPes() && !process().program->privatized)
+      CkAbort("+vp %d puts several MPI ranks in one process, but this program's globals cannot be "
+              "privatized (%s): build it with ampicc or ucharm_add_ampi_executable",
+              n, process().program->how);
+    auto ranks = ck::ArrayProxy<Rank>::create(ck::dims(n), ck::Map::block, RankArgs{thisProxy, n});
+    ranks.send<&Rank::start>();
+  }
+  // Every rank's main returned: the job's exit code is the largest (0 when all returned 0).
+  void done(int code) { CkExit(code); }
+};
+
+Rank::Rank(RankArgs a) : main_(a.main), world_size_(a.world_size) {
+  comms_ = comm_table_new(thisIndex, world_size_);
+  for (char** a = process().argv; *a; ++a) args_.emplace_back(*a);
+  for (std::string& s : args_) argv_.push_back(s.data());
+  argv_.push_back(nullptr);
+}
+
+void Rank::start() {
+  CthThread t = CthCreate(&Rank::thread_main, this, process().options.stack);
+  CthSetData(t, this);
+  CthAwaken(t);
+}
+
+void Rank::thread_main(void* arg) {
+  Rank* self = static_cast<Rank*>(arg);
+  MainFn fn = process().program->main_for(process().program->context, self->thisIndex);
+  if (!fn) CkAbort("rank %d: the program's main could not be loaded (see above)", self->thisIndex);
+  int code = fn(static_cast<int>(self->argv_.size() - 1), self->argv_.data());
+  // Exit statuses are 8 bits: -1 ends the job with 255, as it would a process.
+  self->contribute(code & 0xff, ck::Reducer::max, ck::CkCallback::to<&Main::done>(self->main_));
+}
+
+Rank* current_rank() {
+  auto* r = static_cast<Rank*>(CthGetData(CthSelf()));
+  if (!r) CkAbort("an MPI function was called outside an MPI rank's thread");
+  return r;
+}
+int world_rank() { return current_rank()->world_rank(); }
+int world_size() { return current_rank()->world_size(); }
+CommTable& my_comms() { return current_rank()->comms(); }
+bool staging_forced() { return process().options.staging; }
+
+}  // namespace ampi
+
+using namespace ampi;
+
+extern "C" int ucharm_ampi_start(int argc, char** argv, const Program* program) {
+  Process& p = process();
+  p.program = program;
+  parse_options(argc, argv, p.options);
+  p.argv = argv;
+  return ck::start<Main>(argc, argv);
+}
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+int PMPI_Init(int* argc, char*** argv) {
+  (void)argc;
+  (void)argv;
+  Rank* r = current_rank();
+  if (r->initialized) return error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Init", "MPI is already initialized");
+  r->initialized = true;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  int rc = PMPI_Init(argc, argv);
+  // Ranks are user-level threads of one PE: calls are serialized, never concurrent.
+  if (provided) *provided = required < MPI_THREAD_SERIALIZED ? required : MPI_THREAD_SERIALIZED;
+  return rc;
+}
+
+int PMPI_Initialized(int* flag) {
+  *flag = current_rank()->initialized;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Finalize(void) {
+  Rank* r = current_rank();
+  if (!r->initialized || r->finalized)
+    return error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Finalize", "MPI is %s",
+                 r->finalized ? "already finalized" : "not initialized");
+  r->finalized = true;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Finalized(int* flag) {
+  *flag = current_rank()->finalized;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Abort(MPI_Comm comm, int errorcode) {
+  std::fprintf(stderr, "MPI_Abort called by rank %d (communicator %d) with error code %d\n", world_rank(), comm,
+               errorcode);
+  std::fflush(stderr);
+  CkExit(errorcode & 0xff);
+}
+
+int PMPI_Query_thread(int* provided) {
+  *provided = MPI_THREAD_SERIALIZED;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Is_thread_main(int* flag) {
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Get_processor_name(char* name, int* resultlen) {
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
+  gethostname(host, sizeof host - 1);
+  std::snprintf(name, MPI_MAX_PROCESSOR_NAME, "%s", host);
+  *resultlen = static_cast<int>(std::strlen(name));
+  return MPI_SUCCESS;
+}
+
+int PMPI_Get_version(int* version, int* subversion) {
+  *version = MPI_VERSION;
+  *subversion = MPI_SUBVERSION;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Get_library_version(char* version, int* resultlen) {
+  std::snprintf(version, MPI_MAX_LIBRARY_VERSION_STRING, "ucharm AMPI (MPI %d.%d subset)", MPI_VERSION,
+                MPI_SUBVERSION);
+  *resultlen = static_cast<int>(std::strlen(version));
+  return MPI_SUCCESS;
+}
+
+double PMPI_Wtime(void) { return CmiWallTimer(); }
+double PMPI_Wtick(void) { return 1e-9; }
+
+int PMPI_Pcontrol(const int level, ...) {
+  (void)level;  // no profiling library of our own: MPI says this is then a no-op
+  return MPI_SUCCESS;
+}
+
+int PMPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) {
+  (void)info;
+  void* p = std::malloc(size > 0 ? static_cast<std::size_t>(size) : 1);
+  if (!p) return error(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Alloc_mem", "cannot allocate %ld bytes", static_cast<long>(size));
+  *static_cast<void**>(baseptr) = p;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Free_mem(void* base) {
+  std::free(base);
+  return MPI_SUCCESS;
+}
+
+}
+#pragma GCC visibility pop

@@ -1,0 +1,43 @@
+// One MPI rank: a chare array element whose user-level thread runs the program's main.
+// Private to runtime/ampi.
+#pragma once
+
+#include "internal.h"
+#include "p2p.h"
+
+#include <ucharm/charm.h>
+
+namespace ampi {
+
+class Main;
+
+struct RankArgs {
+  ck::ChareProxy<Main> main;
+  int world_size = 0;
+  void pup(PUP::er& p) { p | main; p | world_size; }
+};
+
+class Rank : public ck::ArrayElement<Rank> {
+ public:
+  explicit Rank(RankArgs a);
+  void start();  // entry: starts the rank's thread
+
+  int world_rank() const { return thisIndex; }
+  int world_size() const { return world_size_; }
+  CommTable& comms() { return *comms_; }
+  P2p& p2p() { return p2p_; }
+  const ck::CollectionRef& array_ref() const { return ckRef(); }
+  bool initialized = false;
+  bool finalized = false;
+
+ private:
+  static void thread_main(void* self);
+  ck::ChareProxy<Main> main_;
+  int world_size_;
+  CommTablePtr comms_;
+  P2p p2p_;
+  std::vector<std::string> args_;  // this rank's private copy of the command line
+  std::vector<char*> argv_;
+};
+
+}  // namespace ampi
