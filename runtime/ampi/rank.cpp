@@ -127,7 +127,9 @@ void Rank::thread_main(void* arg) {
 
 Rank* current_rank() {
   auto* r = static_cast<Rank*>(CthGetData(CthSelf()));
-  if (!r) CkAbort("an MPI function was called outside an MPI rank's thread");
+  if (!r)
+    CkAbort("an MPI function was called outside an MPI rank's thread: was the program built with ampicc or "
+            "ucharm_add_ampi_executable (which start the ranks)?");
   return r;
 }
 int world_rank() { return current_rank()->world_rank(); }
