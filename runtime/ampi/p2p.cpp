@@ -115,7 +115,9 @@ void deliver(Rank* r, MPI_Request h, void* msg) {
     return;
   }
   if (n) {
-    if (type_contiguous(q.type)) copy_any(static_cast<char*>(q.buf) + type_lb(q.type), data_of(msg), n);
+    char* dst = static_cast<char*>(q.buf) + type_lb(q.type);
+    if (q.device) copy_any(dst, data_of(msg), n);  // host data into a device buffer
+    else if (type_contiguous(q.type)) std::memcpy(dst, data_of(msg), n);
     else type_unpack(data_of(msg), n, q.buf, q.count, q.type);
   }
   CmiFree(msg);
@@ -162,12 +164,16 @@ void proc_null_status(MPI_Status* st) {
 }
 
 // Starts a send. `sync_req`: the request an Ssend's acknowledgement completes (0: none).
+// `on_device`: buf is device memory (the caller asked the memory-type cache once).
 void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx,
-                MPI_Request sync_req, MPI_Request device_req) {
+                MPI_Request sync_req, MPI_Request device_req, bool on_device) {
   const std::size_t bytes = static_cast<std::size_t>(count) * type_size(t);
   const int dest_world = c.members[static_cast<std::size_t>(dest)];
   const char* base = static_cast<const char*>(buf) + type_lb(t);
-  const bool device = bytes > 0 && is_device(buf) && !staging_forced() && type_contiguous(t);
+  if (on_device && !type_contiguous(t))
+    CkAbort("AMPI: a send from a device buffer with a non-contiguous datatype (%s) is not supported",
+            type_name(t).c_str());
+  const bool device = bytes > 0 && on_device && !staging_forced();
   std::uint32_t flags = (sync_req ? kSync : 0u) | (device ? kDevice : 0u);
   const std::size_t inline_bytes = device ? 0 : bytes;
   void* msg = ck::raw_alloc(data_offset(flags) + inline_bytes);
@@ -181,7 +187,8 @@ void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, int dest, i
     CmiSendDevice(pe, db, device_req ? completion_msg(r, device_req) : nullptr);
     ext(msg).device_tag = db.tag;
   } else if (bytes) {
-    if (type_contiguous(t)) copy_any(data_of(msg), base, bytes);
+    if (on_device) copy_any(data_of(msg), base, bytes);  // +ampi-staging: through host memory
+    else if (type_contiguous(t)) std::memcpy(data_of(msg), base, bytes);
     else type_pack(buf, count, t, data_of(msg));
   }
   ck::raw_send<MsgEntry>(r->array_ref(), ck::index(dest_world), msg);
@@ -331,10 +338,11 @@ int isend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c
     *req = h;
     return MPI_SUCCESS;
   }
-  const bool device = count > 0 && is_device(buf) && !staging_forced() && type_contiguous(t);
+  const bool on_device = count > 0 && is_device(buf);
+  const bool device = on_device && !staging_forced();
   MPI_Request h = p.alloc(ReqKind::Send);
   empty_status(&p.req(h).status);
-  start_send(r, buf, count, t, dest, tag, c, ctx, 0, device ? h : 0);
+  start_send(r, buf, count, t, dest, tag, c, ctx, 0, device ? h : 0, on_device);
   if (!device) p.req(h).complete = true;  // the data is in the message: the buffer is free
   *req = h;
   return MPI_SUCCESS;
@@ -343,12 +351,13 @@ int isend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c
 int send(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx) {
   if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
   Rank* r = current_rank();
-  if (count > 0 && is_device(buf) && !staging_forced() && type_contiguous(t)) {
+  const bool on_device = count > 0 && is_device(buf);
+  if (on_device && !staging_forced()) {  // the buffer is busy until the transfer is done
     MPI_Request h;
     isend(buf, count, t, dest, tag, c, ctx, &h);
     return wait_all(1, &h, nullptr);
   }
-  start_send(r, buf, count, t, dest, tag, c, ctx, 0, 0);
+  start_send(r, buf, count, t, dest, tag, c, ctx, 0, 0, on_device);
   return MPI_SUCCESS;
 }
 
@@ -360,7 +369,7 @@ int issend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& 
   empty_status(&p.req(h).status);
   // Completes on the receiver's acknowledgement, which comes after the data left (device
   // data: the receiver posts its receive when it matches; the ack follows from there).
-  start_send(r, buf, count, t, dest, tag, c, ctx, h, 0);
+  start_send(r, buf, count, t, dest, tag, c, ctx, h, 0, count > 0 && is_device(buf));
   *req = h;
   return MPI_SUCCESS;
 }
@@ -383,6 +392,10 @@ int irecv(void* buf, int count, MPI_Datatype t, int src, int tag, Comm& c, Ctx c
   q.tag = tag;
   q.comm = c.handle;
   q.context = c.ctx(ctx);
+  q.device = count > 0 && is_device(buf);
+  if (q.device && !type_contiguous(t))
+    CkAbort("AMPI: a receive into a device buffer with a non-contiguous datatype (%s) is not supported",
+            type_name(t).c_str());
   std::int32_t u = p.find_unexpected(q.context, src, tag);
   if (u >= 0) deliver(r, h, p.take_unexpected(u));
   else p.post(h);
@@ -1025,8 +1038,10 @@ int PMPI_Start(MPI_Request* request) {
       q.complete = true;
       return MPI_SUCCESS;
     }
-    const bool device = q.count > 0 && is_device(q.sbuf) && !staging_forced() && type_contiguous(q.type);
-    start_send(r, q.sbuf, q.count, q.type, q.peer, q.tag, *c, Ctx::P2P, q.sync ? h : 0, device && !q.sync ? h : 0);
+    const bool on_device = q.count > 0 && is_device(q.sbuf);
+    const bool device = on_device && !staging_forced();
+    start_send(r, q.sbuf, q.count, q.type, q.peer, q.tag, *c, Ctx::P2P, q.sync ? h : 0, device && !q.sync ? h : 0,
+               on_device);
     if (!q.sync && !device) p.req(h).complete = true;
     return MPI_SUCCESS;
   }
@@ -1036,6 +1051,7 @@ int PMPI_Start(MPI_Request* request) {
     return MPI_SUCCESS;
   }
   q.context = c->ctx(Ctx::P2P);
+  q.device = q.count > 0 && is_device(q.buf);
   std::int32_t u = p.find_unexpected(q.context, q.peer, q.tag);
   if (u >= 0) deliver(r, h, p.take_unexpected(u));
   else p.post(h);
