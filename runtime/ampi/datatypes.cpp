@@ -421,9 +421,9 @@ Type* live(MPI_Datatype h) {
 
 // Internal users (pack, unpack) may use a type the program freed while they hold it.
 const Layout& layout(MPI_Datatype h) {
+  if (Type* t = table().find(h)) return t->l;
   static const Layout empty;
-  Type* t = table().find(h);
-  return t ? t->l : empty;
+  return empty;
 }
 
 // ---- pack and unpack ----------------------------------------------------------------------
@@ -809,7 +809,7 @@ int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int a
     if (k == 0) {
       b.add(old, 0, static_cast<std::size_t>(array_of_subsizes[d]));
     } else {
-      for (int i = 0; i < array_of_subsizes[d]; ++i) b.add(cur, static_cast<std::ptrdiff_t>(i) * stride, 1);
+      b.add(cur, 0, static_cast<std::size_t>(array_of_subsizes[d]), stride);
     }
     cur = b.finish(false);
     offset += static_cast<std::ptrdiff_t>(array_of_starts[d]) * stride;
