@@ -32,7 +32,9 @@ namespace ampi {
 
 // Used by ops.cpp (declared there too; internal.h should list them).
 MPI_Datatype type_uniform_basic(MPI_Datatype t);
-using TypeRunFn = void (*)(void* ctx, std::ptrdiff_t offset, std::size_t n, MPI_Datatype basic);
+// fn gets `reps` blocks of `n` consecutive items of `basic`, `stride` bytes apart from `offset` on.
+using TypeRunFn = void (*)(void* ctx, std::ptrdiff_t offset, std::size_t n, std::size_t reps, std::ptrdiff_t stride,
+                           MPI_Datatype basic);
 void type_for_each_run(MPI_Datatype t, int count, TypeRunFn fn, void* ctx);
 void type_retain(MPI_Datatype t);
 void type_release(MPI_Datatype t);
@@ -240,9 +242,11 @@ void finish_flags(Layout& l) {
 // Builds a layout from components: `n` copies of a type at a displacement.
 class Builder {
  public:
-  void add(const Layout& c, std::ptrdiff_t disp, std::size_t n) {
+  // `n` copies of `c` at disp, disp + spacing, ... (spacing: c's extent unless given).
+  void add(const Layout& c, std::ptrdiff_t disp, std::size_t n) { add(c, disp, n, c.extent()); }
+  void add(const Layout& c, std::ptrdiff_t disp, std::size_t n, std::ptrdiff_t spacing) {
     if (n == 0) return;
-    std::ptrdiff_t ext = c.extent();
+    std::ptrdiff_t ext = spacing;
     std::ptrdiff_t last = disp + static_cast<std::ptrdiff_t>(n - 1) * ext;
     std::ptrdiff_t lo = std::min(disp, last), hi = std::max(disp, last);
     if (c.lb_marked) {
@@ -417,9 +421,9 @@ Type* live(MPI_Datatype h) {
 
 // Internal users (pack, unpack) may use a type the program freed while they hold it.
 const Layout& layout(MPI_Datatype h) {
+  if (Type* t = table().find(h)) return t->l;
   static const Layout empty;
-  Type* t = table().find(h);
-  return t ? t->l : empty;
+  return empty;
 }
 
 // ---- pack and unpack ----------------------------------------------------------------------
@@ -553,14 +557,12 @@ void type_for_each_run(MPI_Datatype t, int count, TypeRunFn fn, void* ctx) {
   if (count <= 0 || l.items.empty()) return;
   if (l.items.size() == 1 && l.items[0].reps == 1 &&
       static_cast<std::ptrdiff_t>(l.items[0].count) * item_unit(l.items[0].basic) == l.extent()) {
-    fn(ctx, l.items[0].offset, l.items[0].count * static_cast<std::size_t>(count), l.items[0].basic);
+    fn(ctx, l.items[0].offset, l.items[0].count * static_cast<std::size_t>(count), 1, 0, l.items[0].basic);
     return;
   }
   for (int i = 0; i < count; ++i) {
     std::ptrdiff_t base = static_cast<std::ptrdiff_t>(i) * l.extent();
-    for (const Run& r : l.items)
-      for (std::size_t k = 0; k < r.reps; ++k)
-        fn(ctx, base + r.offset + static_cast<std::ptrdiff_t>(k) * r.stride, r.count, r.basic);
+    for (const Run& r : l.items) fn(ctx, base + r.offset, r.count, r.reps, r.stride, r.basic);
   }
 }
 
@@ -635,9 +637,11 @@ int make_vector(int count, int blocklength, std::ptrdiff_t stride_bytes, MPI_Dat
   if (int rc = check_count(count, fn)) return rc;
   if (blocklength < 0) return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "blocklength is negative (%d)", blocklength);
   if (int rc = check_old_new(oldtype, newtype, fn)) return rc;
-  const Layout& old = layout(oldtype);
+  // One block, then `count` copies of it: a block that is one run stays one run.
+  Builder blk;
+  blk.add(layout(oldtype), 0, static_cast<std::size_t>(blocklength));
   Builder b;
-  for (int i = 0; i < count; ++i) b.add(old, static_cast<std::ptrdiff_t>(i) * stride_bytes, blocklength);
+  b.add(blk.finish(false), 0, static_cast<std::size_t>(count), stride_bytes);
   return new_handle(b.finish(false), newtype, fn);
 }
 
@@ -805,7 +809,7 @@ int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int a
     if (k == 0) {
       b.add(old, 0, static_cast<std::size_t>(array_of_subsizes[d]));
     } else {
-      for (int i = 0; i < array_of_subsizes[d]; ++i) b.add(cur, static_cast<std::ptrdiff_t>(i) * stride, 1);
+      b.add(cur, 0, static_cast<std::size_t>(array_of_subsizes[d]), stride);
     }
     cur = b.finish(false);
     offset += static_cast<std::ptrdiff_t>(array_of_starts[d]) * stride;

@@ -18,7 +18,9 @@ namespace ampi {
 
 // From datatypes.cpp (internal.h should list these).
 MPI_Datatype type_uniform_basic(MPI_Datatype t);
-using TypeRunFn = void (*)(void* ctx, std::ptrdiff_t offset, std::size_t n, MPI_Datatype basic);
+// fn gets `reps` blocks of `n` consecutive items of `basic`, `stride` bytes apart from `offset` on.
+using TypeRunFn = void (*)(void* ctx, std::ptrdiff_t offset, std::size_t n, std::size_t reps, std::ptrdiff_t stride,
+                           MPI_Datatype basic);
 void type_for_each_run(MPI_Datatype t, int count, TypeRunFn fn, void* ctx);
 
 namespace {
@@ -151,12 +153,16 @@ struct Replace {
   T operator()(T a, T) const { return a; }
 };
 
-using Kernel = void (*)(const char* in, char* inout, std::size_t n);
+// `reps` blocks of `n` consecutive elements, `stride` bytes apart (a vector's blocks).
+using Kernel = void (*)(const char* in, char* inout, std::size_t n, std::size_t reps, std::ptrdiff_t stride);
 
 template <class T, class F>
-void kernel(const char* in, char* inout, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i, in += sizeof(T), inout += sizeof(T))
-    store<T>(inout, F{}(load<T>(in), load<T>(inout)));
+void kernel(const char* in, char* inout, std::size_t n, std::size_t reps, std::ptrdiff_t stride) {
+  for (std::size_t k = 0; k < reps; ++k, in += stride, inout += stride) {
+    const char* a = in;
+    char* b = inout;
+    for (std::size_t i = 0; i < n; ++i, a += sizeof(T), b += sizeof(T)) store<T>(b, F{}(load<T>(a), load<T>(b)));
+  }
 }
 
 // ---- the table of kernels: [op][basic type], nullptr where MPI does not define the op ----
@@ -334,9 +340,9 @@ int op_apply(MPI_Op op, const void* in, void* inout, int count, MPI_Datatype t) 
     Apply a{nullptr, reinterpret_cast<std::uintptr_t>(in), reinterpret_cast<std::uintptr_t>(inout)};
     type_for_each_run(
         t, count,
-        [](void* ctx, std::ptrdiff_t off, std::size_t n, MPI_Datatype b) {
+        [](void* ctx, std::ptrdiff_t off, std::size_t n, std::size_t reps, std::ptrdiff_t stride, MPI_Datatype b) {
           auto* on = static_cast<Apply*>(ctx);
-          kKernels[MPI_REPLACE][b](on->in_at(off), on->inout_at(off), n);
+          kKernels[MPI_REPLACE][b](on->in_at(off), on->inout_at(off), n, reps, stride);
         },
         &a);
     return MPI_SUCCESS;
@@ -344,15 +350,15 @@ int op_apply(MPI_Op op, const void* in, void* inout, int count, MPI_Datatype t) 
   Kernel k = kKernels[op][basic];
   if (k == nullptr) return MPI_ERR_OP;
   if (t == basic) {  // the common case: a predefined type, one loop
-    k(static_cast<const char*>(in), static_cast<char*>(inout), static_cast<std::size_t>(count));
+    k(static_cast<const char*>(in), static_cast<char*>(inout), static_cast<std::size_t>(count), 1, 0);
     return MPI_SUCCESS;
   }
   Apply a{k, reinterpret_cast<std::uintptr_t>(in), reinterpret_cast<std::uintptr_t>(inout)};
   type_for_each_run(
       t, count,
-      [](void* ctx, std::ptrdiff_t off, std::size_t n, MPI_Datatype) {
+      [](void* ctx, std::ptrdiff_t off, std::size_t n, std::size_t reps, std::ptrdiff_t stride, MPI_Datatype) {
         auto* on = static_cast<Apply*>(ctx);
-        on->k(on->in_at(off), on->inout_at(off), n);
+        on->k(on->in_at(off), on->inout_at(off), n, reps, stride);
       },
       &a);
   return MPI_SUCCESS;
