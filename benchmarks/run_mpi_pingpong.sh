@@ -33,7 +33,7 @@ converse_8b() { "$run" -n 2 --timeout 60 "$pp" --min 8 --max 8 --iters "$iters" 
 ampi_8b() { "$run" -n 2 --timeout 60 "$ampi" "${osu_args[@]}" | awk '$1 == 8 {print $2}'; }
 ompi_8b() { timeout 60 "${ompi_cmd[@]}" "${osu_args[@]}" | awk '$1 == 8 {print $2}'; }
 
-echo "== machine: $(nproc) cores, $(uname -r); UCX $(LD_LIBRARY_PATH="$ucx_root/lib" "$ucx_root/bin/ucx_info" -v | sed -n 's/# Library version: //p'); $(mpirun --version | head -1)"
+echo "== machine: $(nproc) cores, $(uname -r); UCX $(LD_LIBRARY_PATH="$ucx_root/lib" "$ucx_root/bin/ucx_info" -v 2>/dev/null | sed -n 's/# Library version: //p' || true); $(mpirun --version | head -1)"
 echo "== 8 B one-way latency (us), $reps alternating repetitions of $iters round trips"
 declare -A runs
 names=()
