@@ -158,6 +158,7 @@ class Block {
   Block(const Block&) = delete;
   Block& operator=(const Block&) = delete;
   ~Block() {
+    bind();  // the buffers (members, freed after this) and the stream are this rank's GPU's
     if (stream_) cuda::stream_destroy(stream_);
   }
 
