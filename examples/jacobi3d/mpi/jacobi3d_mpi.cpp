@@ -1,0 +1,430 @@
+// Jacobi3D in plain MPI: the chare program (../jacobi3d.cpp) written the way an MPI code
+// would be, so that one source runs on ucharm's AMPI (virtualized ranks, +vp) and on any
+// MPI library. One block per rank; the block grid is the chare version's (least total
+// surface, jacobi::decompose), rank r holds block (r mod bx, (r / bx) mod by, r / (bx*by)).
+// Every iteration: pack faces, Irecv/Isend with up to six neighbours, interior update
+// (overlapping the exchange), Waitall, unpack, update of the shell. Halo modes:
+//   staging   device halos copied to pinned host buffers, sent from host, copied back
+//   gpuaware  device pointers handed to MPI_Isend/MPI_Irecv directly
+// With CPU kernels both modes send host buffers (they then differ in nothing).
+// Uses MPI-1 point-to-point and collectives only (no Cart or Comm_split_type).
+//   mpirun -np 8 jacobi3d_mpi --grid 96 --iters 100 --mode gpuaware [--verify]
+//   ucharmrun -n 2 jacobi3d_ampi --grid 96 --iters 100 --verify +vp 8
+#include <mpi.h>
+
+#if defined(OPEN_MPI) && __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // MPIX_Query_cuda_support
+#endif
+
+#include <CLI/CLI.hpp>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "grid.h"
+#include "kernels.h"
+
+// No mutable globals or function statics anywhere in this file: under AMPI several ranks
+// share one process (and its globals).
+namespace {
+
+using namespace jacobi;
+
+enum class Mode { Staging, GpuAware };
+const char* mode_name(Mode m) { return m == Mode::Staging ? "staging" : "gpuaware"; }
+
+// Which MPI this was built against: the CSV's mode column says it ("ampi-staging").
+const char* mpi_name() {
+#if defined(UCHARM_AMPI)
+  return "ampi";
+#elif defined(OPEN_MPI)
+  return "ompi";
+#else
+  return "mpi";
+#endif
+}
+
+struct Options {
+  int gx = 64, gy = 64, gz = 64, blocks = 0, iters = 100, warmup = 10;
+  Mode mode = Mode::GpuAware;
+  std::string kernels = "auto", csv;
+  bool verify = false;
+};
+
+// An error every rank detects alike (bad options, no decomposition): rank 0 names the
+// cause, then all ranks abort with a non-zero code. The barrier lets rank 0 print first.
+[[noreturn]] void fail(int rank, const std::string& why) {
+  if (rank == 0) {
+    std::fprintf(stderr, "jacobi3d_mpi: %s\n", why.c_str());
+    std::fflush(stderr);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::exit(1);
+}
+
+// The rank's index among the ranks on its node (same processor name): it picks the GPU.
+int node_local_rank(int rank, int size) {
+  std::vector<char> name(MPI_MAX_PROCESSOR_NAME, 0), all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME, 0);
+  int len = 0;
+  MPI_Get_processor_name(name.data(), &len);
+  MPI_Allgather(name.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                MPI_COMM_WORLD);
+  int local = 0;
+  for (int r = 0; r < rank; ++r)
+    if (std::strncmp(all.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME, name.data(),
+                     MPI_MAX_PROCESSOR_NAME) == 0)
+      ++local;
+  return local;
+}
+
+// A zeroed buffer of doubles in GPU memory (zeroed on `stream`), pinned or ordinary host memory.
+class Buffer {
+ public:
+  enum class Kind { Host, Pinned, Device };
+  Buffer() = default;
+  Buffer(std::size_t count, Kind kind, void* stream = nullptr) : kind_(kind), count_(count) {
+    if (kind == Kind::Device) {
+      p_ = static_cast<double*>(cuda::alloc(bytes(), stream));
+    } else if (kind == Kind::Pinned) {
+      p_ = static_cast<double*>(cuda::alloc_host(bytes()));
+      std::memset(p_, 0, bytes());
+    } else {
+      p_ = static_cast<double*>(std::calloc(count ? count : 1, sizeof(double)));
+    }
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer& operator=(Buffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(kind_, o.kind_);
+    std::swap(count_, o.count_);
+    return *this;
+  }
+  ~Buffer() {
+    if (!p_) return;
+    if (kind_ == Kind::Device) cuda::free(p_);
+    else if (kind_ == Kind::Pinned) cuda::free_host(p_);
+    else std::free(p_);
+  }
+  double* data() const { return p_; }
+  std::size_t count() const { return count_; }
+  std::size_t bytes() const { return count_ * sizeof(double); }
+
+ private:
+  double* p_ = nullptr;
+  Kind kind_ = Kind::Host;
+  std::size_t count_ = 0;
+};
+
+// This rank's block: two copies of the padded grid, halo buffers, neighbours' ranks.
+class Block {
+ public:
+  Block(const Decomposition& d, int rank, bool gpu, int gpu_slot, Mode mode)
+      : d_(d), shape_(d.block()), gpu_(gpu), slot_(gpu_slot), mode_(mode) {
+    idx_ = {rank % d.bx, (rank / d.bx) % d.by, rank / (d.bx * d.by)};
+    if (gpu_) {
+      bind();
+      stream_ = cuda::stream_create();
+    }
+    const Buffer::Kind dev = gpu_ ? Buffer::Kind::Device : Buffer::Kind::Host;
+    for (Buffer& b : u_) b = Buffer(shape_.cells(), dev, stream_);
+    init_boundary();
+    const std::array<int, 3> dims{d.bx, d.by, d.bz};
+    for (int f = 0; f < kFaces; ++f) {
+      std::array<int, 3> n = idx_;
+      n[axis_of(f)] += f % 2 ? 1 : -1;
+      if (n[axis_of(f)] < 0 || n[axis_of(f)] >= dims[axis_of(f)]) continue;
+      peer_[f] = n[0] + d.bx * (n[1] + d.by * n[2]);
+      send_box_[f] = face_box(shape_, f, false);
+      ghost_box_[f] = face_box(shape_, f, true);
+      const std::size_t cells = send_box_[f].count();
+      send_[f] = Buffer(cells, dev, stream_);
+      recv_[f] = Buffer(cells, dev, stream_);
+      if (gpu_ && mode_ == Mode::Staging) {
+        stage_send_[f] = Buffer(cells, Buffer::Kind::Pinned);
+        stage_recv_[f] = Buffer(cells, Buffer::Kind::Pinned);
+      }
+    }
+    interior_ = interior_box(shape_);
+    shell_ = boundary_boxes(shape_);
+    if (gpu_) cuda::synchronize(stream_);  // zeroing and boundary values are in place
+  }
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+  ~Block() {
+    bind();  // the buffers (members, freed after this) and the stream are this rank's GPU's
+    if (stream_) cuda::stream_destroy(stream_);
+  }
+
+  // The CUDA current device belongs to the OS thread; under AMPI other ranks run on this
+  // thread while one blocks in MPI, so the device is chosen again after every blocking call.
+  void bind() const {
+    if (gpu_) cuda::select_device(slot_);
+  }
+
+  // `n` iterations; returns the time spent waiting for halos (seconds).
+  double run(int n) {
+    double comm = 0;
+    for (int i = 0; i < n; ++i) comm += iteration();
+    if (gpu_) cuda::synchronize(stream_);
+    return comm;
+  }
+
+  // The block's own cells (x fastest), in host memory.
+  std::vector<double> own_cells() {
+    std::vector<double> h(shape_.cells());
+    const Buffer& b = u_[cur_ % 2];
+    if (gpu_) {
+      cuda::copy_to_host(h.data(), b.data(), b.bytes(), stream_);
+      cuda::synchronize(stream_);
+    } else {
+      std::memcpy(h.data(), b.data(), b.bytes());
+    }
+    std::vector<double> own(static_cast<std::size_t>(shape_.lx) * shape_.ly * shape_.lz);
+    cpu::pack(shape_, h.data(), Box{1, shape_.lx + 1, 1, shape_.ly + 1, 1, shape_.lz + 1}, own.data());
+    return own;
+  }
+
+ private:
+  // Ghost cells on the global boundary hold the fixed values, in both arrays, forever.
+  void init_boundary() {
+    std::vector<double> h(shape_.cells(), 0.0);
+    const int ox = idx_[0] * shape_.lx, oy = idx_[1] * shape_.ly, oz = idx_[2] * shape_.lz;
+    for (int k = 0; k <= shape_.lz + 1; ++k)
+      for (int j = 0; j <= shape_.ly + 1; ++j)
+        for (int i = 0; i <= shape_.lx + 1; ++i)
+          h[shape_.at(i, j, k)] = boundary_value(ox + i, oy + j, oz + k, d_.gx, d_.gy, d_.gz);
+    for (Buffer& b : u_) {
+      if (gpu_) cuda::copy_to_device(b.data(), h.data(), b.bytes(), stream_);
+      else std::memcpy(b.data(), h.data(), b.bytes());
+    }
+    if (gpu_) cuda::synchronize(stream_);  // h goes away on return
+  }
+
+  void update(const Box& b) {
+    const double* in = u_[cur_ % 2].data();
+    double* out = u_[(cur_ + 1) % 2].data();
+    if (gpu_) cuda::update(shape_, in, out, b, stream_);
+    else cpu::update(shape_, in, out, b);
+  }
+
+  // What MPI reads and writes: pinned host copies when staging GPU halos, else the halo
+  // buffers themselves (device memory in GPU-aware mode, host memory with CPU kernels).
+  double* wire_send(int f) { return gpu_ && mode_ == Mode::Staging ? stage_send_[f].data() : send_[f].data(); }
+  double* wire_recv(int f) { return gpu_ && mode_ == Mode::Staging ? stage_recv_[f].data() : recv_[f].data(); }
+
+  double iteration() {
+    const double* in = u_[cur_ % 2].data();
+    for (int f = 0; f < kFaces; ++f) {
+      if (peer_[f] == MPI_PROC_NULL) continue;
+      if (gpu_) {
+        cuda::pack(shape_, in, send_box_[f], send_[f].data(), stream_);
+        if (mode_ == Mode::Staging) cuda::copy_to_host(stage_send_[f].data(), send_[f].data(), send_[f].bytes(), stream_);
+      } else {
+        cpu::pack(shape_, in, send_box_[f], send_[f].data());
+      }
+    }
+    // The packs (and copies) are done before MPI reads the buffers, and the previous
+    // iteration's unpacks are done before MPI overwrites the receive buffers.
+    if (gpu_) cuda::synchronize(stream_);
+    int nreq = 0;
+    // Tags name the sender's face: what arrives across face f was sent across opposite(f).
+    for (int f = 0; f < kFaces; ++f)
+      if (peer_[f] != MPI_PROC_NULL)
+        MPI_Irecv(wire_recv(f), static_cast<int>(recv_[f].count()), MPI_DOUBLE, peer_[f], opposite(f), MPI_COMM_WORLD,
+                  &req_[nreq++]);
+    for (int f = 0; f < kFaces; ++f)
+      if (peer_[f] != MPI_PROC_NULL)
+        MPI_Isend(wire_send(f), static_cast<int>(send_[f].count()), MPI_DOUBLE, peer_[f], f, MPI_COMM_WORLD,
+                  &req_[nreq++]);
+    update(interior_);  // overlaps with the exchange (queued on the stream with CUDA)
+    const double t0 = MPI_Wtime();
+    MPI_Waitall(nreq, req_.data(), MPI_STATUSES_IGNORE);
+    const double waited = MPI_Wtime() - t0;
+    bind();
+    double* ghosts = u_[cur_ % 2].data();
+    for (int f = 0; f < kFaces; ++f) {
+      if (peer_[f] == MPI_PROC_NULL) continue;
+      if (gpu_) {
+        if (mode_ == Mode::Staging) cuda::copy_to_device(recv_[f].data(), stage_recv_[f].data(), recv_[f].bytes(), stream_);
+        cuda::unpack(shape_, ghosts, ghost_box_[f], recv_[f].data(), stream_);
+      } else {
+        cpu::unpack(shape_, ghosts, ghost_box_[f], recv_[f].data());
+      }
+    }
+    for (const Box& b : shell_) update(b);
+    ++cur_;
+    return waited > 0 ? waited : 0;
+  }
+
+  Decomposition d_;
+  Shape shape_;
+  bool gpu_;
+  int slot_;
+  Mode mode_;
+  std::array<int, 3> idx_{};
+  void* stream_ = nullptr;
+  Buffer u_[2];  // u_[it % 2] is read in iteration it, u_[(it + 1) % 2] written
+  std::array<int, kFaces> peer_{MPI_PROC_NULL, MPI_PROC_NULL, MPI_PROC_NULL,
+                                MPI_PROC_NULL, MPI_PROC_NULL, MPI_PROC_NULL};
+  std::array<Box, kFaces> send_box_{}, ghost_box_{};
+  Buffer send_[kFaces], recv_[kFaces];              // packed faces (device or host)
+  Buffer stage_send_[kFaces], stage_recv_[kFaces];  // staging: pinned host copies
+  std::array<MPI_Request, 2 * kFaces> req_{};
+  Box interior_;
+  std::array<Box, kFaces> shell_{};
+  int cur_ = 0;
+};
+
+// Rank 0 compares every block with a serial run of the whole grid; returns the number of
+// differing cells (on every rank).
+long verify(Block& block, const Decomposition& d, int iterations, int rank, int size) {
+  const std::vector<double> own = block.own_cells();
+  const int n = static_cast<int>(own.size());
+  std::vector<double> all;
+  if (rank == 0) all.resize(static_cast<std::size_t>(n) * size);
+  MPI_Gather(own.data(), n, MPI_DOUBLE, all.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  long wrong = 0;
+  if (rank == 0) {
+    const std::vector<double> ref = serial_reference(d.gx, d.gy, d.gz, iterations);
+    const Shape g{d.gx, d.gy, d.gz}, s = d.block();
+    for (int r = 0; r < size; ++r) {
+      const int ox = (r % d.bx) * s.lx, oy = ((r / d.bx) % d.by) * s.ly, oz = (r / (d.bx * d.by)) * s.lz;
+      const double* b = all.data() + static_cast<std::size_t>(r) * n;
+      std::size_t c = 0;
+      for (int k = 1; k <= s.lz; ++k)
+        for (int j = 1; j <= s.ly; ++j)
+          for (int i = 1; i <= s.lx; ++i, ++c)
+            if (b[c] != ref[g.at(ox + i, oy + j, oz + k)]) ++wrong;
+    }
+  }
+  MPI_Bcast(&wrong, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  return wrong;
+}
+
+int run_main(int argc, char** argv, std::chrono::steady_clock::time_point started) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  Options o;
+  CLI::App app{"Jacobi3D in MPI: 7-point stencil on a 3-D grid, one block per rank"};
+  int grid = 0;
+  std::string mode = "gpuaware";
+  app.add_option("--grid", grid, "cells per dimension of a cubic grid (overrides -x/-y/-z)")->check(CLI::PositiveNumber);
+  app.add_option("-x", o.gx, "grid cells in x")->check(CLI::PositiveNumber);
+  app.add_option("-y", o.gy, "grid cells in y")->check(CLI::PositiveNumber);
+  app.add_option("-z", o.gz, "grid cells in z")->check(CLI::PositiveNumber);
+  app.add_option("--blocks", o.blocks, "number of blocks: must equal the number of ranks (the default)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--iters", o.iters, "timed iterations")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", o.warmup, "untimed iterations first")->check(CLI::NonNegativeNumber);
+  app.add_option("--mode", mode, "halo exchange: staging (through host memory) or gpuaware (device pointers to MPI)")
+      ->check(CLI::IsMember({"staging", "gpuaware"}));
+  app.add_option("--kernels", o.kernels, "auto (GPU if visible), cuda or cpu")->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  app.add_flag("--verify", o.verify, "compare with a serial run, bit for bit (small grids)");
+  app.add_option("--csv", o.csv, "append one result line to this CSV file (rank 0)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Every rank parsed the same arguments; one prints the message or the help.
+    const int code = rank == 0 ? app.exit(e) : e.get_exit_code();
+    if (code != 0) fail(rank, "bad command line (see above)");
+    return 0;
+  }
+  if (grid) o.gx = o.gy = o.gz = grid;
+  o.mode = mode == "staging" ? Mode::Staging : Mode::GpuAware;
+  if (o.blocks && o.blocks != size)
+    fail(rank, "--blocks " + std::to_string(o.blocks) + ": the MPI version has one block per rank, and there are " +
+                   std::to_string(size) + " ranks");
+  std::string why;
+  const auto d = decompose(o.gx, o.gy, o.gz, size, why);
+  if (!d) fail(rank, why);
+  const bool have_gpu = cuda::available();
+  if (o.kernels == "cuda" && !have_gpu) fail(rank, "--kernels cuda, but no GPU is visible (or a build without CUDA)");
+  const bool gpu = o.kernels == "cuda" || (o.kernels == "auto" && have_gpu);
+  const int slot = node_local_rank(rank, size);
+
+  const Shape s = d->block();
+  if (rank == 0) {
+    std::printf("Jacobi3D (MPI, %s): grid %dx%dx%d, %d blocks (%dx%dx%d) of %dx%dx%d, %d ranks, mode %s, %s kernels\n",
+                mpi_name(), d->gx, d->gy, d->gz, size, d->bx, d->by, d->bz, s.lx, s.ly, s.lz, size,
+                mode_name(o.mode), gpu ? "CUDA" : "CPU");
+#if defined(OMPI_HAVE_MPI_EXT_CUDA)
+    if (gpu && o.mode == Mode::GpuAware && !MPIX_Query_cuda_support())
+      std::printf("note: this OpenMPI reports no CUDA support: device buffers work only through a CUDA-enabled "
+                  "UCX (--mca pml ucx); else use --mode staging\n");
+#endif
+    std::fflush(stdout);
+  }
+
+  Block block(*d, rank, gpu, slot, o.mode);
+  MPI_Barrier(MPI_COMM_WORLD);
+  block.bind();
+  const double startup = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (rank == 0) std::printf("start-up: %.3f s\n", startup);
+
+  if (o.warmup > 0) {
+    block.run(o.warmup);
+    MPI_Barrier(MPI_COMM_WORLD);
+    block.bind();
+  }
+  const double t0 = MPI_Wtime();
+  const double comm = block.run(o.iters);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double total = MPI_Wtime() - t0;
+  block.bind();
+  double comm_sum = 0, total_max = 0;
+  MPI_Reduce(&comm, &comm_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&total, &total_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  block.bind();
+
+  if (rank == 0) {
+    const double per_iter = total_max / o.iters * 1e3;
+    const double comm_per_iter = comm_sum / size / o.iters * 1e3;
+    std::printf("iterations: %d (after %d warm-up)\n", o.iters, o.warmup);
+    std::printf("time per iteration: %.4f ms\n", per_iter);
+    std::printf("communication time per iteration: %.4f ms (halo wait, mean over blocks)\n", comm_per_iter);
+    std::fflush(stdout);
+    if (!o.csv.empty()) {
+      // The chare version's columns: mode, kernels, PEs, gx, gy, gz, blocks, iterations,
+      // ms/iteration, comm ms/iteration, start-up s. The mode names the MPI; PEs are ranks.
+      if (FILE* f = std::fopen(o.csv.c_str(), "a")) {
+        std::fprintf(f, "%s-%s,%s,%d,%d,%d,%d,%d,%d,%.5f,%.5f,%.4f\n", mpi_name(), mode_name(o.mode),
+                     gpu ? "cuda" : "cpu", size, d->gx, d->gy, d->gz, size, o.iters, per_iter, comm_per_iter, startup);
+        std::fclose(f);
+      } else {
+        std::fprintf(stderr, "jacobi3d_mpi: cannot open %s for appending\n", o.csv.c_str());
+      }
+    }
+  }
+
+  int status = 0;
+  if (o.verify) {
+    const long wrong = verify(block, *d, o.warmup + o.iters, rank, size);
+    const long cells = static_cast<long>(d->gx) * d->gy * d->gz;
+    if (rank == 0) {
+      if (wrong) std::printf("verify: FAILED, %ld of %ld cells differ from the serial reference\n", wrong, cells);
+      else std::printf("verify: ok, all %ld cells equal the serial reference after %d iterations\n", cells, o.warmup + o.iters);
+      std::fflush(stdout);
+    }
+    status = wrong ? 1 : 0;
+  }
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto started = std::chrono::steady_clock::now();
+  MPI_Init(&argc, &argv);
+  const int status = run_main(argc, argv, started);  // the block is gone before MPI_Finalize
+  MPI_Finalize();
+  return status;
+}
