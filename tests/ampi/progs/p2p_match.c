@@ -79,7 +79,7 @@ static void test_ordering(struct tctx* t, int left, int right, MPI_Comm wcomm) {
   free(rbuf);
 }
 
-static void test_wildcards(struct tctx* t, MPI_Comm comm) {
+static void test_wildcards(struct tctx* t, MPI_Comm comm, MPI_Comm comm2) {
   t->section = "wildcards";
   /* Everyone (rank 0 included) sends its rank to rank 0 with tag 100 + rank. */
   MPI_Request req;
@@ -105,7 +105,9 @@ static void test_wildcards(struct tctx* t, MPI_Comm comm) {
   }
   MPI_Wait(&req, MPI_STATUS_IGNORE);
 
-  /* ANY_TAG from a given source, ANY_SOURCE with a given tag. */
+  /* ANY_TAG from a given source, ANY_SOURCE with a given tag (on another communicator: a
+   * neighbour may already be here while rank 0 still receives with wildcards above). */
+  comm = comm2;
   int right = (t->rank + 1) % t->size, left = (t->rank + t->size - 1) % t->size;
   MPI_Request r2[2];
   int a = 1000 + t->rank, b = 2000 + t->rank;
@@ -385,13 +387,15 @@ int main(int argc, char** argv) {
   tctx_init(&t, "p2p_match");
   int right = (t.rank + 1) % t.size, left = (t.rank + t.size - 1) % t.size;
   /* Sections with wildcard receives get communicators of their own. */
-  MPI_Comm wc1, wc2;
+  MPI_Comm wc1, wc2, wc3;
   MPI_Comm_dup(MPI_COMM_WORLD, &wc1);
   MPI_Comm_dup(MPI_COMM_WORLD, &wc2);
+  MPI_Comm_dup(MPI_COMM_WORLD, &wc3);
   test_ordering(&t, left, right, wc1);
-  test_wildcards(&t, wc2);
+  test_wildcards(&t, wc2, wc3);
   MPI_Comm_free(&wc1);
   MPI_Comm_free(&wc2);
+  MPI_Comm_free(&wc3);
   test_tags(&t, left, right);
   test_sendrecv(&t, left, right);
   test_sync_ready(&t, left, right);
