@@ -690,6 +690,7 @@ int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of
   for (int i = 0; i < count; ++i)
     if (int rc = check_request(p, array_of_requests[i], "MPI_Waitall")) return rc;
   bool any_error = false;
+  MPI_Comm err_comm = MPI_COMM_WORLD;  // the first failed request's: its handler decides
   for (int i = 0; i < count; ++i) {
     MPI_Request& h = array_of_requests[i];
     MPI_Status* st = array_of_statuses ? &array_of_statuses[i] : nullptr;
@@ -698,11 +699,15 @@ int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of
       continue;
     }
     wait_one(p, h);
+    const MPI_Comm comm = p.req(h).comm;
     MPI_Status s;
-    if (finish(p, &h, &s)) any_error = true;
+    if (finish(p, &h, &s) && !any_error) {
+      any_error = true;
+      err_comm = comm;
+    }
     if (st) *st = s;
   }
-  if (any_error) return error(MPI_COMM_WORLD, MPI_ERR_IN_STATUS, "MPI_Waitall", "a request failed (see the statuses)");
+  if (any_error) return error(err_comm, MPI_ERR_IN_STATUS, "MPI_Waitall", "a request failed (see the statuses)");
   return MPI_SUCCESS;
 }
 
@@ -797,13 +802,18 @@ int PMPI_Testsome(int incount, MPI_Request array_of_requests[], int* outcount, i
   for (int pass = 0; pass < 2; ++pass) {
     int active = 0, done = 0;
     bool any_error = false;
+    MPI_Comm err_comm = MPI_COMM_WORLD;
     for (int i = 0; i < incount; ++i) {
       MPI_Request& h = array_of_requests[i];
       if (inactive(p, h)) continue;
       ++active;
       if (!p.req(h).complete) continue;
+      const MPI_Comm comm = p.req(h).comm;
       MPI_Status st;
-      if (finish(p, &h, &st)) any_error = true;
+      if (finish(p, &h, &st) && !any_error) {
+        any_error = true;
+        err_comm = comm;
+      }
       if (array_of_statuses) array_of_statuses[done] = st;
       array_of_indices[done++] = i;
     }
@@ -814,7 +824,7 @@ int PMPI_Testsome(int incount, MPI_Request array_of_requests[], int* outcount, i
     if (done > 0 || pass == 1) {
       *outcount = done;
       if (any_error)
-        return error(MPI_COMM_WORLD, MPI_ERR_IN_STATUS, "MPI_Testsome", "a request failed (see the statuses)");
+        return error(err_comm, MPI_ERR_IN_STATUS, "MPI_Testsome", "a request failed (see the statuses)");
       return MPI_SUCCESS;
     }
     poll_yield();
@@ -848,16 +858,21 @@ int PMPI_Waitsome(int incount, MPI_Request array_of_requests[], int* outcount, i
   }
   int done = 0;
   bool any_error = false;
+  MPI_Comm err_comm = MPI_COMM_WORLD;
   for (int i = 0; i < incount; ++i) {
     MPI_Request& h = array_of_requests[i];
     if (inactive(p, h) || !p.req(h).complete) continue;
+    const MPI_Comm comm = p.req(h).comm;
     MPI_Status st;
-    if (finish(p, &h, &st)) any_error = true;
+    if (finish(p, &h, &st) && !any_error) {
+      any_error = true;
+      err_comm = comm;
+    }
     if (array_of_statuses) array_of_statuses[done] = st;
     array_of_indices[done++] = i;
   }
   *outcount = done;
-  if (any_error) return error(MPI_COMM_WORLD, MPI_ERR_IN_STATUS, "MPI_Waitsome", "a request failed (see the statuses)");
+  if (any_error) return error(err_comm, MPI_ERR_IN_STATUS, "MPI_Waitsome", "a request failed (see the statuses)");
   return MPI_SUCCESS;
 }
 
