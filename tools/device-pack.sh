@@ -19,10 +19,18 @@ mkdir -p "$dev/build" "$dev/libucx/lib/ucx" "$dev/syslib"
 for f in tools/ucharmrun/ucharmrun runtime/converse/libucharm-converse.so runtime/core/libucharm-core.so \
          tests/converse/converse_testprog tests/converse/converse_multiprocess_tests \
          tests/core/core_megatest tests/core/core_tests benchmarks/converse_pingpong benchmarks/osu \
-         examples/jacobi3d/jacobi3d tests/jacobi3d/jacobi3d_unit_tests tests/machine-ucx/machine_unit_tests; do
+         examples/jacobi3d/jacobi3d tests/jacobi3d/jacobi3d_unit_tests tests/machine-ucx/machine_unit_tests \
+         runtime/ampi/libucharm-ampi.so examples/jacobi3d/mpi/jacobi3d_mpi benchmarks/mpi/osu_mpi_ompi; do
   [ -e "$build/$f" ] || continue
   mkdir -p "$dev/build/$(dirname "$f")"
   if [ "${DEBUG:-0}" = 1 ]; then cp "$build/$f" "$dev/build/$f"; else strip -o "$dev/build/$f" "$build/$f"; fi
+done
+# AMPI programs carry the MPI program appended to the loader: strip would drop it.
+for f in tests/ampi/ampi_p2p_cuda tests/ampi/ampi_collectives examples/jacobi3d/mpi/jacobi3d_ampi \
+         benchmarks/mpi/osu_mpi_ampi; do
+  [ -e "$build/$f" ] || continue
+  mkdir -p "$dev/build/$(dirname "$f")"
+  cp "$build/$f" "$dev/build/$f"
 done
 # CTest's files (they name the binaries by their absolute paths here; device-env.sh puts
 # the packed tree at that path).

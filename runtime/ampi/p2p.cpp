@@ -198,7 +198,7 @@ void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, int dest, i
 void wait_one(P2p& p, MPI_Request h) {
   while (!p.req(h).complete) {
     p.req(h).waiter = CthSelf();
-    CthSuspend();
+    rank_suspend();
   }
   p.req(h).waiter = nullptr;
 }
@@ -523,7 +523,7 @@ bool inactive(P2p& p, MPI_Request h) {
 
 // Lets the scheduler run (messages arrive, other ranks run) and comes back: what a polling
 // call (Test, Iprobe) does when it finds nothing, so that polling loops make progress.
-void poll_yield() { CthYield(); }
+void poll_yield() { rank_yield(); }
 
 int check_request(P2p& p, MPI_Request h, const char* fn) {
   if (h != MPI_REQUEST_NULL && !p.valid(h))
@@ -755,7 +755,7 @@ int PMPI_Waitany(int count, MPI_Request array_of_requests[], int* indx, MPI_Stat
     }
     for (int i = 0; i < count; ++i)
       if (!inactive(p, array_of_requests[i])) p.req(array_of_requests[i]).waiter = CthSelf();
-    CthSuspend();
+    rank_suspend();
     for (int i = 0; i < count; ++i)
       if (!inactive(p, array_of_requests[i])) p.req(array_of_requests[i]).waiter = nullptr;
   }
@@ -852,7 +852,7 @@ int PMPI_Waitsome(int incount, MPI_Request array_of_requests[], int* outcount, i
     if (any_complete) break;
     for (int i = 0; i < incount; ++i)
       if (!inactive(p, array_of_requests[i])) p.req(array_of_requests[i]).waiter = CthSelf();
-    CthSuspend();
+    rank_suspend();
     for (int i = 0; i < incount; ++i)
       if (!inactive(p, array_of_requests[i])) p.req(array_of_requests[i]).waiter = nullptr;
   }
@@ -959,7 +959,7 @@ int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
   std::int32_t u;
   while ((u = p.find_unexpected(c->ctx(Ctx::P2P), source, tag)) < 0) {
     p.probe_waiter = CthSelf();
-    CthSuspend();
+    rank_suspend();
   }
   fill_status_from_msg(status, p.unexpected_msg(u));
   return MPI_SUCCESS;

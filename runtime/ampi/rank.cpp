@@ -2,6 +2,7 @@
 // the job's exit code; MPI_Init/Finalize/Abort and the environment queries.
 #include "rank.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -20,11 +21,32 @@ struct Options {
   bool staging = false;                 // +ampi-staging
 };
 
+// The CUDA driver's current context, saved and restored around a rank's waits. Found only
+// if the driver is already loaded when the ranks start (the machine layer and UCX load it
+// where there is a GPU); otherwise there is nothing to keep.
+struct CudaContext {
+  using Get = int (*)(void**);
+  using Set = int (*)(void*);
+  Get get = nullptr;
+  Set set = nullptr;
+  bool looked = false;
+  void find() {
+    if (looked) return;
+    looked = true;
+    if (void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+      get = reinterpret_cast<Get>(dlsym(h, "cuCtxGetCurrent"));
+      set = reinterpret_cast<Set>(dlsym(h, "cuCtxSetCurrent"));
+      if (!get || !set) get = nullptr, set = nullptr;
+    }
+  }
+};
+
 // What every PE of the process knows about the program (set once, before the runtime starts).
 struct Process {
   const Program* program = nullptr;
   Options options;
   char** argv = nullptr;  // after the runtime removed its options (null-terminated)
+  CudaContext cuda;
 };
 Process& process() {
   static Process p;
@@ -111,6 +133,7 @@ Rank::Rank(RankArgs a) : main_(a.main), world_size_(a.world_size) {
 }
 
 void Rank::start() {
+  process().cuda.find();
   CthThread t = CthCreate(&Rank::thread_main, this, process().options.stack);
   CthSetData(t, this);
   CthAwaken(t);
@@ -118,6 +141,8 @@ void Rank::start() {
 
 void Rank::thread_main(void* arg) {
   Rank* self = static_cast<Rank*>(arg);
+  // A rank starts as a process does: no CUDA context current (not another rank's).
+  if (const CudaContext& c = process().cuda; c.set) c.set(nullptr);
   MainFn fn = process().program->main_for(process().program->context, self->thisIndex);
   if (!fn) CkAbort("rank %d: the program's main could not be loaded (see above)", self->thisIndex);
   int code = fn(static_cast<int>(self->argv_.size() - 1), self->argv_.data());
@@ -136,6 +161,23 @@ int world_rank() { return current_rank()->world_rank(); }
 int world_size() { return current_rank()->world_size(); }
 CommTable& my_comms() { return current_rank()->comms(); }
 bool staging_forced() { return process().options.staging; }
+
+namespace {
+template <class Wait>
+void keep_cuda_context(Wait wait) {
+  const CudaContext& c = process().cuda;
+  if (!c.get) return wait();
+  void* ctx = nullptr;
+  c.get(&ctx);
+  wait();
+  void* now = nullptr;
+  c.get(&now);
+  if (now != ctx) c.set(ctx);
+}
+}  // namespace
+
+void rank_suspend() { keep_cuda_context([] { CthSuspend(); }); }
+void rank_yield() { keep_cuda_context([] { CthYield(); }); }
 
 }  // namespace ampi
 
