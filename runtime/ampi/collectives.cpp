@@ -511,6 +511,7 @@ int failed(MPI_Comm comm, const char* fn, int e, MPI_Op op, MPI_Datatype t) {
 
 Comm* comm_or_null(MPI_Comm comm) { return comm_get(comm); }
 int bad_comm(MPI_Comm comm, const char* fn) {
+  if (comm == MPI_COMM_NULL) return error(comm, MPI_ERR_COMM, fn, "the communicator is MPI_COMM_NULL");
   return error(comm, MPI_ERR_COMM, fn, "invalid communicator %d", comm);
 }
 int check_request(MPI_Comm comm, const char* fn, MPI_Request* req) { return check_ptr(comm, fn, "request", req); }

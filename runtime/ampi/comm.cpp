@@ -192,7 +192,12 @@ void errh_unref(MPI_Errhandler h) {
   if (--e.refs == 0) e = Errh{};
 }
 
-int bad_comm(MPI_Comm comm, const char* fn) { return error(comm, MPI_ERR_COMM, fn, "invalid communicator %d", comm); }
+// MPI_COMM_NULL is named: passing it (e.g. MPI_Comm_free of a split's MPI_COMM_NULL result)
+// is the usual mistake.
+int bad_comm(MPI_Comm comm, const char* fn) {
+  if (comm == MPI_COMM_NULL) return error(comm, MPI_ERR_COMM, fn, "the communicator is MPI_COMM_NULL");
+  return error(comm, MPI_ERR_COMM, fn, "invalid communicator %d", comm);
+}
 int null_arg(MPI_Comm comm, const char* fn, const char* what) {
   return error(comm, MPI_ERR_ARG, fn, "%s is NULL", what);
 }
@@ -576,7 +581,7 @@ extern "C" {
 // ---- communicators ---------------------------------------------------------------------
 int PMPI_Comm_size(MPI_Comm comm, int* size) {
   Comm* c = comm_get(comm);
-  if (!c) return error(comm, MPI_ERR_COMM, "MPI_Comm_size", "invalid communicator %d", comm);
+  if (!c) return bad_comm(comm, "MPI_Comm_size");
   if (!size) return error(comm, MPI_ERR_ARG, "MPI_Comm_size", "size is NULL");
   *size = c->size();
   return MPI_SUCCESS;
@@ -584,7 +589,7 @@ int PMPI_Comm_size(MPI_Comm comm, int* size) {
 
 int PMPI_Comm_rank(MPI_Comm comm, int* rank) {
   Comm* c = comm_get(comm);
-  if (!c) return error(comm, MPI_ERR_COMM, "MPI_Comm_rank", "invalid communicator %d", comm);
+  if (!c) return bad_comm(comm, "MPI_Comm_rank");
   if (!rank) return error(comm, MPI_ERR_ARG, "MPI_Comm_rank", "rank is NULL");
   *rank = c->rank;
   return MPI_SUCCESS;

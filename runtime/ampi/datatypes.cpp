@@ -333,9 +333,25 @@ Layout resized(Layout l, std::ptrdiff_t lb, std::ptrdiff_t extent) {
 
 // ---- the handle table ---------------------------------------------------------------------
 
+// How a derived type was made, for MPI_Type_get_envelope / MPI_Type_get_contents: the
+// combiner and the constructor's arguments, in the order MPI lists them. The types named
+// are retained while this type exists (the program may free them first).
+struct Recipe {
+  int combiner = MPI_COMBINER_NAMED;
+  std::vector<int> ints;
+  std::vector<MPI_Aint> addrs;
+  std::vector<MPI_Datatype> types;
+};
+
 struct Type {
   explicit Type(Layout layout, bool pre = false) : l(std::move(layout)), predefined(pre) {}
+  ~Type() {
+    for (MPI_Datatype t : recipe.types) type_release(t);
+  }
+  Type(const Type&) = delete;
+  Type& operator=(const Type&) = delete;
   const Layout l;
+  Recipe recipe;                    // set once, before the handle is given out
   const bool predefined;
   bool committed = false;           // only the creating rank writes it
   std::atomic<bool> freed{false};   // MPI_Type_free was called: the handle is gone
@@ -619,8 +635,11 @@ int check_blocklengths(int count, const int* blocklengths, const char* fn) {
   return MPI_SUCCESS;
 }
 
-int new_handle(Layout l, MPI_Datatype* newtype, const char* fn) {
-  MPI_Datatype h = table().add(std::make_unique<Type>(std::move(l)));
+int new_handle(Layout l, Recipe r, MPI_Datatype* newtype, const char* fn) {
+  auto t = std::make_unique<Type>(std::move(l));
+  for (MPI_Datatype used : r.types) type_retain(used);
+  t->recipe = std::move(r);
+  MPI_Datatype h = table().add(std::move(t));
   if (h < 0) return error(MPI_COMM_WORLD, MPI_ERR_INTERN, fn, "too many datatypes exist at once");
   *newtype = h;
   return MPI_SUCCESS;
@@ -633,7 +652,7 @@ int check_old_new(MPI_Datatype oldtype, MPI_Datatype* newtype, const char* fn) {
 }
 
 int make_vector(int count, int blocklength, std::ptrdiff_t stride_bytes, MPI_Datatype oldtype,
-                MPI_Datatype* newtype, const char* fn) {
+                MPI_Datatype* newtype, const char* fn, Recipe r) {
   if (int rc = check_count(count, fn)) return rc;
   if (blocklength < 0) return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "blocklength is negative (%d)", blocklength);
   if (int rc = check_old_new(oldtype, newtype, fn)) return rc;
@@ -642,12 +661,13 @@ int make_vector(int count, int blocklength, std::ptrdiff_t stride_bytes, MPI_Dat
   blk.add(layout(oldtype), 0, static_cast<std::size_t>(blocklength));
   Builder b;
   b.add(blk.finish(false), 0, static_cast<std::size_t>(count), stride_bytes);
-  return new_handle(b.finish(false), newtype, fn);
+  r.types = {oldtype};
+  return new_handle(b.finish(false), std::move(r), newtype, fn);
 }
 
 template <class Disp>
 int make_indexed(int count, const int* blocklengths, const Disp* displacements, std::ptrdiff_t unit,
-                 MPI_Datatype oldtype, MPI_Datatype* newtype, const char* fn) {
+                 MPI_Datatype oldtype, MPI_Datatype* newtype, const char* fn, int combiner) {
   if (int rc = check_count(count, fn)) return rc;
   if (count > 0) {
     if (int rc = check_ptr(blocklengths, fn, "array_of_blocklengths")) return rc;
@@ -658,7 +678,16 @@ int make_indexed(int count, const int* blocklengths, const Disp* displacements, 
   const Layout& old = layout(oldtype);
   Builder b;
   for (int i = 0; i < count; ++i) b.add(old, static_cast<std::ptrdiff_t>(displacements[i]) * unit, blocklengths[i]);
-  return new_handle(b.finish(false), newtype, fn);
+  // MPI's argument order: count, then blocklength(s), then integer displacements; byte
+  // displacements are addresses.
+  Recipe r{combiner, {count}, {}, {oldtype}};
+  if (combiner == MPI_COMBINER_INDEXED_BLOCK) r.ints.push_back(count > 0 ? blocklengths[0] : 0);
+  else r.ints.insert(r.ints.end(), blocklengths, blocklengths + count);
+  for (int i = 0; i < count; ++i) {
+    if (combiner == MPI_COMBINER_HINDEXED) r.addrs.push_back(static_cast<MPI_Aint>(displacements[i]));
+    else r.ints.push_back(static_cast<int>(displacements[i]));
+  }
+  return new_handle(b.finish(false), std::move(r), newtype, fn);
 }
 
 int make_struct(int count, const int* blocklengths, const MPI_Aint* displacements, const MPI_Datatype* types,
@@ -679,7 +708,9 @@ int make_struct(int count, const int* blocklengths, const MPI_Aint* displacement
   if (int rc = check_ptr(newtype, fn, "newtype")) return rc;
   Builder b;
   for (int i = 0; i < count; ++i) b.add(layout(types[i]), displacements[i], blocklengths[i]);
-  return new_handle(b.finish(true), newtype, fn);
+  Recipe r{MPI_COMBINER_STRUCT, {count}, {displacements, displacements + count}, {types, types + count}};
+  r.ints.insert(r.ints.end(), blocklengths, blocklengths + count);
+  return new_handle(b.finish(true), std::move(r), newtype, fn);
 }
 
 int get_extent(MPI_Datatype t, MPI_Aint* lb, MPI_Aint* extent, bool true_extent, const char* fn) {
@@ -716,41 +747,44 @@ int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newtype)
   if (int rc = check_old_new(oldtype, newtype, fn)) return rc;
   Builder b;
   b.add(layout(oldtype), 0, static_cast<std::size_t>(count));
-  return new_handle(b.finish(false), newtype, fn);
+  return new_handle(b.finish(false), Recipe{MPI_COMBINER_CONTIGUOUS, {count}, {}, {oldtype}}, newtype, fn);
 }
 
 int PMPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype* newtype) {
   std::ptrdiff_t ext = type_valid(oldtype) ? type_extent(oldtype) : 0;
-  return make_vector(count, blocklength, stride * ext, oldtype, newtype, "MPI_Type_vector");
+  return make_vector(count, blocklength, stride * ext, oldtype, newtype, "MPI_Type_vector",
+                     Recipe{MPI_COMBINER_VECTOR, {count, blocklength, stride}, {}, {}});
 }
 
 int PMPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype* newtype) {
-  return make_vector(count, blocklength, stride, oldtype, newtype, "MPI_Type_hvector");
+  return make_vector(count, blocklength, stride, oldtype, newtype, "MPI_Type_hvector",
+                     Recipe{MPI_COMBINER_HVECTOR, {count, blocklength}, {stride}, {}});
 }
 
 int PMPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
                              MPI_Datatype* newtype) {
-  return make_vector(count, blocklength, stride, oldtype, newtype, "MPI_Type_create_hvector");
+  return make_vector(count, blocklength, stride, oldtype, newtype, "MPI_Type_create_hvector",
+                     Recipe{MPI_COMBINER_HVECTOR, {count, blocklength}, {stride}, {}});
 }
 
 int PMPI_Type_indexed(int count, const int array_of_blocklengths[], const int array_of_displacements[],
                       MPI_Datatype oldtype, MPI_Datatype* newtype) {
   std::ptrdiff_t ext = type_valid(oldtype) ? type_extent(oldtype) : 0;
   return make_indexed(count, array_of_blocklengths, array_of_displacements, ext, oldtype, newtype,
-                      "MPI_Type_indexed");
+                      "MPI_Type_indexed", MPI_COMBINER_INDEXED);
 }
 
 int PMPI_Type_hindexed(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[],
                        MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return make_indexed(count, array_of_blocklengths, array_of_displacements, 1, oldtype, newtype,
-                      "MPI_Type_hindexed");
+                      "MPI_Type_hindexed", MPI_COMBINER_HINDEXED);
 }
 
 int PMPI_Type_create_hindexed(int count, const int array_of_blocklengths[],
                               const MPI_Aint array_of_displacements[], MPI_Datatype oldtype,
                               MPI_Datatype* newtype) {
   return make_indexed(count, array_of_blocklengths, array_of_displacements, 1, oldtype, newtype,
-                      "MPI_Type_create_hindexed");
+                      "MPI_Type_create_hindexed", MPI_COMBINER_HINDEXED);
 }
 
 int PMPI_Type_create_indexed_block(int count, int blocklength, const int array_of_displacements[],
@@ -760,7 +794,8 @@ int PMPI_Type_create_indexed_block(int count, int blocklength, const int array_o
   if (blocklength < 0) return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "blocklength is negative (%d)", blocklength);
   std::vector<int> lengths(static_cast<std::size_t>(count), blocklength);
   std::ptrdiff_t ext = type_valid(oldtype) ? type_extent(oldtype) : 0;
-  return make_indexed(count, lengths.data(), array_of_displacements, ext, oldtype, newtype, fn);
+  return make_indexed(count, lengths.data(), array_of_displacements, ext, oldtype, newtype, fn,
+                      MPI_COMBINER_INDEXED_BLOCK);
 }
 
 int PMPI_Type_struct(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[],
@@ -818,13 +853,19 @@ int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int a
   Builder b;
   b.add(cur, offset, 1);
   // The subarray's extent is the whole array's (MPI defines it through create_resized).
-  return new_handle(resized(b.finish(false), 0, stride), newtype, fn);
+  Recipe r{MPI_COMBINER_SUBARRAY, {ndims}, {}, {oldtype}};
+  r.ints.insert(r.ints.end(), array_of_sizes, array_of_sizes + ndims);
+  r.ints.insert(r.ints.end(), array_of_subsizes, array_of_subsizes + ndims);
+  r.ints.insert(r.ints.end(), array_of_starts, array_of_starts + ndims);
+  r.ints.push_back(order);
+  return new_handle(resized(b.finish(false), 0, stride), std::move(r), newtype, fn);
 }
 
 int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, MPI_Datatype* newtype) {
   const char* fn = "MPI_Type_create_resized";
   if (int rc = check_old_new(oldtype, newtype, fn)) return rc;
-  return new_handle(resized(layout(oldtype), lb, extent), newtype, fn);
+  return new_handle(resized(layout(oldtype), lb, extent), Recipe{MPI_COMBINER_RESIZED, {}, {lb, extent}, {oldtype}},
+                    newtype, fn);
 }
 
 int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
@@ -832,7 +873,7 @@ int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
   if (int rc = check_old_new(oldtype, newtype, fn)) return rc;
   Type* old = live(oldtype);
   bool committed = old->predefined || old->committed;
-  if (int rc = new_handle(old->l, newtype, fn)) return rc;
+  if (int rc = new_handle(old->l, Recipe{MPI_COMBINER_DUP, {}, {}, {oldtype}}, newtype, fn)) return rc;
   table().find(*newtype)->committed = committed;  // MPI: the copy has the same committed state
   return MPI_SUCCESS;
 }
@@ -856,6 +897,61 @@ int PMPI_Type_free(MPI_Datatype* datatype) {
   t->freed.store(true, std::memory_order_relaxed);
   type_release(*datatype);
   *datatype = MPI_DATATYPE_NULL;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Type_get_envelope(MPI_Datatype datatype, int* num_integers, int* num_addresses, int* num_datatypes,
+                           int* combiner) {
+  const char* fn = "MPI_Type_get_envelope";
+  if (int rc = check_type(datatype, fn)) return rc;
+  if (int rc = check_ptr(num_integers, fn, "num_integers")) return rc;
+  if (int rc = check_ptr(num_addresses, fn, "num_addresses")) return rc;
+  if (int rc = check_ptr(num_datatypes, fn, "num_datatypes")) return rc;
+  if (int rc = check_ptr(combiner, fn, "combiner")) return rc;
+  const Recipe& r = live(datatype)->recipe;
+  *num_integers = static_cast<int>(r.ints.size());
+  *num_addresses = static_cast<int>(r.addrs.size());
+  *num_datatypes = static_cast<int>(r.types.size());
+  *combiner = r.combiner;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes,
+                           int array_of_integers[], MPI_Aint array_of_addresses[],
+                           MPI_Datatype array_of_datatypes[]) {
+  const char* fn = "MPI_Type_get_contents";
+  if (int rc = check_type(datatype, fn)) return rc;
+  Type* t = live(datatype);
+  if (t->predefined)
+    return error(MPI_COMM_WORLD, MPI_ERR_TYPE, fn, "%s is predefined (MPI_COMBINER_NAMED): it has no contents",
+                 kBasics[datatype].name);
+  const Recipe& r = t->recipe;
+  if (max_integers < static_cast<int>(r.ints.size()) || max_addresses < static_cast<int>(r.addrs.size()) ||
+      max_datatypes < static_cast<int>(r.types.size()))
+    return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn,
+                 "the arrays are too small: %s needs %zu integers, %zu addresses and %zu datatypes "
+                 "(MPI_Type_get_envelope says how many)",
+                 type_name(datatype).c_str(), r.ints.size(), r.addrs.size(), r.types.size());
+  if (!r.ints.empty())
+    if (int rc = check_ptr(array_of_integers, fn, "array_of_integers")) return rc;
+  if (!r.addrs.empty())
+    if (int rc = check_ptr(array_of_addresses, fn, "array_of_addresses")) return rc;
+  if (!r.types.empty())
+    if (int rc = check_ptr(array_of_datatypes, fn, "array_of_datatypes")) return rc;
+  std::copy(r.ints.begin(), r.ints.end(), array_of_integers);
+  std::copy(r.addrs.begin(), r.addrs.end(), array_of_addresses);
+  // MPI: a derived datatype comes back as a new handle the program frees; it is the same
+  // type (layout, recipe, committed state), so decoding can go on from it.
+  for (std::size_t i = 0; i < r.types.size(); ++i) {
+    MPI_Datatype used = r.types[i];
+    Type* u = table().find(used);
+    if (u->predefined) {
+      array_of_datatypes[i] = used;
+      continue;
+    }
+    if (int rc = new_handle(u->l, u->recipe, &array_of_datatypes[i], fn)) return rc;
+    table().find(array_of_datatypes[i])->committed = u->committed;
+  }
   return MPI_SUCCESS;
 }
 
