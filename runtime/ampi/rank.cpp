@@ -145,9 +145,12 @@ void Rank::thread_main(void* arg) {
   if (const CudaContext& c = process().cuda; c.set) c.set(nullptr);
   MainFn fn = process().program->main_for(process().program->context, self->thisIndex);
   if (!fn) CkAbort("rank %d: the program's main could not be loaded (see above)", self->thisIndex);
-  int code = fn(static_cast<int>(self->argv_.size() - 1), self->argv_.data());
+  self->finish(fn(static_cast<int>(self->argv_.size() - 1), self->argv_.data()));
+}
+
+void Rank::finish(int code) {
   // Exit statuses are 8 bits: -1 ends the job with 255, as it would a process.
-  self->contribute(code & 0xff, ck::Reducer::max, ck::CkCallback::to<&Main::done>(self->main_));
+  contribute(code & 0xff, ck::Reducer::max, ck::CkCallback::to<&Main::done>(main_));
 }
 
 Rank* current_rank() {
@@ -194,6 +197,23 @@ extern "C" int ucharm_ampi_start(int argc, char** argv, const Program* program) 
 #pragma GCC visibility push(default)
 extern "C" {
 
+// exit() from a rank that has called MPI_Finalize ends that rank only, as it would end only
+// its own process under mpirun: like a return from main with that code. Anywhere else
+// (before MPI_Finalize: the job ends with that code, as OpenMPI aborts it; outside the
+// ranks: the runtime's own exits) it is libc's exit.
+[[noreturn]] void exit(int code) noexcept {
+  using Exit = void (*)(int);
+  static const Exit libc_exit = reinterpret_cast<Exit>(dlsym(RTLD_NEXT, "exit"));
+  if (CthThread t = CthSelf())
+    if (auto* r = static_cast<Rank*>(CthGetData(t)); r && r->finalized && !r->exited) {
+      r->exited = true;
+      r->finish(code);
+      for (;;) CthSuspend();  // this rank is done; its thread never runs again
+    }
+  libc_exit(code);
+  __builtin_unreachable();
+}
+
 int PMPI_Init(int* argc, char*** argv) {
   (void)argc;
   (void)argv;
@@ -220,8 +240,12 @@ int PMPI_Finalize(void) {
   if (!r->initialized || r->finalized)
     return error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Finalize", "MPI is %s",
                  r->finalized ? "already finalized" : "not initialized");
+  // Collective over the job, as MPI says: no rank leaves (and perhaps exit()s) while
+  // another still communicates.
+  Comm& world = *comm_get(MPI_COMM_WORLD);
+  int rc = coll_barrier(world, coll_tag(world));
   r->finalized = true;
-  return MPI_SUCCESS;
+  return rc;
 }
 
 int PMPI_Finalized(int* flag) {

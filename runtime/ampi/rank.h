@@ -29,6 +29,8 @@ class Rank : public ck::ArrayElement<Rank> {
   const ck::CollectionRef& array_ref() const { return ckRef(); }
   bool initialized = false;
   bool finalized = false;
+  bool exited = false;  // exit() after MPI_Finalize
+  void finish(int code);  // main returned (or exit() after MPI_Finalize): contributes the code
 
  private:
   static void thread_main(void* self);
