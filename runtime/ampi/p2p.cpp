@@ -44,7 +44,8 @@ inline bool matches(const WireHeader& h, std::uint32_t context, int src, int tag
   return h.context == context && (src == MPI_ANY_SOURCE || src == h.src) && (tag == MPI_ANY_TAG || tag == h.tag);
 }
 
-bool is_device(const void* p) { return p && CmiGetMemoryType(p) == CmiMemoryType::Cuda; }
+// Without the CUDA driver in the process no buffer can be device memory: no query.
+bool is_device(const void* p) { return p && cuda_loaded() && CmiGetMemoryType(p) == CmiMemoryType::Cuda; }
 
 // Copies between any two buffers, host or device.
 void copy_any(void* dst, const void* src, std::size_t n) {
@@ -216,8 +217,14 @@ MPI_Request P2p::alloc(ReqKind k) {
     h = static_cast<MPI_Request>(reqs_.size());
   }
   Request& q = req(h);
-  q = Request{};
   q.kind = k;
+  q.complete = q.persistent = q.active = q.user_freed = q.sync = q.matched = q.device = false;
+  q.waiter = nullptr;
+  q.prev = q.next = 0;
+  q.device_stage = nullptr;
+  q.ack_world = -1;
+  q.comm = MPI_COMM_NULL;
+  q.status = MPI_Status{};
   return h;
 }
 

@@ -40,8 +40,8 @@ struct Request {
   bool active = false;         // persistent: started and not yet waited for
   bool user_freed = false;     // MPI_Request_free before completion: release when done
   bool sync = false;           // persistent Ssend_init
-  bool matched = false;
-  bool device = false;         // a receive into device memory        // a receive that has its message (it can no longer be cancelled)
+  bool matched = false;        // a receive that has its message (it can no longer be cancelled)
+  bool device = false;         // a receive into device memory
   CthThread waiter = nullptr;  // the thread blocked until this completes
   // the operation (receives; and persistent sends, to restart them)
   void* buf = nullptr;

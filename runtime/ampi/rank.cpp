@@ -133,6 +133,8 @@ Rank::Rank(RankArgs a) : main_(a.main), world_size_(a.world_size) {
 }
 
 void Rank::start() {
+  // Let the memory-type component open the CUDA driver, if there is one, before looking.
+  (void)CmiGetMemoryType(nullptr);
   process().cuda.find();
   CthThread t = CthCreate(&Rank::thread_main, this, process().options.stack);
   CthSetData(t, this);
@@ -164,6 +166,7 @@ int world_rank() { return current_rank()->world_rank(); }
 int world_size() { return current_rank()->world_size(); }
 CommTable& my_comms() { return current_rank()->comms(); }
 bool staging_forced() { return process().options.staging; }
+bool cuda_loaded() { return process().cuda.get != nullptr; }
 
 namespace {
 template <class Wait>
