@@ -857,6 +857,8 @@ int PMPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
 int PMPI_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   Comm* c = nullptr;
   if (int e = args_reduce(comm, "MPI_Scan", c, sendbuf, recvbuf, count, datatype, op, 0, false)) return e;
+  if (on_device(sendbuf) || on_device(recvbuf))  // scan_alg computes on the buffers themselves
+    return error(comm, MPI_ERR_BUFFER, "MPI_Scan", "device (CUDA) buffers are not supported by MPI_Scan yet");
   const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   const int e = scan_alg(in, recvbuf, count, datatype, op, false, *c, coll_tag(*c));
   return failed(comm, "MPI_Scan", e, op, datatype);
@@ -865,6 +867,8 @@ int PMPI_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dataty
 int PMPI_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   Comm* c = nullptr;
   if (int e = args_reduce(comm, "MPI_Exscan", c, sendbuf, recvbuf, count, datatype, op, 0, false)) return e;
+  if (on_device(sendbuf) || on_device(recvbuf))  // scan_alg computes on the buffers themselves
+    return error(comm, MPI_ERR_BUFFER, "MPI_Exscan", "device (CUDA) buffers are not supported by MPI_Exscan yet");
   const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   // In place, the input must survive until it is sent: scan_alg copies it first.
   const int e = scan_alg(in, recvbuf, count, datatype, op, true, *c, coll_tag(*c));

@@ -484,6 +484,15 @@ bool type_committed(MPI_Datatype t) {
   return p->predefined || p->committed;
 }
 
+bool type_facts(MPI_Datatype t, TypeFacts& out) {
+  Type* p = live(t);
+  if (!p || t == MPI_UB || t == MPI_LB || !(p->predefined || p->committed)) return false;
+  out.size = p->l.size;
+  out.lb = p->l.lb;
+  out.contiguous = p->l.contiguous;
+  return true;
+}
+
 std::size_t type_size(MPI_Datatype t) { return layout(t).size; }
 std::ptrdiff_t type_extent(MPI_Datatype t) { return layout(t).extent(); }
 std::ptrdiff_t type_lb(MPI_Datatype t) { return layout(t).lb; }

@@ -42,6 +42,14 @@ std::ptrdiff_t type_lb(MPI_Datatype t);
 // True when `count` elements are one contiguous block of count*type_size bytes at buf + lb
 // (the fast path: no pack/unpack needed).
 bool type_contiguous(MPI_Datatype t);
+// What a send or receive needs of a type, in one lookup (the per-message path).
+struct TypeFacts {
+  std::size_t size = 0;
+  std::ptrdiff_t lb = 0;
+  bool contiguous = false;
+};
+// False (facts untouched) when t is not usable for communication (see type_committed).
+bool type_facts(MPI_Datatype t, TypeFacts& out);
 // Packs `count` elements at `buf` into `out` (count * type_size bytes, dense).
 void type_pack(const void* buf, int count, MPI_Datatype t, void* out);
 // Unpacks `bytes` (at most count * type_size, a whole number of basic elements) from `in`

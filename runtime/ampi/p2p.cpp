@@ -83,7 +83,7 @@ void deliver(Rank* r, MPI_Request h, void* msg) {
   Request& q = p.req(h);
   const WireHeader hd = wire(msg);
   const std::size_t bytes = data_bytes(msg);
-  const std::size_t room = static_cast<std::size_t>(q.count) * type_size(q.type);
+  const std::size_t room = static_cast<std::size_t>(q.count) * q.facts.size;
   q.status.MPI_SOURCE = hd.src;
   q.status.MPI_TAG = hd.tag;
   q.status.MPI_ERROR = MPI_SUCCESS;
@@ -107,8 +107,8 @@ void deliver(Rank* r, MPI_Request h, void* msg) {
       CmiRecvDevice(q.device_stage, bytes, tag, completion_msg(r, h));
       return;
     }
-    if (type_contiguous(q.type)) {
-      CmiRecvDevice(static_cast<char*>(q.buf) + type_lb(q.type), bytes, tag, completion_msg(r, h));
+    if (q.facts.contiguous) {
+      CmiRecvDevice(static_cast<char*>(q.buf) + q.facts.lb, bytes, tag, completion_msg(r, h));
     } else {  // a derived layout: land it in host memory, unpack when it is in
       q.device_stage = std::malloc(bytes ? bytes : 1);
       CmiRecvDevice(q.device_stage, bytes, tag, completion_msg(r, h));
@@ -116,9 +116,9 @@ void deliver(Rank* r, MPI_Request h, void* msg) {
     return;
   }
   if (n) {
-    char* dst = static_cast<char*>(q.buf) + type_lb(q.type);
+    char* dst = static_cast<char*>(q.buf) + q.facts.lb;
     if (q.device) copy_any(dst, data_of(msg), n);  // host data into a device buffer
-    else if (type_contiguous(q.type)) std::memcpy(dst, data_of(msg), n);
+    else if (q.facts.contiguous) std::memcpy(dst, data_of(msg), n);
     else type_unpack(data_of(msg), n, q.buf, q.count, q.type);
   }
   CmiFree(msg);
@@ -168,10 +168,12 @@ void proc_null_status(MPI_Status* st) {
 // `on_device`: buf is device memory (the caller asked the memory-type cache once).
 void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx,
                 MPI_Request sync_req, MPI_Request device_req, bool on_device) {
-  const std::size_t bytes = static_cast<std::size_t>(count) * type_size(t);
+  TypeFacts f;
+  type_facts(t, f);
+  const std::size_t bytes = static_cast<std::size_t>(count) * f.size;
   const int dest_world = c.members[static_cast<std::size_t>(dest)];
-  const char* base = static_cast<const char*>(buf) + type_lb(t);
-  if (on_device && !type_contiguous(t))
+  const char* base = static_cast<const char*>(buf) + f.lb;
+  if (on_device && !f.contiguous)
     CkAbort("AMPI: a send from a device buffer with a non-contiguous datatype (%s) is not supported",
             type_name(t).c_str());
   const bool device = bytes > 0 && on_device && !staging_forced();
@@ -189,7 +191,7 @@ void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, int dest, i
     ext(msg).device_tag = db.tag;
   } else if (bytes) {
     if (on_device) copy_any(data_of(msg), base, bytes);  // +ampi-staging: through host memory
-    else if (type_contiguous(t)) std::memcpy(data_of(msg), base, bytes);
+    else if (f.contiguous) std::memcpy(data_of(msg), base, bytes);
     else type_pack(buf, count, t, data_of(msg));
   }
   ck::raw_send<MsgEntry>(r->array_ref(), ck::index(dest_world), msg);
@@ -242,7 +244,9 @@ void P2p::complete(MPI_Request h) {
   }
   if (CthThread w = q.waiter) {
     q.waiter = nullptr;
-    CthAwaken(w);
+    // From a handler, the waiting rank runs at once (no trip through the queue).
+    if (CthSelf()) CthAwaken(w);
+    else CthResume(w);
   }
 }
 
@@ -399,8 +403,9 @@ int irecv(void* buf, int count, MPI_Datatype t, int src, int tag, Comm& c, Ctx c
   q.tag = tag;
   q.comm = c.handle;
   q.context = c.ctx(ctx);
+  type_facts(t, q.facts);
   q.device = count > 0 && is_device(buf);
-  if (q.device && !type_contiguous(t))
+  if (q.device && !q.facts.contiguous)
     CkAbort("AMPI: a receive into a device buffer with a non-contiguous datatype (%s) is not supported",
             type_name(t).c_str());
   std::int32_t u = p.find_unexpected(q.context, src, tag);
@@ -470,10 +475,11 @@ namespace {
 int check_buffer(MPI_Comm comm, const char* fn, Comm* c, const void* buf, int count, MPI_Datatype t) {
   if (!c) return error(comm, MPI_ERR_COMM, fn, "invalid communicator %d", comm);
   if (count < 0) return error(comm, MPI_ERR_COUNT, fn, "negative count %d", count);
-  if (!type_committed(t))
+  TypeFacts f;
+  if (!type_facts(t, f))
     return error(comm, MPI_ERR_TYPE, fn, "%s %s", type_valid(t) ? "uncommitted datatype" : "invalid datatype",
                  type_name(t).c_str());
-  if (count > 0 && !buf && type_size(t) > 0 && type_lb(t) == 0)
+  if (count > 0 && !buf && f.size > 0 && f.lb == 0)
     return error(comm, MPI_ERR_BUFFER, fn, "buffer is NULL with count %d", count);
   return MPI_SUCCESS;
 }
@@ -1073,6 +1079,7 @@ int PMPI_Start(MPI_Request* request) {
     return MPI_SUCCESS;
   }
   q.context = c->ctx(Ctx::P2P);
+  type_facts(q.type, q.facts);
   q.device = q.count > 0 && is_device(q.buf);
   std::int32_t u = p.find_unexpected(q.context, q.peer, q.tag);
   if (u >= 0) deliver(r, h, p.take_unexpected(u));

@@ -48,6 +48,7 @@ struct Request {
   const void* sbuf = nullptr;
   int count = 0;
   MPI_Datatype type = MPI_DATATYPE_NULL;
+  TypeFacts facts;  // of `type`, looked up when the receive is posted
   int peer = 0;  // source (receives, may be MPI_ANY_SOURCE) or destination (sends)
   int tag = 0;
   MPI_Comm comm = MPI_COMM_NULL;

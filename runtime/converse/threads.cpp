@@ -65,10 +65,9 @@ struct RecordingStack {
 
 namespace ucharm::converse {
 
-void thread_resume_handler(void* msg) {
-  CthThread t = *reinterpret_cast<CthThread*>(CmiMsgPayload(msg));
-  CmiFree(msg);  // the queue's reference; the thread keeps its own
-  t->queued = false;
+namespace {
+// Runs t until it suspends or ends (the caller is its resumer).
+void run_thread(CthThread t) {
   PeState& s = pe_state();
   CthThread prev = s.current_thread;
   s.current_thread = t;
@@ -82,8 +81,24 @@ void thread_resume_handler(void* msg) {
     delete t;
   }
 }
+}  // namespace
+
+void thread_resume_handler(void* msg) {
+  CthThread t = *reinterpret_cast<CthThread*>(CmiMsgPayload(msg));
+  CmiFree(msg);  // the queue's reference; the thread keeps its own
+  t->queued = false;
+  run_thread(t);
+}
 
 }  // namespace ucharm::converse
+
+void CthResume(CthThread t) {
+  if (!t) CmiAbort("CthResume: null thread");
+  if (t->finished) CmiAbort("CthResume: the thread has already finished");
+  if (pe_state().current_thread) CmiAbort("CthResume called from a user-level thread (use CthAwaken)");
+  if (t->queued) return;  // the queue resumes it: running it now too would resume it twice
+  ucharm::converse::run_thread(t);
+}
 
 CthThread CthCreate(CthVoidFn fn, void* arg, std::size_t stacksize) {
   auto& s = pe_state();

@@ -166,6 +166,10 @@ void CthAwaken(CthThread t);
 void CthAwakenPrio(CthThread t, int prio);
 // Lets other queued work run, then continues.
 void CthYield();
+// Runs `t` at once, from a handler (not from a thread): returns when it suspends or ends.
+// For a thread whose wait a handler has just ended (a reply it was blocked on), this skips
+// the queue's round trip; a thread already queued (CthAwaken) is left to the queue.
+void CthResume(CthThread t);
 // One word per thread for the layers above (the MPI shim keeps the thread's rank there).
 void CthSetData(CthThread t, void* data);
 void* CthGetData(CthThread t);
