@@ -121,6 +121,7 @@ int world_size();
 CommTable& my_comms();   // the calling rank's table
 bool staging_forced();   // +ampi-staging: device buffers go through host memory
 bool cuda_loaded();      // the CUDA driver is loaded: buffers may be device memory
+std::size_t direct_min();  // +ampi-direct-min: contiguous host sends this large go zero-copy
 // The calling thread waits until CthAwaken (suspend) or lets others run (yield). Ranks
 // sharing a PE share its OS thread, and so the current CUDA context: each rank gets its
 // own back when it runs again, as a process would.

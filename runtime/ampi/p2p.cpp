@@ -165,9 +165,24 @@ void proc_null_status(MPI_Status* st) {
 }
 
 // Starts a send. `sync_req`: the request an Ssend's acknowledgement completes (0: none).
-// `on_device`: buf is device memory (the caller asked the memory-type cache once).
+// Whether a send's data travels as its own zero-copy transfer (a Converse device transfer,
+// which takes host memory as well) rather than copied into the message: device buffers
+// (unless +ampi-staging), and contiguous host data of +ampi-direct-min bytes or more. The
+// send then completes when the transfer has left the buffer.
+bool goes_direct(const void* buf, int count, MPI_Datatype t, bool on_device) {
+  if (count <= 0) return false;
+  if (on_device) return !staging_forced();
+  TypeFacts f;
+  if (!type_facts(t, f) || !f.contiguous) return false;
+  const std::size_t bytes = static_cast<std::size_t>(count) * f.size;
+  (void)buf;
+  return direct_min() > 0 && bytes >= direct_min();
+}
+
+// `on_device`: buf is device memory (the caller asked the memory-type cache once);
+// `device`: goes_direct said so (the data goes as a transfer, `device_req` completes then).
 void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx,
-                MPI_Request sync_req, MPI_Request device_req, bool on_device) {
+                MPI_Request sync_req, MPI_Request device_req, bool on_device, bool device) {
   TypeFacts f;
   type_facts(t, f);
   const std::size_t bytes = static_cast<std::size_t>(count) * f.size;
@@ -176,7 +191,6 @@ void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, int dest, i
   if (on_device && !f.contiguous)
     CkAbort("AMPI: a send from a device buffer with a non-contiguous datatype (%s) is not supported",
             type_name(t).c_str());
-  const bool device = bytes > 0 && on_device && !staging_forced();
   std::uint32_t flags = (sync_req ? kSync : 0u) | (device ? kDevice : 0u);
   const std::size_t inline_bytes = device ? 0 : bytes;
   void* msg = ck::raw_alloc(data_offset(flags) + inline_bytes);
@@ -350,10 +364,10 @@ int isend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c
     return MPI_SUCCESS;
   }
   const bool on_device = count > 0 && is_device(buf);
-  const bool device = on_device && !staging_forced();
+  const bool device = goes_direct(buf, count, t, on_device);
   MPI_Request h = p.alloc(ReqKind::Send);
   empty_status(&p.req(h).status);
-  start_send(r, buf, count, t, dest, tag, c, ctx, 0, device ? h : 0, on_device);
+  start_send(r, buf, count, t, dest, tag, c, ctx, 0, device ? h : 0, on_device, device);
   if (!device) p.req(h).complete = true;  // the data is in the message: the buffer is free
   *req = h;
   return MPI_SUCCESS;
@@ -363,12 +377,12 @@ int send(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c,
   if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
   Rank* r = current_rank();
   const bool on_device = count > 0 && is_device(buf);
-  if (on_device && !staging_forced()) {  // the buffer is busy until the transfer is done
+  if (goes_direct(buf, count, t, on_device)) {  // the buffer is busy until the transfer is done
     MPI_Request h;
     isend(buf, count, t, dest, tag, c, ctx, &h);
     return wait_all(1, &h, nullptr);
   }
-  start_send(r, buf, count, t, dest, tag, c, ctx, 0, 0, on_device);
+  start_send(r, buf, count, t, dest, tag, c, ctx, 0, 0, on_device, false);
   return MPI_SUCCESS;
 }
 
@@ -380,7 +394,8 @@ int issend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& 
   empty_status(&p.req(h).status);
   // Completes on the receiver's acknowledgement, which comes after the data left (device
   // data: the receiver posts its receive when it matches; the ack follows from there).
-  start_send(r, buf, count, t, dest, tag, c, ctx, h, 0, count > 0 && is_device(buf));
+  const bool on_device = count > 0 && is_device(buf);
+  start_send(r, buf, count, t, dest, tag, c, ctx, h, 0, on_device, goes_direct(buf, count, t, on_device));
   *req = h;
   return MPI_SUCCESS;
 }
@@ -638,10 +653,23 @@ int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest,
   Comm* c;
   if (int rc = check_send("MPI_Sendrecv_replace", buf, count, datatype, dest, sendtag, comm, c)) return rc;
   if (int rc = check_recv("MPI_Sendrecv_replace", buf, count, datatype, source, recvtag, comm, c)) return rc;
-  // The send copies the data into its message before the receive can overwrite it.
+  // The outgoing data must not be overwritten by the incoming: a send copied into its
+  // message is safe; one that goes as a transfer (device or large host data) would only
+  // leave once the peer receives, and the peer may be waiting for us the same way, so it is
+  // sent from a packed host copy instead.
   MPI_Request r[2];
-  ampi::isend(buf, count, datatype, dest, sendtag, *c, Ctx::P2P, &r[1]);
-  if (!current_rank()->p2p().req(r[1]).complete) wait_all(1, &r[1], nullptr);  // device data: wait
+  const bool on_device = count > 0 && is_device(buf);
+  std::vector<char> copy;
+  if (goes_direct(buf, count, datatype, on_device)) {
+    TypeFacts f;
+    type_facts(datatype, f);
+    copy.resize(static_cast<std::size_t>(count) * f.size);
+    if (on_device) copy_any(copy.data(), static_cast<const char*>(buf) + f.lb, copy.size());
+    else type_pack(buf, count, datatype, copy.data());
+    ampi::isend(copy.data(), static_cast<int>(copy.size()), MPI_BYTE, dest, sendtag, *c, Ctx::P2P, &r[1]);
+  } else {
+    ampi::isend(buf, count, datatype, dest, sendtag, *c, Ctx::P2P, &r[1]);
+  }
   ampi::irecv(buf, count, datatype, source, recvtag, *c, Ctx::P2P, &r[0]);
   MPI_Status st[2];
   wait_all(2, r, st);
@@ -1067,9 +1095,9 @@ int PMPI_Start(MPI_Request* request) {
       return MPI_SUCCESS;
     }
     const bool on_device = q.count > 0 && is_device(q.sbuf);
-    const bool device = on_device && !staging_forced();
+    const bool device = goes_direct(q.sbuf, q.count, q.type, on_device);
     start_send(r, q.sbuf, q.count, q.type, q.peer, q.tag, *c, Ctx::P2P, q.sync ? h : 0, device && !q.sync ? h : 0,
-               on_device);
+               on_device, device);
     if (!q.sync && !device) p.req(h).complete = true;
     return MPI_SUCCESS;
   }

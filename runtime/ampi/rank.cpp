@@ -19,6 +19,7 @@ struct Options {
   int vp = 0;                           // ranks; 0: one per PE
   std::size_t stack = std::size_t{8} << 20;  // each rank's stack (mapped lazily)
   bool staging = false;                 // +ampi-staging
+  std::size_t direct_min = std::size_t{256} << 10;  // +ampi-direct-min (0: never)
 };
 
 // The CUDA driver's current context, saved and restored around a rank's waits. Found only
@@ -72,6 +73,15 @@ bool parse_size(std::string_view v, std::size_t& out) {
   return true;
 }
 
+// A byte count that may be 0.
+bool parse_bytes(std::string_view v, std::size_t& out) {
+  if (v == "0") {
+    out = 0;
+    return true;
+  }
+  return parse_size(v, out);
+}
+
 // Takes AMPI's options out of argv: +vp N (or +vp=N), +ampi-stacksize=BYTES, +ampi-staging.
 // Environment: UCHARM_AMPI_VP, UCHARM_AMPI_STACKSIZE, UCHARM_AMPI_STAGING=1.
 void parse_options(int& argc, char** argv, Options& o) {
@@ -83,6 +93,8 @@ void parse_options(int& argc, char** argv, Options& o) {
   if (const char* v = std::getenv("UCHARM_AMPI_STACKSIZE"))
     if (!parse_size(v, o.stack)) usage_error("UCHARM_AMPI_STACKSIZE=%s: give bytes (suffix k or m allowed)", v);
   if (const char* v = std::getenv("UCHARM_AMPI_STAGING")) o.staging = std::strcmp(v, "0") != 0;
+  if (const char* v = std::getenv("UCHARM_AMPI_DIRECT_MIN"))
+    if (!parse_bytes(v, o.direct_min)) usage_error("UCHARM_AMPI_DIRECT_MIN=%s: give bytes (suffix k or m allowed; 0: never)", v);
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     std::string_view a(argv[i]);
@@ -96,6 +108,9 @@ void parse_options(int& argc, char** argv, Options& o) {
       const char* val = std::strchr(argv[i], '=') + 1;
       if (!parse_size(val, o.stack) || o.stack < (64u << 10))
         usage_error("%s: give at least 64k bytes (suffix k or m allowed)", argv[i]);
+    } else if (a.starts_with("+ampi-direct-min=")) {
+      if (!parse_bytes(argv[i] + 17, o.direct_min))
+        usage_error("%s: give bytes (suffix k or m allowed; 0: never)", argv[i]);
     } else if (a == "+ampi-staging" || a == "+ampi_staging") {
       o.staging = true;
     } else {
@@ -167,6 +182,7 @@ int world_size() { return current_rank()->world_size(); }
 CommTable& my_comms() { return current_rank()->comms(); }
 bool staging_forced() { return process().options.staging; }
 bool cuda_loaded() { return process().cuda.get != nullptr; }
+std::size_t direct_min() { return process().options.direct_min; }
 
 namespace {
 template <class Wait>
