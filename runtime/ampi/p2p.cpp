@@ -13,6 +13,8 @@
 #include "rank.h"
 
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #ifdef UCHARM_AMPI_CUDA
 #include <cuda_runtime.h>
@@ -520,6 +522,31 @@ int check_recv(const char* fn, const void* buf, int count, MPI_Datatype t, int s
   return MPI_SUCCESS;
 }
 
+// The standard and ready modes are one send here (a ready send's receive is posted by
+// definition). The buffered mode always copies the data into the message, whatever its
+// size: a buffered send must complete without the receiver.
+int checked_send(const char* fn, const void* buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
+                 bool buffered = false) {
+  Comm* c;
+  if (int rc = check_send(fn, buf, count, t, dest, tag, comm, c)) return rc;
+  if (!buffered || dest == MPI_PROC_NULL) return ampi::send(buf, count, t, dest, tag, *c, Ctx::P2P);
+  start_send(current_rank(), buf, count, t, dest, tag, *c, Ctx::P2P, 0, 0, count > 0 && is_device(buf), false);
+  return MPI_SUCCESS;
+}
+int checked_isend(const char* fn, const void* buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
+                  MPI_Request* request, bool buffered = false) {
+  Comm* c;
+  if (int rc = check_send(fn, buf, count, t, dest, tag, comm, c)) return rc;
+  if (!buffered || dest == MPI_PROC_NULL) return ampi::isend(buf, count, t, dest, tag, *c, Ctx::P2P, request);
+  P2p& p = current_rank()->p2p();
+  MPI_Request h = p.alloc(ReqKind::Send);
+  empty_status(&p.req(h).status);
+  start_send(current_rank(), buf, count, t, dest, tag, *c, Ctx::P2P, 0, 0, count > 0 && is_device(buf), false);
+  p.req(h).complete = true;
+  *request = h;
+  return MPI_SUCCESS;
+}
+
 // The error a completed request's status reports, through the communicator's handler.
 int status_error(const char* fn, MPI_Comm comm, const MPI_Status& st) {
   if (st.MPI_ERROR == MPI_ERR_TRUNCATE)
@@ -559,27 +586,99 @@ int check_request(P2p& p, MPI_Request h, const char* fn) {
   return MPI_SUCCESS;
 }
 
+int check_requests(P2p& p, int n, const MPI_Request* reqs, const char* fn) {
+  for (int i = 0; i < n; ++i)
+    if (int rc = check_request(p, reqs[i], fn)) return rc;
+  return MPI_SUCCESS;
+}
+
+// The calling thread waits until one of the active requests completes.
+void wait_for_any(P2p& p, int n, const MPI_Request* reqs) {
+  for (int i = 0; i < n; ++i)
+    if (!inactive(p, reqs[i])) p.req(reqs[i]).waiter = CthSelf();
+  rank_suspend();
+  for (int i = 0; i < n; ++i)
+    if (!inactive(p, reqs[i])) p.req(reqs[i]).waiter = nullptr;
+}
+
+// Waitany/Testany: finishes the first complete active request (true, with *indx, *status
+// and in `rc` the call's result through the request's communicator's handler); false when
+// none is complete. `any_active`: some request is active.
+bool take_one(P2p& p, int n, MPI_Request* reqs, int* indx, MPI_Status* status, const char* fn, bool& any_active,
+              int& rc) {
+  for (int i = 0; i < n; ++i) {
+    MPI_Request& h = reqs[i];
+    if (inactive(p, h)) continue;
+    any_active = true;
+    if (!p.req(h).complete) continue;
+    *indx = i;
+    const MPI_Comm comm = p.req(h).comm;
+    MPI_Status st;
+    const int err = finish(p, &h, &st);
+    if (status) *status = st;
+    rc = err ? status_error(fn, comm, st) : MPI_SUCCESS;
+    return true;
+  }
+  return false;
+}
+
+int none_active_one(int* indx, MPI_Status* status) {
+  *indx = MPI_UNDEFINED;
+  empty_status(status);
+  return MPI_SUCCESS;
+}
+
+std::pair<int, int> active_and_complete(P2p& p, int n, const MPI_Request* reqs) {
+  int active = 0, complete = 0;
+  for (int i = 0; i < n; ++i) {
+    if (inactive(p, reqs[i])) continue;
+    ++active;
+    if (p.req(reqs[i]).complete) ++complete;
+  }
+  return {active, complete};
+}
+
+// Waitsome/Testsome: finishes every complete active request (MPI_UNDEFINED when none is active).
+int take_some(P2p& p, int n, MPI_Request* reqs, int* outcount, int* indices, MPI_Status* statuses, const char* fn) {
+  if (active_and_complete(p, n, reqs).first == 0) {
+    *outcount = MPI_UNDEFINED;
+    return MPI_SUCCESS;
+  }
+  int done = 0;
+  bool failed = false;
+  MPI_Comm err_comm = MPI_COMM_WORLD;  // the first failed request's: its handler decides
+  for (int i = 0; i < n; ++i) {
+    MPI_Request& h = reqs[i];
+    if (inactive(p, h) || !p.req(h).complete) continue;
+    const MPI_Comm comm = p.req(h).comm;
+    MPI_Status st;
+    if (finish(p, &h, &st) && !failed) {
+      failed = true;
+      err_comm = comm;
+    }
+    if (statuses) statuses[done] = st;
+    indices[done++] = i;
+  }
+  *outcount = done;
+  if (failed) return error(err_comm, MPI_ERR_IN_STATUS, fn, "a request failed (see the statuses)");
+  return MPI_SUCCESS;
+}
+
 }  // namespace
 
 #pragma GCC visibility push(default)
 extern "C" {
 
 int PMPI_Send(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  Comm* c;
-  if (int rc = check_send("MPI_Send", buf, count, datatype, dest, tag, comm, c)) return rc;
-  return ampi::send(buf, count, datatype, dest, tag, *c, Ctx::P2P);
+  return checked_send("MPI_Send", buf, count, datatype, dest, tag, comm);
 }
 
 int PMPI_Rsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  Comm* c;
-  if (int rc = check_send("MPI_Rsend", buf, count, datatype, dest, tag, comm, c)) return rc;
-  return ampi::send(buf, count, datatype, dest, tag, *c, Ctx::P2P);
+  return checked_send("MPI_Rsend", buf, count, datatype, dest, tag, comm);
 }
 
 int PMPI_Bsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  Comm* c;  // every send is buffered by the runtime: the data is copied into the message
-  if (int rc = check_send("MPI_Bsend", buf, count, datatype, dest, tag, comm, c)) return rc;
-  return ampi::send(buf, count, datatype, dest, tag, *c, Ctx::P2P);
+  return checked_send("MPI_Bsend", buf, count, datatype, dest, tag, comm, true);
 }
 
 int PMPI_Ssend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
@@ -592,23 +691,17 @@ int PMPI_Ssend(const void* buf, int count, MPI_Datatype datatype, int dest, int 
 
 int PMPI_Isend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                MPI_Request* request) {
-  Comm* c;
-  if (int rc = check_send("MPI_Isend", buf, count, datatype, dest, tag, comm, c)) return rc;
-  return ampi::isend(buf, count, datatype, dest, tag, *c, Ctx::P2P, request);
+  return checked_isend("MPI_Isend", buf, count, datatype, dest, tag, comm, request);
 }
 
 int PMPI_Irsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                 MPI_Request* request) {
-  Comm* c;
-  if (int rc = check_send("MPI_Irsend", buf, count, datatype, dest, tag, comm, c)) return rc;
-  return ampi::isend(buf, count, datatype, dest, tag, *c, Ctx::P2P, request);
+  return checked_isend("MPI_Irsend", buf, count, datatype, dest, tag, comm, request);
 }
 
 int PMPI_Ibsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                 MPI_Request* request) {
-  Comm* c;
-  if (int rc = check_send("MPI_Ibsend", buf, count, datatype, dest, tag, comm, c)) return rc;
-  return ampi::isend(buf, count, datatype, dest, tag, *c, Ctx::P2P, request);
+  return checked_isend("MPI_Ibsend", buf, count, datatype, dest, tag, comm, request, true);
 }
 
 int PMPI_Issend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
@@ -728,8 +821,7 @@ int PMPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 
 int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[]) {
   P2p& p = current_rank()->p2p();
-  for (int i = 0; i < count; ++i)
-    if (int rc = check_request(p, array_of_requests[i], "MPI_Waitall")) return rc;
+  if (int rc = check_requests(p, count, array_of_requests, "MPI_Waitall")) return rc;
   bool any_error = false;
   MPI_Comm err_comm = MPI_COMM_WORLD;  // the first failed request's: its handler decides
   for (int i = 0; i < count; ++i) {
@@ -754,8 +846,7 @@ int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of
 
 int PMPI_Testall(int count, MPI_Request array_of_requests[], int* flag, MPI_Status array_of_statuses[]) {
   P2p& p = current_rank()->p2p();
-  for (int i = 0; i < count; ++i)
-    if (int rc = check_request(p, array_of_requests[i], "MPI_Testall")) return rc;
+  if (int rc = check_requests(p, count, array_of_requests, "MPI_Testall")) return rc;
   auto all_done = [&] {
     for (int i = 0; i < count; ++i)
       if (!inactive(p, array_of_requests[i]) && !p.req(array_of_requests[i]).complete) return false;
@@ -772,62 +863,25 @@ int PMPI_Testall(int count, MPI_Request array_of_requests[], int* flag, MPI_Stat
 
 int PMPI_Waitany(int count, MPI_Request array_of_requests[], int* indx, MPI_Status* status) {
   P2p& p = current_rank()->p2p();
-  for (int i = 0; i < count; ++i)
-    if (int rc = check_request(p, array_of_requests[i], "MPI_Waitany")) return rc;
+  if (int rc = check_requests(p, count, array_of_requests, "MPI_Waitany")) return rc;
   for (;;) {
     bool any_active = false;
-    for (int i = 0; i < count; ++i) {
-      MPI_Request& h = array_of_requests[i];
-      if (inactive(p, h)) continue;
-      any_active = true;
-      if (p.req(h).complete) {
-        *indx = i;
-        const MPI_Comm comm = p.req(h).comm;
-        MPI_Status st;
-        int err = finish(p, &h, &st);
-        if (status) *status = st;
-        return err ? status_error("MPI_Waitany", comm, st) : MPI_SUCCESS;
-      }
-    }
-    if (!any_active) {
-      *indx = MPI_UNDEFINED;
-      empty_status(status);
-      return MPI_SUCCESS;
-    }
-    for (int i = 0; i < count; ++i)
-      if (!inactive(p, array_of_requests[i])) p.req(array_of_requests[i]).waiter = CthSelf();
-    rank_suspend();
-    for (int i = 0; i < count; ++i)
-      if (!inactive(p, array_of_requests[i])) p.req(array_of_requests[i]).waiter = nullptr;
+    int rc;
+    if (take_one(p, count, array_of_requests, indx, status, "MPI_Waitany", any_active, rc)) return rc;
+    if (!any_active) return none_active_one(indx, status);
+    wait_for_any(p, count, array_of_requests);
   }
 }
 
 int PMPI_Testany(int count, MPI_Request array_of_requests[], int* indx, int* flag, MPI_Status* status) {
   P2p& p = current_rank()->p2p();
-  for (int i = 0; i < count; ++i)
-    if (int rc = check_request(p, array_of_requests[i], "MPI_Testany")) return rc;
+  if (int rc = check_requests(p, count, array_of_requests, "MPI_Testany")) return rc;
   for (int pass = 0; pass < 2; ++pass) {
     bool any_active = false;
-    for (int i = 0; i < count; ++i) {
-      MPI_Request& h = array_of_requests[i];
-      if (inactive(p, h)) continue;
-      any_active = true;
-      if (p.req(h).complete) {
-        *indx = i;
-        *flag = 1;
-        const MPI_Comm comm = p.req(h).comm;
-        MPI_Status st;
-        int err = finish(p, &h, &st);
-        if (status) *status = st;
-        return err ? status_error("MPI_Testany", comm, st) : MPI_SUCCESS;
-      }
-    }
-    if (!any_active) {
-      *indx = MPI_UNDEFINED;
-      *flag = 1;
-      empty_status(status);
-      return MPI_SUCCESS;
-    }
+    int rc;
+    *flag = 1;
+    if (take_one(p, count, array_of_requests, indx, status, "MPI_Testany", any_active, rc)) return rc;
+    if (!any_active) return none_active_one(indx, status);
     if (pass == 0) poll_yield();
   }
   *indx = MPI_UNDEFINED;
@@ -838,83 +892,21 @@ int PMPI_Testany(int count, MPI_Request array_of_requests[], int* indx, int* fla
 int PMPI_Testsome(int incount, MPI_Request array_of_requests[], int* outcount, int array_of_indices[],
                   MPI_Status array_of_statuses[]) {
   P2p& p = current_rank()->p2p();
-  for (int i = 0; i < incount; ++i)
-    if (int rc = check_request(p, array_of_requests[i], "MPI_Testsome")) return rc;
-  for (int pass = 0; pass < 2; ++pass) {
-    int active = 0, done = 0;
-    bool any_error = false;
-    MPI_Comm err_comm = MPI_COMM_WORLD;
-    for (int i = 0; i < incount; ++i) {
-      MPI_Request& h = array_of_requests[i];
-      if (inactive(p, h)) continue;
-      ++active;
-      if (!p.req(h).complete) continue;
-      const MPI_Comm comm = p.req(h).comm;
-      MPI_Status st;
-      if (finish(p, &h, &st) && !any_error) {
-        any_error = true;
-        err_comm = comm;
-      }
-      if (array_of_statuses) array_of_statuses[done] = st;
-      array_of_indices[done++] = i;
-    }
-    if (active == 0) {
-      *outcount = MPI_UNDEFINED;
-      return MPI_SUCCESS;
-    }
-    if (done > 0 || pass == 1) {
-      *outcount = done;
-      if (any_error)
-        return error(err_comm, MPI_ERR_IN_STATUS, "MPI_Testsome", "a request failed (see the statuses)");
-      return MPI_SUCCESS;
-    }
-    poll_yield();
-  }
-  return MPI_SUCCESS;
+  if (int rc = check_requests(p, incount, array_of_requests, "MPI_Testsome")) return rc;
+  if (active_and_complete(p, incount, array_of_requests).second == 0) poll_yield();
+  return take_some(p, incount, array_of_requests, outcount, array_of_indices, array_of_statuses, "MPI_Testsome");
 }
 
 int PMPI_Waitsome(int incount, MPI_Request array_of_requests[], int* outcount, int array_of_indices[],
                   MPI_Status array_of_statuses[]) {
   P2p& p = current_rank()->p2p();
-  for (int i = 0; i < incount; ++i)
-    if (int rc = check_request(p, array_of_requests[i], "MPI_Waitsome")) return rc;
+  if (int rc = check_requests(p, incount, array_of_requests, "MPI_Waitsome")) return rc;
   for (;;) {
-    int active = 0;
-    bool any_complete = false;
-    for (int i = 0; i < incount; ++i) {
-      if (inactive(p, array_of_requests[i])) continue;
-      ++active;
-      if (p.req(array_of_requests[i]).complete) any_complete = true;
-    }
-    if (active == 0) {
-      *outcount = MPI_UNDEFINED;
-      return MPI_SUCCESS;
-    }
-    if (any_complete) break;
-    for (int i = 0; i < incount; ++i)
-      if (!inactive(p, array_of_requests[i])) p.req(array_of_requests[i]).waiter = CthSelf();
-    rank_suspend();
-    for (int i = 0; i < incount; ++i)
-      if (!inactive(p, array_of_requests[i])) p.req(array_of_requests[i]).waiter = nullptr;
+    auto [active, complete] = active_and_complete(p, incount, array_of_requests);
+    if (active == 0 || complete > 0) break;
+    wait_for_any(p, incount, array_of_requests);
   }
-  int done = 0;
-  bool any_error = false;
-  MPI_Comm err_comm = MPI_COMM_WORLD;
-  for (int i = 0; i < incount; ++i) {
-    MPI_Request& h = array_of_requests[i];
-    if (inactive(p, h) || !p.req(h).complete) continue;
-    const MPI_Comm comm = p.req(h).comm;
-    MPI_Status st;
-    if (finish(p, &h, &st) && !any_error) {
-      any_error = true;
-      err_comm = comm;
-    }
-    if (array_of_statuses) array_of_statuses[done] = st;
-    array_of_indices[done++] = i;
-  }
-  *outcount = done;
-  if (any_error) return error(err_comm, MPI_ERR_IN_STATUS, "MPI_Waitsome", "a request failed (see the statuses)");
-  return MPI_SUCCESS;
+  return take_some(p, incount, array_of_requests, outcount, array_of_indices, array_of_statuses, "MPI_Waitsome");
 }
 
 int PMPI_Request_free(MPI_Request* request) {

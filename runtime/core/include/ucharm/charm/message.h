@@ -143,15 +143,22 @@ inline char* raw_payload(void* msg) { return CmiMsgPayload(msg) + sizeof(detail:
 inline std::size_t raw_length(void* msg) {
   return CmiMsgSize(msg) - CmiMsgHeaderSizeBytes - sizeof(detail::Envelope);
 }
-// Sends a raw_alloc'ed message (takes it) to element `idx` of collection `c`.
+namespace detail {
 template <class E>
-void raw_send(const CollectionRef& c, const Index& idx, void* msg, const SendOpts& o = SendOpts{}) {
-  detail::Envelope& e = detail::envelope(msg);
+void raw_address(const CollectionRef& c, const Index& idx, void* msg) {
+  Envelope& e = envelope(msg);
   e.collection = c.id;
   e.set_index(idx);
   e.entry = E::id();
   e.sig = 0;
-  e.kind = detail::MsgKind::Invoke;
+  e.kind = MsgKind::Invoke;
+}
+}  // namespace detail
+
+// Sends a raw_alloc'ed message (takes it) to element `idx` of collection `c`.
+template <class E>
+void raw_send(const CollectionRef& c, const Index& idx, void* msg, const SendOpts& o = SendOpts{}) {
+  detail::raw_address<E>(c, idx, msg);
   detail::send_msg(msg, CmiMsgSize(msg), c, o);
 }
 
@@ -160,12 +167,7 @@ void raw_send(const CollectionRef& c, const Index& idx, void* msg, const SendOpt
 // (CmiSendDevice/CmiRecvDevice), which the scheduler then delivers to the raw entry.
 template <class E>
 void raw_prepare_local(const CollectionRef& c, const Index& idx, void* msg) {
-  detail::Envelope& e = detail::envelope(msg);
-  e.collection = c.id;
-  e.set_index(idx);
-  e.entry = E::id();
-  e.sig = 0;
-  e.kind = detail::MsgKind::Invoke;
+  detail::raw_address<E>(c, idx, msg);
   detail::prepare_local(msg);
 }
 
