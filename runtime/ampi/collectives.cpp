@@ -657,6 +657,32 @@ int reduce_scatter_run(MPI_Comm comm, const char* fn, Comm& c, const void* sendb
   return failed(comm, fn, e, op, datatype);
 }
 
+// The blocking Gather(v), Scatter(v) and Allgather(v) (`vector`: the v variant).
+int gather_call(MPI_Comm comm, const char* fn, const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf,
+                int rcount, const int* rcounts, const int* displs, MPI_Datatype rtype, int root, bool vector) {
+  Comm* c = nullptr;
+  if (int e = args_gather(comm, fn, c, sendbuf, scount, stype, recvbuf, rcount, rcounts, displs, rtype, root, vector))
+    return e;
+  const int e = gather_alg(sendbuf, scount, stype, recvbuf, rcount, rcounts, displs, rtype, root, *c, coll_tag(*c));
+  return failed(comm, fn, e, MPI_OP_NULL, rtype);
+}
+int scatter_call(MPI_Comm comm, const char* fn, const void* sendbuf, int scount, const int* scounts, const int* displs,
+                 MPI_Datatype stype, void* recvbuf, int rcount, MPI_Datatype rtype, int root, bool vector) {
+  Comm* c = nullptr;
+  if (int e = args_scatter(comm, fn, c, sendbuf, scount, scounts, displs, stype, recvbuf, rcount, rtype, root, vector))
+    return e;
+  const int e = scatter_alg(sendbuf, scount, scounts, displs, stype, recvbuf, rcount, rtype, root, *c, coll_tag(*c));
+  return failed(comm, fn, e, MPI_OP_NULL, stype);
+}
+int allgather_call(MPI_Comm comm, const char* fn, const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf,
+                   int rcount, const int* rcounts, const int* displs, MPI_Datatype rtype, bool vector) {
+  Comm* c = nullptr;
+  if (int e = args_allgather(comm, fn, c, sendbuf, scount, stype, recvbuf, rcount, rcounts, displs, rtype, vector))
+    return e;
+  const int e = allgather_alg(sendbuf, scount, stype, recvbuf, rcount, rcounts, displs, rtype, *c, coll_tag(*c));
+  return failed(comm, fn, e, MPI_OP_NULL, rtype);
+}
+
 // Scan and Exscan (`exclusive`).
 int scan_run(MPI_Comm comm, const char* fn, const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
              MPI_Op op, bool exclusive) {
@@ -722,68 +748,38 @@ int PMPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype d
 
 int PMPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                 MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  Comm* c = nullptr;
-  if (int e = args_gather(comm, "MPI_Gather", c, sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr,
-                          recvtype, root, false))
-    return e;
-  const int e = gather_alg(sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr, recvtype, root, *c,
-                           coll_tag(*c));
-  return failed(comm, "MPI_Gather", e, MPI_OP_NULL, recvtype);
+  return gather_call(comm, "MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr, recvtype,
+                     root, false);
 }
 
 int PMPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                  const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  Comm* c = nullptr;
-  if (int e = args_gather(comm, "MPI_Gatherv", c, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
-                          recvtype, root, true))
-    return e;
-  const int e = gather_alg(sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, root, *c,
-                           coll_tag(*c));
-  return failed(comm, "MPI_Gatherv", e, MPI_OP_NULL, recvtype);
+  return gather_call(comm, "MPI_Gatherv", sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, root,
+                     true);
 }
 
 int PMPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                  MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  Comm* c = nullptr;
-  if (int e = args_scatter(comm, "MPI_Scatter", c, sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf, recvcount,
-                           recvtype, root, false))
-    return e;
-  const int e = scatter_alg(sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf, recvcount, recvtype, root, *c,
-                            coll_tag(*c));
-  return failed(comm, "MPI_Scatter", e, MPI_OP_NULL, sendtype);
+  return scatter_call(comm, "MPI_Scatter", sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf, recvcount, recvtype,
+                      root, false);
 }
 
 int PMPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
                   void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  Comm* c = nullptr;
-  if (int e = args_scatter(comm, "MPI_Scatterv", c, sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount,
-                           recvtype, root, true))
-    return e;
-  const int e =
-      scatter_alg(sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, *c, coll_tag(*c));
-  return failed(comm, "MPI_Scatterv", e, MPI_OP_NULL, sendtype);
+  return scatter_call(comm, "MPI_Scatterv", sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
+                      root, true);
 }
 
 int PMPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                    MPI_Datatype recvtype, MPI_Comm comm) {
-  Comm* c = nullptr;
-  if (int e = args_allgather(comm, "MPI_Allgather", c, sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr,
-                             nullptr, recvtype, false))
-    return e;
-  const int e = allgather_alg(sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr, recvtype, *c,
-                              coll_tag(*c));
-  return failed(comm, "MPI_Allgather", e, MPI_OP_NULL, recvtype);
+  return allgather_call(comm, "MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr,
+                        recvtype, false);
 }
 
 int PMPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                     const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
-  Comm* c = nullptr;
-  if (int e = args_allgather(comm, "MPI_Allgatherv", c, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
-                             recvtype, true))
-    return e;
-  const int e =
-      allgather_alg(sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, *c, coll_tag(*c));
-  return failed(comm, "MPI_Allgatherv", e, MPI_OP_NULL, recvtype);
+  return allgather_call(comm, "MPI_Allgatherv", sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
+                        recvtype, true);
 }
 
 int PMPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
