@@ -26,22 +26,15 @@
 #include <vector>
 
 #include "../common/sizes.h"
+#include "mpi_common.h"  // examples/jacobi3d/mpi (include path)
 
 // No mutable globals: under AMPI several ranks share one process.
 namespace {
 
+using mpi_common::mpi_name;
+
 enum class Test { Latency, Bandwidth, BiBandwidth, Allreduce };
 constexpr std::size_t kLarge = 8192;  // above this, fewer iterations (OSU's large-message limit)
-
-const char* mpi_name() {
-#if defined(UCHARM_AMPI)
-  return "ampi";
-#elif defined(OPEN_MPI)
-  return "ompi";
-#else
-  return "mpi";
-#endif
-}
 
 struct Options {
   std::vector<Test> tests;
@@ -52,16 +45,8 @@ struct Options {
   std::string csv;
 };
 
-// An error every rank detects alike: rank 0 names it, then every rank aborts.
-[[noreturn]] void fail(int rank, const std::string& why) {
-  if (rank == 0) {
-    std::fprintf(stderr, "osu_mpi: %s\n", why.c_str());
-    std::fflush(stderr);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::exit(1);
-}
+// An error every rank detects alike (bad options): see mpi_common::fail_all.
+[[noreturn]] void fail(int rank, const std::string& why) { mpi_common::fail_all("osu_mpi", rank, why); }
 
 // A rank-local failure (a CUDA call): named, then the job ends.
 [[noreturn]] void die(const char* what) {
@@ -333,13 +318,7 @@ int run_main(int argc, char** argv) {
   app.add_flag("--staging", o.staging, "with -d cuda: copy through pinned host buffers around every transfer");
   app.add_option("-p,--precision", o.precision, "decimals in the table (default 2, as OSU)")->check(CLI::Range(0, 9));
   app.add_option("--csv", o.csv, "append rows test,mode,mem,size,value to this file (rank 0)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = rank == 0 ? app.exit(e) : e.get_exit_code();
-    if (code != 0) fail(rank, "bad command line (see above)");
-    return 0;
-  }
+  if (!mpi_common::parse_args(app, argc, argv, "osu_mpi", rank)) return 0;
   if (!sizes.empty()) {
     const auto colon = sizes.find(':');
     try {

@@ -50,6 +50,14 @@ double boundary_value(int gi, int gj, int gk, int gx, int gy, int gz) {
   return 0.0;
 }
 
+std::vector<double> boundary_block(const Shape& s, int ox, int oy, int oz, int gx, int gy, int gz) {
+  std::vector<double> h(s.cells(), 0.0);
+  for (int k = 0; k <= s.lz + 1; ++k)
+    for (int j = 0; j <= s.ly + 1; ++j)
+      for (int i = 0; i <= s.lx + 1; ++i) h[s.at(i, j, k)] = boundary_value(ox + i, oy + j, oz + k, gx, gy, gz);
+  return h;
+}
+
 long Decomposition::surface() const {
   const Shape s = block();
   const long one = 2L * (static_cast<long>(s.lx) * s.ly + static_cast<long>(s.ly) * s.lz + static_cast<long>(s.lx) * s.lz);

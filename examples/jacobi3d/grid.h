@@ -66,6 +66,9 @@ std::array<Box, kFaces> boundary_boxes(const Shape& s);
 
 // Fixed boundary values, by global padded coordinates (0 and g+1 are outside the grid).
 double boundary_value(int gi, int gj, int gk, int gx, int gy, int gz);
+// A padded block of shape s whose padded cell (0,0,0) is global padded cell (ox, oy, oz),
+// filled with boundary_value (the fixed values on the global boundary, zero elsewhere).
+std::vector<double> boundary_block(const Shape& s, int ox, int oy, int oz, int gx, int gy, int gz);
 
 // The block grid for `blocks` equal cuboids of a gx*gy*gz grid with the least total
 // surface area (least halo traffic); an empty result and `why` when none divides evenly.

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "buffer.h"
 #include "grid.h"
 #include "kernels.h"
 
@@ -47,41 +48,6 @@ ck::readonly<Config> cfg;
 ck::CkCallback on_ready();
 ck::CkCallback on_run_done();
 ck::CkCallback on_verified();
-
-// A buffer of doubles in GPU memory, pinned host memory or ordinary host memory, zeroed.
-// GPU memory is zeroed on `stream` (the block's), so that it is ordered with the block's
-// other work.
-class Buffer {
- public:
-  enum class Kind { Host, Pinned, Device };
-  Buffer() = default;
-  Buffer(std::size_t count, Kind kind, void* stream = nullptr) : kind_(kind), bytes_(count * sizeof(double)) {
-    if (kind == Kind::Device) p_ = static_cast<double*>(cuda::alloc(bytes_, stream));
-    else if (kind == Kind::Pinned) p_ = static_cast<double*>(cuda::alloc_host(bytes_));
-    else p_ = static_cast<double*>(std::calloc(count ? count : 1, sizeof(double)));
-  }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  Buffer& operator=(Buffer&& o) noexcept {
-    std::swap(p_, o.p_);
-    std::swap(kind_, o.kind_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  ~Buffer() {
-    if (!p_) return;
-    if (kind_ == Kind::Device) cuda::free(p_);
-    else if (kind_ == Kind::Pinned) cuda::free_host(p_);
-    else std::free(p_);
-  }
-  double* data() const { return p_; }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  double* p_ = nullptr;
-  Kind kind_ = Kind::Host;
-  std::size_t bytes_ = 0;
-};
 
 struct Block : ck::ArrayElement<Block, 3> {
   static constexpr auto post_entries() { return ck::post_list<ck::post<&Block::halo_dev, &Block::halo_dev_post>>{}; }
@@ -158,12 +124,8 @@ struct Block : ck::ArrayElement<Block, 3> {
   // Ghost cells on the global boundary hold the fixed values, in both arrays, forever.
   void init_boundary() {
     const Decomposition& d = cfg->d;
-    std::vector<double> h(shape.cells(), 0.0);
-    const int ox = thisIndex[0] * shape.lx, oy = thisIndex[1] * shape.ly, oz = thisIndex[2] * shape.lz;
-    for (int k = 0; k <= shape.lz + 1; ++k)
-      for (int j = 0; j <= shape.ly + 1; ++j)
-        for (int i = 0; i <= shape.lx + 1; ++i)
-          h[shape.at(i, j, k)] = boundary_value(ox + i, oy + j, oz + k, d.gx, d.gy, d.gz);
+    const std::vector<double> h = boundary_block(shape, thisIndex[0] * shape.lx, thisIndex[1] * shape.ly,
+                                                 thisIndex[2] * shape.lz, d.gx, d.gy, d.gz);
     for (Buffer& b : u) put(b, h.data(), h.size() * sizeof(double));
   }
   void put(Buffer& b, const void* src, std::size_t bytes) {

@@ -551,48 +551,66 @@ int args_reduce(MPI_Comm comm, const char* fn, Comm*& c, const void* sendbuf, vo
   return check_alias(comm, fn, sendbuf, recvbuf, count);
 }
 
-int args_gather(MPI_Comm comm, const char* fn, Comm*& c, const void* sendbuf, int scount, MPI_Datatype stype,
-                void* recvbuf, int rcount, const int* rcounts, const int* displs, MPI_Datatype rtype, int root,
-                bool vector) {
+// The names that messages give one side's arguments.
+struct SideNames {
+  const char* buf;
+  const char* buf_off_root;
+  const char* count;
+  const char* counts;
+  const char* type;
+};
+constexpr SideNames kSendSide{"sendbuf", "sendbuf on a rank other than the root", "sendcount", "sendcounts",
+                              "sendtype"};
+constexpr SideNames kRecvSide{"recvbuf", "recvbuf on a rank other than the root", "recvcount", "recvcounts",
+                              "recvtype"};
+
+// The side of a rank's own block (the send side of a gather, the receive side of a scatter).
+int check_block(MPI_Comm comm, const char* fn, const SideNames& n, int count, MPI_Datatype t) {
+  if (int e = check_count(comm, fn, n.count, count)) return e;
+  return check_type(comm, fn, n.type, t);
+}
+
+// The side of a block per rank (`size` of them): counts and displs (`vector`) or one count.
+int check_blocks(MPI_Comm comm, const char* fn, const SideNames& n, const void* buf, int count, const int* counts,
+                 const int* displs, MPI_Datatype t, int size, bool vector) {
+  if (int e = no_in_place(comm, fn, n.buf, buf)) return e;
+  if (vector) {
+    if (int e = check_counts(comm, fn, n.counts, counts, size)) return e;
+    if (int e = check_ptr(comm, fn, "displs", displs)) return e;
+  } else if (int e = check_count(comm, fn, n.count, count)) {
+    return e;
+  }
+  return check_type(comm, fn, n.type, t);
+}
+
+// Gather and scatter are mirror images: `one` is the side of a rank's own block, which the
+// root may pass as MPI_IN_PLACE; `all` the root's side of a block per rank.
+int args_rooted(MPI_Comm comm, const char* fn, Comm*& c, int root, bool vector, const SideNames& one,
+                const void* one_buf, int one_count, MPI_Datatype one_type, const SideNames& all, const void* all_buf,
+                int all_count, const int* all_counts, const int* displs, MPI_Datatype all_type) {
   if (!(c = comm_or_null(comm))) return bad_comm(comm, fn);
   if (int e = check_root(comm, fn, *c, root)) return e;
   const bool is_root = c->rank == root;
-  if (!is_root || sendbuf != MPI_IN_PLACE) {
-    if (int e = no_in_place(comm, fn, "sendbuf on a rank other than the root", is_root ? nullptr : sendbuf)) return e;
-    if (int e = check_count(comm, fn, "sendcount", scount)) return e;
-    if (int e = check_type(comm, fn, "sendtype", stype)) return e;
+  if (!is_root || one_buf != MPI_IN_PLACE) {
+    if (int e = no_in_place(comm, fn, one.buf_off_root, is_root ? nullptr : one_buf)) return e;
+    if (int e = check_block(comm, fn, one, one_count, one_type)) return e;
   }
   if (!is_root) return MPI_SUCCESS;
-  if (int e = no_in_place(comm, fn, "recvbuf", recvbuf)) return e;
-  if (vector) {
-    if (int e = check_counts(comm, fn, "recvcounts", rcounts, c->size())) return e;
-    if (int e = check_ptr(comm, fn, "displs", displs)) return e;
-  } else if (int e = check_count(comm, fn, "recvcount", rcount)) {
-    return e;
-  }
-  return check_type(comm, fn, "recvtype", rtype);
+  return check_blocks(comm, fn, all, all_buf, all_count, all_counts, displs, all_type, c->size(), vector);
+}
+
+int args_gather(MPI_Comm comm, const char* fn, Comm*& c, const void* sendbuf, int scount, MPI_Datatype stype,
+                void* recvbuf, int rcount, const int* rcounts, const int* displs, MPI_Datatype rtype, int root,
+                bool vector) {
+  return args_rooted(comm, fn, c, root, vector, kSendSide, sendbuf, scount, stype, kRecvSide, recvbuf, rcount,
+                     rcounts, displs, rtype);
 }
 
 int args_scatter(MPI_Comm comm, const char* fn, Comm*& c, const void* sendbuf, int scount, const int* scounts,
                  const int* displs, MPI_Datatype stype, void* recvbuf, int rcount, MPI_Datatype rtype, int root,
                  bool vector) {
-  if (!(c = comm_or_null(comm))) return bad_comm(comm, fn);
-  if (int e = check_root(comm, fn, *c, root)) return e;
-  const bool is_root = c->rank == root;
-  if (!is_root || recvbuf != MPI_IN_PLACE) {
-    if (int e = no_in_place(comm, fn, "recvbuf on a rank other than the root", is_root ? nullptr : recvbuf)) return e;
-    if (int e = check_count(comm, fn, "recvcount", rcount)) return e;
-    if (int e = check_type(comm, fn, "recvtype", rtype)) return e;
-  }
-  if (!is_root) return MPI_SUCCESS;
-  if (int e = no_in_place(comm, fn, "sendbuf", sendbuf)) return e;
-  if (vector) {
-    if (int e = check_counts(comm, fn, "sendcounts", scounts, c->size())) return e;
-    if (int e = check_ptr(comm, fn, "displs", displs)) return e;
-  } else if (int e = check_count(comm, fn, "sendcount", scount)) {
-    return e;
-  }
-  return check_type(comm, fn, "sendtype", stype);
+  return args_rooted(comm, fn, c, root, vector, kRecvSide, recvbuf, rcount, rtype, kSendSide, sendbuf, scount,
+                     scounts, displs, stype);
 }
 
 int args_allgather(MPI_Comm comm, const char* fn, Comm*& c, const void* sendbuf, int scount, MPI_Datatype stype,
@@ -600,29 +618,82 @@ int args_allgather(MPI_Comm comm, const char* fn, Comm*& c, const void* sendbuf,
                    bool vector) {
   if (!(c = comm_or_null(comm))) return bad_comm(comm, fn);
   if (sendbuf != MPI_IN_PLACE) {
-    if (int e = check_count(comm, fn, "sendcount", scount)) return e;
-    if (int e = check_type(comm, fn, "sendtype", stype)) return e;
+    if (int e = check_block(comm, fn, kSendSide, scount, stype)) return e;
   }
-  if (int e = no_in_place(comm, fn, "recvbuf", recvbuf)) return e;
-  if (vector) {
-    if (int e = check_counts(comm, fn, "recvcounts", rcounts, c->size())) return e;
-    if (int e = check_ptr(comm, fn, "displs", displs)) return e;
-  } else if (int e = check_count(comm, fn, "recvcount", rcount)) {
-    return e;
-  }
-  return check_type(comm, fn, "recvtype", rtype);
+  return check_blocks(comm, fn, kRecvSide, recvbuf, rcount, rcounts, displs, rtype, c->size(), vector);
 }
 
+// Alltoall checks what Allgather does.
 int args_alltoall(MPI_Comm comm, const char* fn, Comm*& c, const void* sendbuf, int scount, MPI_Datatype stype,
                   void* recvbuf, int rcount, MPI_Datatype rtype) {
-  if (!(c = comm_or_null(comm))) return bad_comm(comm, fn);
-  if (sendbuf != MPI_IN_PLACE) {
-    if (int e = check_count(comm, fn, "sendcount", scount)) return e;
-    if (int e = check_type(comm, fn, "sendtype", stype)) return e;
-  }
-  if (int e = no_in_place(comm, fn, "recvbuf", recvbuf)) return e;
-  if (int e = check_count(comm, fn, "recvcount", rcount)) return e;
-  return check_type(comm, fn, "recvtype", rtype);
+  return args_allgather(comm, fn, c, sendbuf, scount, stype, recvbuf, rcount, nullptr, nullptr, rtype, false);
+}
+
+// One side (`send` or receive) of Alltoallv and Alltoallw: counts and displacements per rank
+// and one type (v) or a type per rank (w).
+int check_side_vw(MPI_Comm comm, const char* fn, bool send, int n, const int* counts, const int* displs,
+                  MPI_Datatype t, const MPI_Datatype* types, bool w) {
+  if (int e = check_counts(comm, fn, send ? "sendcounts" : "recvcounts", counts, n)) return e;
+  if (int e = check_ptr(comm, fn, send ? "sdispls" : "rdispls", displs)) return e;
+  if (!w) return check_type(comm, fn, send ? "sendtype" : "recvtype", t);
+  if (int e = check_ptr(comm, fn, send ? "sendtypes" : "recvtypes", types)) return e;
+  for (int i = 0; i < n; ++i)
+    if (int e = check_type(comm, fn, send ? "sendtypes[i]" : "recvtypes[i]", types[i])) return e;
+  return MPI_SUCCESS;
+}
+
+// Reduce_scatter(_block) after the checks: the reduction of `count` elements to rank 0, then
+// a scatter of recvcounts[i] elements (or recvcount each, when recvcounts is null).
+int reduce_scatter_run(MPI_Comm comm, const char* fn, Comm& c, const void* sendbuf, void* recvbuf, int count,
+                       int recvcount, const int* recvcounts, const int* displs, MPI_Datatype datatype, MPI_Op op) {
+  if (int e = check_alias(comm, fn, sendbuf, recvbuf, count)) return e;
+  const int tag_reduce = coll_tag(c), tag_scatter = coll_tag(c);
+  const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+  Scratch full(c.rank == 0 ? count : 0, datatype);
+  int e = reduce_host(in, full.get(), count, datatype, op, 0, c, tag_reduce);
+  if (!e)
+    e = scatter_alg(full.get(), recvcount, recvcounts, displs, datatype, recvbuf,
+                    recvcounts ? recvcounts[c.rank] : recvcount, datatype, 0, c, tag_scatter);
+  return failed(comm, fn, e, op, datatype);
+}
+
+// The blocking Gather(v), Scatter(v) and Allgather(v) (`vector`: the v variant).
+int gather_call(MPI_Comm comm, const char* fn, const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf,
+                int rcount, const int* rcounts, const int* displs, MPI_Datatype rtype, int root, bool vector) {
+  Comm* c = nullptr;
+  if (int e = args_gather(comm, fn, c, sendbuf, scount, stype, recvbuf, rcount, rcounts, displs, rtype, root, vector))
+    return e;
+  const int e = gather_alg(sendbuf, scount, stype, recvbuf, rcount, rcounts, displs, rtype, root, *c, coll_tag(*c));
+  return failed(comm, fn, e, MPI_OP_NULL, rtype);
+}
+int scatter_call(MPI_Comm comm, const char* fn, const void* sendbuf, int scount, const int* scounts, const int* displs,
+                 MPI_Datatype stype, void* recvbuf, int rcount, MPI_Datatype rtype, int root, bool vector) {
+  Comm* c = nullptr;
+  if (int e = args_scatter(comm, fn, c, sendbuf, scount, scounts, displs, stype, recvbuf, rcount, rtype, root, vector))
+    return e;
+  const int e = scatter_alg(sendbuf, scount, scounts, displs, stype, recvbuf, rcount, rtype, root, *c, coll_tag(*c));
+  return failed(comm, fn, e, MPI_OP_NULL, stype);
+}
+int allgather_call(MPI_Comm comm, const char* fn, const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf,
+                   int rcount, const int* rcounts, const int* displs, MPI_Datatype rtype, bool vector) {
+  Comm* c = nullptr;
+  if (int e = args_allgather(comm, fn, c, sendbuf, scount, stype, recvbuf, rcount, rcounts, displs, rtype, vector))
+    return e;
+  const int e = allgather_alg(sendbuf, scount, stype, recvbuf, rcount, rcounts, displs, rtype, *c, coll_tag(*c));
+  return failed(comm, fn, e, MPI_OP_NULL, rtype);
+}
+
+// Scan and Exscan (`exclusive`).
+int scan_run(MPI_Comm comm, const char* fn, const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
+             MPI_Op op, bool exclusive) {
+  Comm* c = nullptr;
+  if (int e = args_reduce(comm, fn, c, sendbuf, recvbuf, count, datatype, op, 0, false)) return e;
+  if (on_device(sendbuf) || on_device(recvbuf))  // scan_alg computes on the buffers themselves
+    return error(comm, MPI_ERR_BUFFER, fn, "device (CUDA) buffers are not supported by %s yet", fn);
+  const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+  // Exscan in place: the input must survive until it is sent; scan_alg copies it first.
+  const int e = scan_alg(in, recvbuf, count, datatype, op, exclusive, *c, coll_tag(*c));
+  return failed(comm, fn, e, op, datatype);
 }
 
 }  // namespace
@@ -677,68 +748,38 @@ int PMPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype d
 
 int PMPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                 MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  Comm* c = nullptr;
-  if (int e = args_gather(comm, "MPI_Gather", c, sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr,
-                          recvtype, root, false))
-    return e;
-  const int e = gather_alg(sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr, recvtype, root, *c,
-                           coll_tag(*c));
-  return failed(comm, "MPI_Gather", e, MPI_OP_NULL, recvtype);
+  return gather_call(comm, "MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr, recvtype,
+                     root, false);
 }
 
 int PMPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                  const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  Comm* c = nullptr;
-  if (int e = args_gather(comm, "MPI_Gatherv", c, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
-                          recvtype, root, true))
-    return e;
-  const int e = gather_alg(sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, root, *c,
-                           coll_tag(*c));
-  return failed(comm, "MPI_Gatherv", e, MPI_OP_NULL, recvtype);
+  return gather_call(comm, "MPI_Gatherv", sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, root,
+                     true);
 }
 
 int PMPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                  MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  Comm* c = nullptr;
-  if (int e = args_scatter(comm, "MPI_Scatter", c, sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf, recvcount,
-                           recvtype, root, false))
-    return e;
-  const int e = scatter_alg(sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf, recvcount, recvtype, root, *c,
-                            coll_tag(*c));
-  return failed(comm, "MPI_Scatter", e, MPI_OP_NULL, sendtype);
+  return scatter_call(comm, "MPI_Scatter", sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf, recvcount, recvtype,
+                      root, false);
 }
 
 int PMPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
                   void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  Comm* c = nullptr;
-  if (int e = args_scatter(comm, "MPI_Scatterv", c, sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount,
-                           recvtype, root, true))
-    return e;
-  const int e =
-      scatter_alg(sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, *c, coll_tag(*c));
-  return failed(comm, "MPI_Scatterv", e, MPI_OP_NULL, sendtype);
+  return scatter_call(comm, "MPI_Scatterv", sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
+                      root, true);
 }
 
 int PMPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                    MPI_Datatype recvtype, MPI_Comm comm) {
-  Comm* c = nullptr;
-  if (int e = args_allgather(comm, "MPI_Allgather", c, sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr,
-                             nullptr, recvtype, false))
-    return e;
-  const int e = allgather_alg(sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr, recvtype, *c,
-                              coll_tag(*c));
-  return failed(comm, "MPI_Allgather", e, MPI_OP_NULL, recvtype);
+  return allgather_call(comm, "MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr,
+                        recvtype, false);
 }
 
 int PMPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                     const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
-  Comm* c = nullptr;
-  if (int e = args_allgather(comm, "MPI_Allgatherv", c, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
-                             recvtype, true))
-    return e;
-  const int e =
-      allgather_alg(sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, *c, coll_tag(*c));
-  return failed(comm, "MPI_Allgatherv", e, MPI_OP_NULL, recvtype);
+  return allgather_call(comm, "MPI_Allgatherv", sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
+                        recvtype, true);
 }
 
 int PMPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
@@ -757,14 +798,10 @@ int PMPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispl
   if (!c) return bad_comm(comm, fn);
   const bool in_place = sendbuf == MPI_IN_PLACE;
   if (!in_place) {
-    if (int e = check_counts(comm, fn, "sendcounts", sendcounts, c->size())) return e;
-    if (int e = check_ptr(comm, fn, "sdispls", sdispls)) return e;
-    if (int e = check_type(comm, fn, "sendtype", sendtype)) return e;
+    if (int e = check_side_vw(comm, fn, true, c->size(), sendcounts, sdispls, sendtype, nullptr, false)) return e;
   }
   if (int e = no_in_place(comm, fn, "recvbuf", recvbuf)) return e;
-  if (int e = check_counts(comm, fn, "recvcounts", recvcounts, c->size())) return e;
-  if (int e = check_ptr(comm, fn, "rdispls", rdispls)) return e;
-  if (int e = check_type(comm, fn, "recvtype", recvtype)) return e;
+  if (int e = check_side_vw(comm, fn, false, c->size(), recvcounts, rdispls, recvtype, nullptr, false)) return e;
   const int e = alltoall_alg(
       in_place, [&](int i) { return Block{elem(sendbuf, sdispls[i], sendtype), sendcounts[i], sendtype}; },
       [&](int i) { return Block{elem(recvbuf, rdispls[i], recvtype), recvcounts[i], recvtype}; }, *c, coll_tag(*c));
@@ -780,18 +817,10 @@ int PMPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispl
   const int n = c->size();
   const bool in_place = sendbuf == MPI_IN_PLACE;
   if (!in_place) {
-    if (int e = check_counts(comm, fn, "sendcounts", sendcounts, n)) return e;
-    if (int e = check_ptr(comm, fn, "sdispls", sdispls)) return e;
-    if (int e = check_ptr(comm, fn, "sendtypes", sendtypes)) return e;
-    for (int i = 0; i < n; ++i)
-      if (int e = check_type(comm, fn, "sendtypes[i]", sendtypes[i])) return e;
+    if (int e = check_side_vw(comm, fn, true, n, sendcounts, sdispls, MPI_DATATYPE_NULL, sendtypes, true)) return e;
   }
   if (int e = no_in_place(comm, fn, "recvbuf", recvbuf)) return e;
-  if (int e = check_counts(comm, fn, "recvcounts", recvcounts, n)) return e;
-  if (int e = check_ptr(comm, fn, "rdispls", rdispls)) return e;
-  if (int e = check_ptr(comm, fn, "recvtypes", recvtypes)) return e;
-  for (int i = 0; i < n; ++i)
-    if (int e = check_type(comm, fn, "recvtypes[i]", recvtypes[i])) return e;
+  if (int e = check_side_vw(comm, fn, false, n, recvcounts, rdispls, MPI_DATATYPE_NULL, recvtypes, true)) return e;
   // Displacements are in bytes.
   const int e = alltoall_alg(
       in_place,
@@ -818,16 +847,8 @@ int PMPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts
     total += recvcounts[i];
   }
   if (total > 0x7fffffff) return error(comm, MPI_ERR_COUNT, fn, "the sum of recvcounts (%lld) is too large", total);
-  if (int e = check_alias(comm, fn, sendbuf, recvbuf, static_cast<int>(total))) return e;
-  const int count = static_cast<int>(total);
-  const int tag_reduce = coll_tag(*c), tag_scatter = coll_tag(*c);
-  const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-  Scratch full(c->rank == 0 ? count : 0, datatype);
-  int e = reduce_host(in, full.get(), count, datatype, op, 0, *c, tag_reduce);
-  if (!e)
-    e = scatter_alg(full.get(), 0, recvcounts, displs.data(), datatype, recvbuf, recvcounts[c->rank], datatype, 0,
-                    *c, tag_scatter);
-  return failed(comm, fn, e, op, datatype);
+  return reduce_scatter_run(comm, fn, *c, sendbuf, recvbuf, static_cast<int>(total), 0, recvcounts, displs.data(),
+                            datatype, op);
 }
 
 int PMPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
@@ -842,37 +863,16 @@ int PMPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
   if (int e = no_in_place(comm, fn, "recvbuf", recvbuf)) return e;
   const long long total = static_cast<long long>(recvcount) * n;
   if (total > 0x7fffffff) return error(comm, MPI_ERR_COUNT, fn, "recvcount * size (%lld) is too large", total);
-  const int count = static_cast<int>(total);
-  if (int e = check_alias(comm, fn, sendbuf, recvbuf, count)) return e;
-  const int tag_reduce = coll_tag(*c), tag_scatter = coll_tag(*c);
-  const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-  Scratch full(c->rank == 0 ? count : 0, datatype);
-  int e = reduce_host(in, full.get(), count, datatype, op, 0, *c, tag_reduce);
-  if (!e)
-    e = scatter_alg(full.get(), recvcount, nullptr, nullptr, datatype, recvbuf, recvcount, datatype, 0, *c,
-                    tag_scatter);
-  return failed(comm, fn, e, op, datatype);
+  return reduce_scatter_run(comm, fn, *c, sendbuf, recvbuf, static_cast<int>(total), recvcount, nullptr, nullptr,
+                            datatype, op);
 }
 
 int PMPI_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  Comm* c = nullptr;
-  if (int e = args_reduce(comm, "MPI_Scan", c, sendbuf, recvbuf, count, datatype, op, 0, false)) return e;
-  if (on_device(sendbuf) || on_device(recvbuf))  // scan_alg computes on the buffers themselves
-    return error(comm, MPI_ERR_BUFFER, "MPI_Scan", "device (CUDA) buffers are not supported by MPI_Scan yet");
-  const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-  const int e = scan_alg(in, recvbuf, count, datatype, op, false, *c, coll_tag(*c));
-  return failed(comm, "MPI_Scan", e, op, datatype);
+  return scan_run(comm, "MPI_Scan", sendbuf, recvbuf, count, datatype, op, false);
 }
 
 int PMPI_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  Comm* c = nullptr;
-  if (int e = args_reduce(comm, "MPI_Exscan", c, sendbuf, recvbuf, count, datatype, op, 0, false)) return e;
-  if (on_device(sendbuf) || on_device(recvbuf))  // scan_alg computes on the buffers themselves
-    return error(comm, MPI_ERR_BUFFER, "MPI_Exscan", "device (CUDA) buffers are not supported by MPI_Exscan yet");
-  const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-  // In place, the input must survive until it is sent: scan_alg copies it first.
-  const int e = scan_alg(in, recvbuf, count, datatype, op, true, *c, coll_tag(*c));
-  return failed(comm, "MPI_Exscan", e, op, datatype);
+  return scan_run(comm, "MPI_Exscan", sendbuf, recvbuf, count, datatype, op, true);
 }
 
 // ---- nonblocking: the blocking algorithm in a thread of the rank -------------------------

@@ -335,6 +335,13 @@ int attr_set(MPI_Comm comm, int keyval, void* value, const char* fn) {
   return MPI_SUCCESS;
 }
 
+// A user keyval that still has a handle or attributes (a freed one keeps its attributes).
+bool keyval_live(int keyval) {
+  CommTable& t = my_comms();
+  return keyval >= kFirstUserKeyval && static_cast<std::size_t>(keyval) < t.keyvals.size() &&
+         t.keyvals[static_cast<std::size_t>(keyval)].refs != 0;
+}
+
 int attr_get(MPI_Comm comm, int keyval, void* value, int* flag, const char* fn) {
   CommSlot* s = slot_of(comm);
   if (!s) return bad_comm(comm, fn);
@@ -346,10 +353,7 @@ int attr_get(MPI_Comm comm, int keyval, void* value, int* flag, const char* fn) 
     *flag = 1;
     return MPI_SUCCESS;
   }
-  CommTable& t = my_comms();
-  if (keyval < kFirstUserKeyval || static_cast<std::size_t>(keyval) >= t.keyvals.size() ||
-      t.keyvals[static_cast<std::size_t>(keyval)].refs == 0)
-    return error(comm, MPI_ERR_KEYVAL, fn, "invalid keyval %d", keyval);
+  if (!keyval_live(keyval)) return error(comm, MPI_ERR_KEYVAL, fn, "invalid keyval %d", keyval);
   auto it = s->attrs.find(keyval);
   *flag = it != s->attrs.end();
   if (*flag) *static_cast<void**>(value) = it->second;
@@ -359,13 +363,10 @@ int attr_get(MPI_Comm comm, int keyval, void* value, int* flag, const char* fn) 
 int attr_delete(MPI_Comm comm, int keyval, const char* fn) {
   CommSlot* s = slot_of(comm);
   if (!s) return bad_comm(comm, fn);
-  CommTable& t = my_comms();
-  if (keyval < kFirstUserKeyval || static_cast<std::size_t>(keyval) >= t.keyvals.size() ||
-      t.keyvals[static_cast<std::size_t>(keyval)].refs == 0)
-    return error(comm, MPI_ERR_KEYVAL, fn, "invalid keyval %d", keyval);
+  if (!keyval_live(keyval)) return error(comm, MPI_ERR_KEYVAL, fn, "invalid keyval %d", keyval);
   auto it = s->attrs.find(keyval);
   if (it == s->attrs.end()) return error(comm, MPI_ERR_KEYVAL, fn, "no attribute for keyval %d", keyval);
-  Keyval& kv = t.keyvals[static_cast<std::size_t>(keyval)];
+  Keyval& kv = my_comms().keyvals[static_cast<std::size_t>(keyval)];
   if (kv.del) {
     if (int e = kv.del(comm, keyval, it->second, kv.extra))
       return error(comm, e, fn, "the delete callback of keyval %d failed (%d)", keyval, e);
@@ -450,21 +451,31 @@ Topology* topo_of(MPI_Comm comm) {
   return s ? &s->topo : nullptr;
 }
 
-int cart_of(MPI_Comm comm, const char* fn, Comm*& c, Topology*& t) {
+// The communicator and its topology, which must be of `kind` (Cart or Graph).
+int topo_check(MPI_Comm comm, const char* fn, TopoKind kind, Comm*& c, Topology*& t) {
   c = comm_get(comm);
   if (!c) return bad_comm(comm, fn);
   t = topo_of(comm);
-  if (t->kind != TopoKind::Cart)
-    return error(comm, MPI_ERR_TOPOLOGY, fn, "communicator %d has no Cartesian topology", comm);
+  if (t->kind != kind)
+    return error(comm, MPI_ERR_TOPOLOGY, fn, "communicator %d has no %s topology", comm,
+                 kind == TopoKind::Cart ? "Cartesian" : "graph");
   return MPI_SUCCESS;
 }
-
+int cart_of(MPI_Comm comm, const char* fn, Comm*& c, Topology*& t) {
+  return topo_check(comm, fn, TopoKind::Cart, c, t);
+}
 int graph_of(MPI_Comm comm, const char* fn, Comm*& c, Topology*& t) {
-  c = comm_get(comm);
-  if (!c) return bad_comm(comm, fn);
-  t = topo_of(comm);
-  if (t->kind != TopoKind::Graph) return error(comm, MPI_ERR_TOPOLOGY, fn, "communicator %d has no graph topology", comm);
-  return MPI_SUCCESS;
+  return topo_check(comm, fn, TopoKind::Graph, c, t);
+}
+
+// x moved into 0..d-1 along a periodic dimension; -1 outside a non-periodic one.
+long long wrap_coord(long long x, int d, bool periodic) {
+  if (periodic) {
+    x %= d;
+    if (x < 0) x += d;
+    return x;
+  }
+  return x < 0 || x >= d ? -1 : x;
 }
 
 void coords_of(const Topology& t, int rank, int* coords, int maxdims) {
@@ -557,6 +568,83 @@ int check_rank_list(const char* fn, int size, int n, const int* ranks) {
     if (seen[static_cast<std::size_t>(ranks[i])])
       return error(MPI_COMM_NULL, MPI_ERR_RANK, fn, "rank %d appears twice", ranks[i]);
     seen[static_cast<std::size_t>(ranks[i])] = 1;
+  }
+  return MPI_SUCCESS;
+}
+
+// The two groups of a two-group call.
+int two_groups(const char* fn, MPI_Group group1, MPI_Group group2, Group*& a, Group*& b) {
+  a = group_get(group1);
+  if (!a) return bad_group(fn, group1);
+  b = group_get(group2);
+  if (!b) return bad_group(fn, group2);
+  return MPI_SUCCESS;
+}
+
+// Group_union, _intersection and _difference: the members of the first group that the second
+// has (or lacks), the union then adding the second's members the first lacks.
+enum class SetOp { Union, Intersection, Difference };
+int group_set_op(const char* fn, MPI_Group group1, MPI_Group group2, MPI_Group* newgroup, SetOp op) {
+  Group* a = nullptr;
+  Group* b = nullptr;
+  if (int e = two_groups(fn, group1, group2, a, b)) return e;
+  if (!newgroup) return null_arg(MPI_COMM_NULL, fn, "newgroup");
+  std::vector<int> m;
+  if (op == SetOp::Union) {
+    m = a->members;
+    const auto in_a = index_of(a->members);
+    for (int w : b->members)
+      if (!in_a.count(w)) m.push_back(w);
+  } else {
+    const auto in_b = index_of(b->members);
+    const bool keep = op == SetOp::Intersection;
+    for (int w : a->members)
+      if ((in_b.count(w) != 0) == keep) m.push_back(w);
+  }
+  *newgroup = group_new(std::move(m));
+  return MPI_SUCCESS;
+}
+
+// Group_incl/_excl (a list of `ranks`) and Group_range_incl/_excl (`ranges` triples): the
+// members at the ranks, in their order (incl), or all the others, in the group's order (excl).
+enum class Subset { Incl, Excl, RangeIncl, RangeExcl };
+int group_subset(const char* fn, MPI_Group group, int n, const int* ranks, int (*ranges)[3], Subset how,
+                 MPI_Group* newgroup) {
+  Group* g = group_get(group);
+  if (!g) return bad_group(fn, group);
+  if (!newgroup) return null_arg(MPI_COMM_NULL, fn, "newgroup");
+  const int size = static_cast<int>(g->members.size());
+  std::vector<int> list;
+  if (how == Subset::RangeIncl || how == Subset::RangeExcl) {
+    if (int e = expand_ranges(fn, size, n, ranges, &list)) return e;
+  } else {
+    if (int e = check_rank_list(fn, size, n, ranks)) return e;
+    list.assign(ranks, ranks + n);
+  }
+  std::vector<int> m;
+  if (how == Subset::Incl || how == Subset::RangeIncl) {
+    for (int r : list) m.push_back(g->members[static_cast<std::size_t>(r)]);
+  } else {
+    std::vector<char> drop(g->members.size(), 0);
+    for (int r : list) drop[static_cast<std::size_t>(r)] = 1;
+    for (std::size_t i = 0; i < g->members.size(); ++i)
+      if (!drop[i]) m.push_back(g->members[i]);
+  }
+  *newgroup = group_new(std::move(m));
+  return MPI_SUCCESS;
+}
+
+// The calling rank's rank in g (MPI_UNDEFINED when not a member); every member of g must be
+// in c (Comm_create, Comm_create_group).
+int rank_in_group(MPI_Comm comm, const Comm& c, const Group& g, const char* fn, int* myrank) {
+  const auto in_comm = index_of(c.members);
+  const int me = c.members[static_cast<std::size_t>(c.rank)];
+  *myrank = MPI_UNDEFINED;
+  for (std::size_t i = 0; i < g.members.size(); ++i) {
+    if (!in_comm.count(g.members[i]))
+      return error(comm, MPI_ERR_GROUP, fn, "the group holds world rank %d, which is not in the communicator",
+                   g.members[i]);
+    if (g.members[i] == me) *myrank = static_cast<int>(i);
   }
   return MPI_SUCCESS;
 }
@@ -660,14 +748,8 @@ int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
   if (!newcomm) return null_arg(comm, fn, "newcomm");
   Group* g = group_get(group);
   if (!g) return error(comm, MPI_ERR_GROUP, fn, "invalid group %d", group);
-  const auto in_comm = index_of(c->members);
   int myrank = MPI_UNDEFINED;
-  for (std::size_t i = 0; i < g->members.size(); ++i) {
-    if (!in_comm.count(g->members[i]))
-      return error(comm, MPI_ERR_GROUP, fn, "the group holds world rank %d, which is not in the communicator",
-                   g->members[i]);
-    if (g->members[i] == c->members[static_cast<std::size_t>(c->rank)]) myrank = static_cast<int>(i);
-  }
+  if (int e = rank_in_group(comm, *c, *g, fn, &myrank)) return e;
   std::vector<int> members = g->members;
   std::uint32_t context = 0;
   if (int e = agree_context(*c, coll_tag(*c), &context)) return error(comm, e, fn, "the context agreement failed");
@@ -685,15 +767,8 @@ int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* ne
   if (tag < 0) return error(comm, MPI_ERR_TAG, fn, "tag %d is negative", tag);
   Group* g = group_get(group);
   if (!g) return error(comm, MPI_ERR_GROUP, fn, "invalid group %d", group);
-  const auto in_comm = index_of(c->members);
-  const int me = c->members[static_cast<std::size_t>(c->rank)];
   int myrank = MPI_UNDEFINED;
-  for (std::size_t i = 0; i < g->members.size(); ++i) {
-    if (!in_comm.count(g->members[i]))
-      return error(comm, MPI_ERR_GROUP, fn, "the group holds world rank %d, which is not in the communicator",
-                   g->members[i]);
-    if (g->members[i] == me) myrank = static_cast<int>(i);
-  }
+  if (int e = rank_in_group(comm, *c, *g, fn, &myrank)) return e;
   *newcomm = MPI_COMM_NULL;
   if (myrank == MPI_UNDEFINED) return MPI_SUCCESS;
   // Only the group's members take part: they agree among themselves, through a
@@ -844,10 +919,9 @@ int PMPI_Group_rank(MPI_Group group, int* rank) {
 
 int PMPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[]) {
   const char* fn = "MPI_Group_translate_ranks";
-  Group* a = group_get(group1);
-  if (!a) return bad_group(fn, group1);
-  Group* b = group_get(group2);
-  if (!b) return bad_group(fn, group2);
+  Group* a = nullptr;
+  Group* b = nullptr;
+  if (int e = two_groups(fn, group1, group2, a, b)) return e;
   if (n < 0) return error(MPI_COMM_NULL, MPI_ERR_ARG, fn, "n is negative (%d)", n);
   if (n > 0 && (!ranks1 || !ranks2)) return null_arg(MPI_COMM_NULL, fn, "ranks1 or ranks2");
   const auto in_b = index_of(b->members);
@@ -867,116 +941,40 @@ int PMPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_
 
 int PMPI_Group_compare(MPI_Group group1, MPI_Group group2, int* result) {
   const char* fn = "MPI_Group_compare";
-  Group* a = group_get(group1);
-  if (!a) return bad_group(fn, group1);
-  Group* b = group_get(group2);
-  if (!b) return bad_group(fn, group2);
+  Group* a = nullptr;
+  Group* b = nullptr;
+  if (int e = two_groups(fn, group1, group2, a, b)) return e;
   if (!result) return null_arg(MPI_COMM_NULL, fn, "result");
   *result = compare_members(a->members, b->members);
   return MPI_SUCCESS;
 }
 
 int PMPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
-  const char* fn = "MPI_Group_union";
-  Group* a = group_get(group1);
-  if (!a) return bad_group(fn, group1);
-  Group* b = group_get(group2);
-  if (!b) return bad_group(fn, group2);
-  if (!newgroup) return null_arg(MPI_COMM_NULL, fn, "newgroup");
-  std::vector<int> m = a->members;
-  const auto in_a = index_of(a->members);
-  for (int w : b->members)
-    if (!in_a.count(w)) m.push_back(w);
-  *newgroup = group_new(std::move(m));
-  return MPI_SUCCESS;
+  return group_set_op("MPI_Group_union", group1, group2, newgroup, SetOp::Union);
 }
 
 int PMPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
-  const char* fn = "MPI_Group_intersection";
-  Group* a = group_get(group1);
-  if (!a) return bad_group(fn, group1);
-  Group* b = group_get(group2);
-  if (!b) return bad_group(fn, group2);
-  if (!newgroup) return null_arg(MPI_COMM_NULL, fn, "newgroup");
-  std::vector<int> m;
-  const auto in_b = index_of(b->members);
-  for (int w : a->members)
-    if (in_b.count(w)) m.push_back(w);
-  *newgroup = group_new(std::move(m));
-  return MPI_SUCCESS;
+  return group_set_op("MPI_Group_intersection", group1, group2, newgroup, SetOp::Intersection);
 }
 
 int PMPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
-  const char* fn = "MPI_Group_difference";
-  Group* a = group_get(group1);
-  if (!a) return bad_group(fn, group1);
-  Group* b = group_get(group2);
-  if (!b) return bad_group(fn, group2);
-  if (!newgroup) return null_arg(MPI_COMM_NULL, fn, "newgroup");
-  std::vector<int> m;
-  const auto in_b = index_of(b->members);
-  for (int w : a->members)
-    if (!in_b.count(w)) m.push_back(w);
-  *newgroup = group_new(std::move(m));
-  return MPI_SUCCESS;
+  return group_set_op("MPI_Group_difference", group1, group2, newgroup, SetOp::Difference);
 }
 
 int PMPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group* newgroup) {
-  const char* fn = "MPI_Group_incl";
-  Group* g = group_get(group);
-  if (!g) return bad_group(fn, group);
-  if (!newgroup) return null_arg(MPI_COMM_NULL, fn, "newgroup");
-  if (int e = check_rank_list(fn, static_cast<int>(g->members.size()), n, ranks)) return e;
-  std::vector<int> m(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) m[static_cast<std::size_t>(i)] = g->members[static_cast<std::size_t>(ranks[i])];
-  *newgroup = group_new(std::move(m));
-  return MPI_SUCCESS;
+  return group_subset("MPI_Group_incl", group, n, ranks, nullptr, Subset::Incl, newgroup);
 }
 
 int PMPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group* newgroup) {
-  const char* fn = "MPI_Group_excl";
-  Group* g = group_get(group);
-  if (!g) return bad_group(fn, group);
-  if (!newgroup) return null_arg(MPI_COMM_NULL, fn, "newgroup");
-  const int size = static_cast<int>(g->members.size());
-  if (int e = check_rank_list(fn, size, n, ranks)) return e;
-  std::vector<char> drop(static_cast<std::size_t>(size), 0);
-  for (int i = 0; i < n; ++i) drop[static_cast<std::size_t>(ranks[i])] = 1;
-  std::vector<int> m;
-  for (int i = 0; i < size; ++i)
-    if (!drop[static_cast<std::size_t>(i)]) m.push_back(g->members[static_cast<std::size_t>(i)]);
-  *newgroup = group_new(std::move(m));
-  return MPI_SUCCESS;
+  return group_subset("MPI_Group_excl", group, n, ranks, nullptr, Subset::Excl, newgroup);
 }
 
 int PMPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group* newgroup) {
-  const char* fn = "MPI_Group_range_incl";
-  Group* g = group_get(group);
-  if (!g) return bad_group(fn, group);
-  if (!newgroup) return null_arg(MPI_COMM_NULL, fn, "newgroup");
-  std::vector<int> ranks;
-  if (int e = expand_ranges(fn, static_cast<int>(g->members.size()), n, ranges, &ranks)) return e;
-  std::vector<int> m(ranks.size());
-  for (std::size_t i = 0; i < ranks.size(); ++i) m[i] = g->members[static_cast<std::size_t>(ranks[i])];
-  *newgroup = group_new(std::move(m));
-  return MPI_SUCCESS;
+  return group_subset("MPI_Group_range_incl", group, n, nullptr, ranges, Subset::RangeIncl, newgroup);
 }
 
 int PMPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group* newgroup) {
-  const char* fn = "MPI_Group_range_excl";
-  Group* g = group_get(group);
-  if (!g) return bad_group(fn, group);
-  if (!newgroup) return null_arg(MPI_COMM_NULL, fn, "newgroup");
-  const int size = static_cast<int>(g->members.size());
-  std::vector<int> ranks;
-  if (int e = expand_ranges(fn, size, n, ranges, &ranks)) return e;
-  std::vector<char> drop(static_cast<std::size_t>(size), 0);
-  for (int r : ranks) drop[static_cast<std::size_t>(r)] = 1;
-  std::vector<int> m;
-  for (int i = 0; i < size; ++i)
-    if (!drop[static_cast<std::size_t>(i)]) m.push_back(g->members[static_cast<std::size_t>(i)]);
-  *newgroup = group_new(std::move(m));
-  return MPI_SUCCESS;
+  return group_subset("MPI_Group_range_excl", group, n, nullptr, ranges, Subset::RangeExcl, newgroup);
 }
 
 int PMPI_Group_free(MPI_Group* group) {
@@ -1089,14 +1087,11 @@ int PMPI_Cart_rank(MPI_Comm comm, const int coords[], int* rank) {
   int r = 0;
   for (int i = 0; i < nd; ++i) {
     const int d = t->dims[static_cast<std::size_t>(i)];
-    int x = coords[i];
-    if (t->periods[static_cast<std::size_t>(i)]) {
-      x %= d;
-      if (x < 0) x += d;
-    } else if (x < 0 || x >= d) {
-      return error(comm, MPI_ERR_ARG, fn, "coords[%d] = %d is outside the non-periodic dimension (0..%d)", i, x, d - 1);
-    }
-    r = r * d + x;
+    const long long x = wrap_coord(coords[i], d, t->periods[static_cast<std::size_t>(i)] != 0);
+    if (x < 0)
+      return error(comm, MPI_ERR_ARG, fn, "coords[%d] = %d is outside the non-periodic dimension (0..%d)", i, coords[i],
+                   d - 1);
+    r = r * d + static_cast<int>(x);
   }
   *rank = r;
   return MPI_SUCCESS;
@@ -1131,12 +1126,8 @@ int PMPI_Cart_shift(MPI_Comm comm, int direction, int disp, int* rank_source, in
   const int d = t->dims[static_cast<std::size_t>(direction)];
   const bool periodic = t->periods[static_cast<std::size_t>(direction)] != 0;
   auto neighbour = [&](long long x) {
-    if (periodic) {
-      x %= d;
-      if (x < 0) x += d;
-    } else if (x < 0 || x >= d) {
-      return MPI_PROC_NULL;
-    }
+    x = wrap_coord(x, d, periodic);
+    if (x < 0) return MPI_PROC_NULL;
     std::vector<int> cc = coords;
     cc[static_cast<std::size_t>(direction)] = static_cast<int>(x);
     int r = 0;

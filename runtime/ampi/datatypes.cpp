@@ -740,6 +740,26 @@ int get_bound(MPI_Datatype t, MPI_Aint* out, MPI_Aint (*pick)(const Layout&), co
   return MPI_SUCCESS;
 }
 
+// Pack (`pack`) and Unpack: `count` elements of `datatype` go into (or come out of) the packed
+// buffer `packed` of `size` bytes at *position; `need` is the bytes they take there.
+int check_pack(MPI_Comm comm, const char* fn, bool pack, int count, MPI_Datatype datatype, const void* packed, int size,
+               const int* position, std::size_t* need) {
+  const char* count_name = pack ? "incount" : "outcount";
+  const char* size_name = pack ? "outsize" : "insize";
+  if (count < 0) return error(comm, MPI_ERR_COUNT, fn, "%s is negative (%d)", count_name, count);
+  if (int rc = check_committed(datatype, fn, comm)) return rc;
+  if (!position) return error(comm, MPI_ERR_ARG, fn, "position is a null pointer");
+  if (size < 0 || *position < 0 || *position > size)
+    return error(comm, MPI_ERR_ARG, fn, "position %d is outside the buffer of %s %d", *position, size_name, size);
+  *need = static_cast<std::size_t>(count) * type_size(datatype);
+  const std::size_t left = static_cast<std::size_t>(size - *position);
+  if (*need > left)
+    return error(comm, MPI_ERR_TRUNCATE, fn, "%d x %s is %zu bytes; only %zu are left in the buffer (%s %d, position %d)",
+                 count, type_name(datatype).c_str(), *need, left, size_name, size, *position);
+  if (*need > 0 && !packed) return error(comm, MPI_ERR_ARG, fn, "%s is a null pointer", pack ? "outbuf" : "inbuf");
+  return MPI_SUCCESS;
+}
+
 }  // namespace
 }  // namespace ampi
 
@@ -1047,19 +1067,8 @@ int PMPI_Get_address(const void* location, MPI_Aint* address) {
 
 int PMPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf, int outsize, int* position,
               MPI_Comm comm) {
-  const char* fn = "MPI_Pack";
-  if (incount < 0) return error(comm, MPI_ERR_COUNT, fn, "incount is negative (%d)", incount);
-  if (int rc = check_committed(datatype, fn, comm)) return rc;
-  if (!position) return error(comm, MPI_ERR_ARG, fn, "position is a null pointer");
-  if (outsize < 0 || *position < 0 || *position > outsize)
-    return error(comm, MPI_ERR_ARG, fn, "position %d is outside the buffer of outsize %d", *position, outsize);
-  std::size_t need = static_cast<std::size_t>(incount) * type_size(datatype);
-  std::size_t room = static_cast<std::size_t>(outsize - *position);
-  if (need > room)
-    return error(comm, MPI_ERR_TRUNCATE, fn,
-                 "%d x %s is %zu bytes; only %zu are left in the buffer (outsize %d, position %d)", incount,
-                 type_name(datatype).c_str(), need, room, outsize, *position);
-  if (need > 0 && !outbuf) return error(comm, MPI_ERR_ARG, fn, "outbuf is a null pointer");
+  std::size_t need = 0;
+  if (int rc = check_pack(comm, "MPI_Pack", true, incount, datatype, outbuf, outsize, position, &need)) return rc;
   type_pack(inbuf, incount, datatype, static_cast<char*>(outbuf) + *position);
   *position += static_cast<int>(need);
   return MPI_SUCCESS;
@@ -1067,19 +1076,8 @@ int PMPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbu
 
 int PMPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int outcount, MPI_Datatype datatype,
                 MPI_Comm comm) {
-  const char* fn = "MPI_Unpack";
-  if (outcount < 0) return error(comm, MPI_ERR_COUNT, fn, "outcount is negative (%d)", outcount);
-  if (int rc = check_committed(datatype, fn, comm)) return rc;
-  if (!position) return error(comm, MPI_ERR_ARG, fn, "position is a null pointer");
-  if (insize < 0 || *position < 0 || *position > insize)
-    return error(comm, MPI_ERR_ARG, fn, "position %d is outside the buffer of insize %d", *position, insize);
-  std::size_t need = static_cast<std::size_t>(outcount) * type_size(datatype);
-  std::size_t left = static_cast<std::size_t>(insize - *position);
-  if (need > left)
-    return error(comm, MPI_ERR_TRUNCATE, fn,
-                 "%d x %s is %zu bytes; only %zu are left in the buffer (insize %d, position %d)", outcount,
-                 type_name(datatype).c_str(), need, left, insize, *position);
-  if (need > 0 && !inbuf) return error(comm, MPI_ERR_ARG, fn, "inbuf is a null pointer");
+  std::size_t need = 0;
+  if (int rc = check_pack(comm, "MPI_Unpack", false, outcount, datatype, inbuf, insize, position, &need)) return rc;
   type_unpack(static_cast<const char*>(inbuf) + *position, need, outbuf, outcount, datatype);
   *position += static_cast<int>(need);
   return MPI_SUCCESS;

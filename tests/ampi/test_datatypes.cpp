@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <complex>
 #include <cstdarg>
@@ -817,23 +818,18 @@ TEST(Ops, MinlocMaxlocTakeTheSmallerIndexOnTies) {
   };
   DI in[4] = {{1.0, 7}, {5.0, 2}, {3.0, 9}, {3.0, 1}};
   DI io[4] = {{2.0, 3}, {5.0, 4}, {3.0, 4}, {3.0, 4}};
-  DI a[4];
-  std::copy(io, io + 4, a);
-  ASSERT_EQ(MPI_SUCCESS, PMPI_Reduce_local(in, a, 4, MPI_DOUBLE_INT, MPI_MINLOC));
-  const int min_idx[4] = {7, 2, 4, 1};
-  const double min_val[4] = {1.0, 5.0, 3.0, 3.0};
-  for (int k = 0; k < 4; ++k) {
-    EXPECT_EQ(min_val[k], a[k].v) << k;
-    EXPECT_EQ(min_idx[k], a[k].i) << k;
-  }
-  std::copy(io, io + 4, a);
-  ASSERT_EQ(MPI_SUCCESS, PMPI_Reduce_local(in, a, 4, MPI_DOUBLE_INT, MPI_MAXLOC));
-  const int max_idx[4] = {3, 2, 4, 1};
-  const double max_val[4] = {2.0, 5.0, 3.0, 3.0};
-  for (int k = 0; k < 4; ++k) {
-    EXPECT_EQ(max_val[k], a[k].v) << k;
-    EXPECT_EQ(max_idx[k], a[k].i) << k;
-  }
+  // io reduced with in by `op` gives these values and indices.
+  auto expect_reduced = [&](MPI_Op op, const std::array<double, 4>& val, const std::array<int, 4>& idx) {
+    DI a[4];
+    std::copy(io, io + 4, a);
+    ASSERT_EQ(MPI_SUCCESS, PMPI_Reduce_local(in, a, 4, MPI_DOUBLE_INT, op));
+    for (int k = 0; k < 4; ++k) {
+      EXPECT_EQ(val[static_cast<std::size_t>(k)], a[k].v) << k;
+      EXPECT_EQ(idx[static_cast<std::size_t>(k)], a[k].i) << k;
+    }
+  };
+  expect_reduced(MPI_MINLOC, {1.0, 5.0, 3.0, 3.0}, {7, 2, 4, 1});
+  expect_reduced(MPI_MAXLOC, {2.0, 5.0, 3.0, 3.0}, {3, 2, 4, 1});
 
   std::vector<int> two_in = {4, 10, 4, 10}, two_io = {4, 11, 6, 0};
   EXPECT_EQ((std::vector<int>{4, 10, 4, 10}), reduce(MPI_MINLOC, MPI_2INT, two_in, two_io));

@@ -26,28 +26,20 @@
 #include <utility>
 #include <vector>
 
+#include "buffer.h"
 #include "grid.h"
 #include "kernels.h"
+#include "mpi_common.h"
 
 // No mutable globals or function statics anywhere in this file: under AMPI several ranks
 // share one process (and its globals).
 namespace {
 
 using namespace jacobi;
+using mpi_common::mpi_name;
 
 enum class Mode { Staging, GpuAware };
 const char* mode_name(Mode m) { return m == Mode::Staging ? "staging" : "gpuaware"; }
-
-// Which MPI this was built against: the CSV's mode column says it ("ampi-staging").
-const char* mpi_name() {
-#if defined(UCHARM_AMPI)
-  return "ampi";
-#elif defined(OPEN_MPI)
-  return "ompi";
-#else
-  return "mpi";
-#endif
-}
 
 struct Options {
   int gx = 64, gy = 64, gz = 64, blocks = 0, iters = 100, warmup = 10;
@@ -56,17 +48,8 @@ struct Options {
   bool verify = false;
 };
 
-// An error every rank detects alike (bad options, no decomposition): rank 0 names the
-// cause, then all ranks abort with a non-zero code. The barrier lets rank 0 print first.
-[[noreturn]] void fail(int rank, const std::string& why) {
-  if (rank == 0) {
-    std::fprintf(stderr, "jacobi3d_mpi: %s\n", why.c_str());
-    std::fflush(stderr);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::exit(1);
-}
+// An error every rank detects alike (bad options): see mpi_common::fail_all.
+[[noreturn]] void fail(int rank, const std::string& why) { mpi_common::fail_all("jacobi3d_mpi", rank, why); }
 
 // The rank's index among the ranks on its node (same processor name): it picks the GPU.
 int node_local_rank(int rank, int size) {
@@ -82,45 +65,6 @@ int node_local_rank(int rank, int size) {
       ++local;
   return local;
 }
-
-// A zeroed buffer of doubles in GPU memory (zeroed on `stream`), pinned or ordinary host memory.
-class Buffer {
- public:
-  enum class Kind { Host, Pinned, Device };
-  Buffer() = default;
-  Buffer(std::size_t count, Kind kind, void* stream = nullptr) : kind_(kind), count_(count) {
-    if (kind == Kind::Device) {
-      p_ = static_cast<double*>(cuda::alloc(bytes(), stream));
-    } else if (kind == Kind::Pinned) {
-      p_ = static_cast<double*>(cuda::alloc_host(bytes()));
-      std::memset(p_, 0, bytes());
-    } else {
-      p_ = static_cast<double*>(std::calloc(count ? count : 1, sizeof(double)));
-    }
-  }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  Buffer& operator=(Buffer&& o) noexcept {
-    std::swap(p_, o.p_);
-    std::swap(kind_, o.kind_);
-    std::swap(count_, o.count_);
-    return *this;
-  }
-  ~Buffer() {
-    if (!p_) return;
-    if (kind_ == Kind::Device) cuda::free(p_);
-    else if (kind_ == Kind::Pinned) cuda::free_host(p_);
-    else std::free(p_);
-  }
-  double* data() const { return p_; }
-  std::size_t count() const { return count_; }
-  std::size_t bytes() const { return count_ * sizeof(double); }
-
- private:
-  double* p_ = nullptr;
-  Kind kind_ = Kind::Host;
-  std::size_t count_ = 0;
-};
 
 // This rank's block: two copies of the padded grid, halo buffers, neighbours' ranks.
 class Block {
@@ -194,12 +138,8 @@ class Block {
  private:
   // Ghost cells on the global boundary hold the fixed values, in both arrays, forever.
   void init_boundary() {
-    std::vector<double> h(shape_.cells(), 0.0);
-    const int ox = idx_[0] * shape_.lx, oy = idx_[1] * shape_.ly, oz = idx_[2] * shape_.lz;
-    for (int k = 0; k <= shape_.lz + 1; ++k)
-      for (int j = 0; j <= shape_.ly + 1; ++j)
-        for (int i = 0; i <= shape_.lx + 1; ++i)
-          h[shape_.at(i, j, k)] = boundary_value(ox + i, oy + j, oz + k, d_.gx, d_.gy, d_.gz);
+    const std::vector<double> h = boundary_block(shape_, idx_[0] * shape_.lx, idx_[1] * shape_.ly,
+                                                 idx_[2] * shape_.lz, d_.gx, d_.gy, d_.gz);
     for (Buffer& b : u_) {
       if (gpu_) cuda::copy_to_device(b.data(), h.data(), b.bytes(), stream_);
       else std::memcpy(b.data(), h.data(), b.bytes());
@@ -330,14 +270,7 @@ int run_main(int argc, char** argv, std::chrono::steady_clock::time_point starte
   app.add_option("--kernels", o.kernels, "auto (GPU if visible), cuda or cpu")->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   app.add_flag("--verify", o.verify, "compare with a serial run, bit for bit (small grids)");
   app.add_option("--csv", o.csv, "append one result line to this CSV file (rank 0)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    // Every rank parsed the same arguments; one prints the message or the help.
-    const int code = rank == 0 ? app.exit(e) : e.get_exit_code();
-    if (code != 0) fail(rank, "bad command line (see above)");
-    return 0;
-  }
+  if (!mpi_common::parse_args(app, argc, argv, "jacobi3d_mpi", rank)) return 0;
   if (grid) o.gx = o.gy = o.gz = grid;
   o.mode = mode == "staging" ? Mode::Staging : Mode::GpuAware;
   if (o.blocks && o.blocks != size)

@@ -49,6 +49,40 @@ static void check_empty_status(struct tctx* t, const MPI_Status* st, const char*
   CHECK(t, c == 0, "%s: empty status count %d", what, c);
 }
 
+/* Section `section`: posts the exchange, then calls Waitsome or Testsome (`some`, called
+ * `name`) until each of the kK receives has completed once, checking each; then a call over
+ * the (now null) requests must give MPI_UNDEFINED. Waitsome completes at least `min_out` (1)
+ * a call, Testsome 0. */
+typedef int (*some_fn)(int, MPI_Request*, int*, int*, MPI_Status*);
+static void section_some(struct tctx* t, const char* section, MPI_Comm comm, int left, int right, some_fn some,
+                         const char* name, int min_out) {
+  int *rb[kK], *sb[kK];
+  MPI_Request rr[kK], sr[kK];
+  MPI_Status sts[kK];
+  t->section = section;
+  post(t, comm, left, right, rb, sb, rr, sr);
+  int seen[kK] = {0}, got = 0;
+  while (got < kK) {
+    int out = -1, idx[kK];
+    CHECK_MPI(t, some(kK, rr, &out, idx, sts));
+    CHECK(t, out >= min_out && out <= kK - got, "%s outcount %d with %d left", name, out, kK - got);
+    if (out < min_out || out > kK - got) break;
+    for (int j = 0; j < out; j++) {
+      CHECK(t, idx[j] >= 0 && idx[j] < kK, "%s index %d", name, idx[j]);
+      if (idx[j] < 0 || idx[j] >= kK) continue;
+      seen[idx[j]]++;
+      check_recv(t, left, idx[j], rb[idx[j]], &sts[j]);
+    }
+    got += out;
+  }
+  for (int k = 0; k < kK; k++) CHECK(t, seen[k] == 1, "%s returned %d %d times", name, k, seen[k]);
+  int out = 3, idx[kK];
+  CHECK_MPI(t, some(kK, rr, &out, idx, sts));
+  CHECK(t, out == MPI_UNDEFINED, "%s over null requests: outcount %d, expected MPI_UNDEFINED", name, out);
+  CHECK_MPI(t, MPI_Waitall(kK, sr, MPI_STATUSES_IGNORE));
+  release(rb, sb);
+}
+
 static void section_wait(struct tctx* t, MPI_Comm comm, int left, int right) {
   int *rb[kK], *sb[kK];
   MPI_Request rr[kK], sr[kK];
@@ -100,31 +134,7 @@ static void section_wait(struct tctx* t, MPI_Comm comm, int left, int right) {
   CHECK_MPI(t, MPI_Waitall(kK, sr, MPI_STATUSES_IGNORE));
   release(rb, sb);
 
-  t->section = "waitsome";
-  post(t, comm, left, right, rb, sb, rr, sr);
-  memset(seen, 0, sizeof seen);
-  int done = 0;
-  while (done < kK) {
-    int out = -1, idx[kK];
-    CHECK_MPI(t, MPI_Waitsome(kK, rr, &out, idx, sts));
-    CHECK(t, out >= 1 && out <= kK - done, "Waitsome outcount %d with %d left", out, kK - done);
-    if (out < 1 || out > kK - done) break;
-    for (int j = 0; j < out; j++) {
-      CHECK(t, idx[j] >= 0 && idx[j] < kK, "Waitsome index %d", idx[j]);
-      if (idx[j] < 0 || idx[j] >= kK) continue;
-      seen[idx[j]]++;
-      check_recv(t, left, idx[j], rb[idx[j]], &sts[j]);
-    }
-    done += out;
-  }
-  for (int k = 0; k < kK; k++) CHECK(t, seen[k] == 1, "Waitsome returned %d %d times", k, seen[k]);
-  {
-    int out = 3, idx[kK];
-    CHECK_MPI(t, MPI_Waitsome(kK, rr, &out, idx, sts));
-    CHECK(t, out == MPI_UNDEFINED, "Waitsome over null requests: outcount %d, expected MPI_UNDEFINED", out);
-  }
-  CHECK_MPI(t, MPI_Waitall(kK, sr, MPI_STATUSES_IGNORE));
-  release(rb, sb);
+  section_some(t, "waitsome", comm, left, right, MPI_Waitsome, "Waitsome", 1);
 }
 
 static void section_test(struct tctx* t, MPI_Comm comm, int left, int right) {
@@ -196,32 +206,7 @@ static void section_test(struct tctx* t, MPI_Comm comm, int left, int right) {
   CHECK_MPI(t, MPI_Waitall(kK, sr, MPI_STATUSES_IGNORE));
   release(rb, sb);
 
-  t->section = "testsome";
-  post(t, comm, left, right, rb, sb, rr, sr);
-  {
-    int seen[kK] = {0}, got = 0;
-    while (got < kK) {
-      int out = -1, idx[kK];
-      CHECK_MPI(t, MPI_Testsome(kK, rr, &out, idx, sts));
-      CHECK(t, out >= 0 && out <= kK - got, "Testsome outcount %d with %d left", out, kK - got);
-      if (out < 0 || out > kK - got) break;
-      for (int j = 0; j < out; j++) {
-        if (idx[j] < 0 || idx[j] >= kK) {
-          CHECK(t, 0, "Testsome index %d", idx[j]);
-          continue;
-        }
-        seen[idx[j]]++;
-        check_recv(t, left, idx[j], rb[idx[j]], &sts[j]);
-      }
-      got += out;
-    }
-    for (int k = 0; k < kK; k++) CHECK(t, seen[k] == 1, "Testsome returned %d %d times", k, seen[k]);
-    int out = 2, idx[kK];
-    CHECK_MPI(t, MPI_Testsome(kK, rr, &out, idx, sts));
-    CHECK(t, out == MPI_UNDEFINED, "Testsome over null requests: outcount %d", out);
-  }
-  CHECK_MPI(t, MPI_Waitall(kK, sr, MPI_STATUSES_IGNORE));
-  release(rb, sb);
+  section_some(t, "testsome", comm, left, right, MPI_Testsome, "Testsome", 0);
 }
 
 static void section_null(struct tctx* t, MPI_Comm comm, int left, int right) {
