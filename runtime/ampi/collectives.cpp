@@ -43,13 +43,11 @@ int coll_tag(Comm& c) {
 namespace {
 
 // --- device buffers ------------------------------------------------------------------------
-// HOST STAGING: the same test as p2p.cpp's (file-local there); the memory-type query is
+// HOST STAGING: is_device (p2p.cpp) finds device buffers; the memory-type query is
 // cached and cheap for host memory. Device data reaches the host temporaries, and the
 // results go back, as messages to this rank itself (self_copy): the point-to-point layer
 // moves device memory, so no CUDA call is needed here.
-bool on_device(const void* p) {
-  return p != nullptr && p != MPI_IN_PLACE && CmiGetMemoryType(p) == CmiMemoryType::Cuda;
-}
+bool on_device(const void* p) { return p != MPI_IN_PLACE && is_device(p); }
 
 // --- layout temporaries --------------------------------------------------------------------
 // Bytes spanned by `count` elements of t, and where they start relative to the buffer.

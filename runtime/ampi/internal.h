@@ -121,6 +121,8 @@ int world_size();
 CommTable& my_comms();   // the calling rank's table
 bool staging_forced();   // +ampi-staging: device buffers go through host memory
 bool cuda_loaded();      // the CUDA driver is loaded: buffers may be device memory
+// `p` is CUDA device memory (p2p.cpp; no query at all without the CUDA driver loaded).
+bool is_device(const void* p);
 std::size_t direct_min();  // +ampi-direct-min: contiguous host sends this large go zero-copy
 // The calling thread waits until CthAwaken (suspend) or lets others run (yield). Ranks
 // sharing a PE share its OS thread, and so the current CUDA context: each rank gets its

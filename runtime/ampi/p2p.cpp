@@ -46,8 +46,11 @@ inline bool matches(const WireHeader& h, std::uint32_t context, int src, int tag
   return h.context == context && (src == MPI_ANY_SOURCE || src == h.src) && (tag == MPI_ANY_TAG || tag == h.tag);
 }
 
-// Without the CUDA driver in the process no buffer can be device memory: no query.
+}  // namespace
+
 bool is_device(const void* p) { return p && cuda_loaded() && CmiGetMemoryType(p) == CmiMemoryType::Cuda; }
+
+namespace {
 
 // Copies between any two buffers, host or device.
 void copy_any(void* dst, const void* src, std::size_t n) {
@@ -171,13 +174,12 @@ void proc_null_status(MPI_Status* st) {
 // which takes host memory as well) rather than copied into the message: device buffers
 // (unless +ampi-staging), and contiguous host data of +ampi-direct-min bytes or more. The
 // send then completes when the transfer has left the buffer.
-bool goes_direct(const void* buf, int count, MPI_Datatype t, bool on_device) {
+bool goes_direct(int count, MPI_Datatype t, bool on_device) {
   if (count <= 0) return false;
   if (on_device) return !staging_forced();
   TypeFacts f;
   if (!type_facts(t, f) || !f.contiguous) return false;
   const std::size_t bytes = static_cast<std::size_t>(count) * f.size;
-  (void)buf;
   return direct_min() > 0 && bytes >= direct_min();
 }
 
@@ -366,7 +368,7 @@ int isend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c
     return MPI_SUCCESS;
   }
   const bool on_device = count > 0 && is_device(buf);
-  const bool device = goes_direct(buf, count, t, on_device);
+  const bool device = goes_direct(count, t, on_device);
   MPI_Request h = p.alloc(ReqKind::Send);
   empty_status(&p.req(h).status);
   start_send(r, buf, count, t, dest, tag, c, ctx, 0, device ? h : 0, on_device, device);
@@ -379,7 +381,7 @@ int send(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c,
   if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
   Rank* r = current_rank();
   const bool on_device = count > 0 && is_device(buf);
-  if (goes_direct(buf, count, t, on_device)) {  // the buffer is busy until the transfer is done
+  if (goes_direct(count, t, on_device)) {  // the buffer is busy until the transfer is done
     MPI_Request h;
     isend(buf, count, t, dest, tag, c, ctx, &h);
     return wait_all(1, &h, nullptr);
@@ -397,7 +399,7 @@ int issend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& 
   // Completes on the receiver's acknowledgement, which comes after the data left (device
   // data: the receiver posts its receive when it matches; the ack follows from there).
   const bool on_device = count > 0 && is_device(buf);
-  start_send(r, buf, count, t, dest, tag, c, ctx, h, 0, on_device, goes_direct(buf, count, t, on_device));
+  start_send(r, buf, count, t, dest, tag, c, ctx, h, 0, on_device, goes_direct(count, t, on_device));
   *req = h;
   return MPI_SUCCESS;
 }
@@ -753,7 +755,7 @@ int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest,
   MPI_Request r[2];
   const bool on_device = count > 0 && is_device(buf);
   std::vector<char> copy;
-  if (goes_direct(buf, count, datatype, on_device)) {
+  if (goes_direct(count, datatype, on_device)) {
     TypeFacts f;
     type_facts(datatype, f);
     copy.resize(static_cast<std::size_t>(count) * f.size);
@@ -1087,7 +1089,7 @@ int PMPI_Start(MPI_Request* request) {
       return MPI_SUCCESS;
     }
     const bool on_device = q.count > 0 && is_device(q.sbuf);
-    const bool device = goes_direct(q.sbuf, q.count, q.type, on_device);
+    const bool device = goes_direct(q.count, q.type, on_device);
     start_send(r, q.sbuf, q.count, q.type, q.peer, q.tag, *c, Ctx::P2P, q.sync ? h : 0, device && !q.sync ? h : 0,
                on_device, device);
     if (!q.sync && !device) p.req(h).complete = true;
