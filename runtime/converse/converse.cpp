@@ -10,6 +10,7 @@
 #include <cstring>
 #include <exception>
 #include <fmt/core.h>
+#include <utility>
 #include <vector>
 
 #include "converse_internal.h"
@@ -326,6 +327,7 @@ void CmiAbort(const char* fmt, ...) {
   char buf[4096];
   std::vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
+  ucharm::converse::run_exit_hook(1);
   std::fprintf(stderr, "%s%s\n", prefix, buf);
   lrts::LrtsAbort(1, buf);
 }
@@ -359,6 +361,7 @@ void CmiExit(int code) {
 void ConverseExit(int code) {
   PeState& s = pe_state();
   s.exiting = true;
+  ucharm::converse::run_exit_hook(code);
   std::fflush(stdout);
   // Messages still queued are discarded (as in Charm++'s CkExit), first: their senders
   // get the credit back, or a sender still flooding this PE would wait for it forever
@@ -376,6 +379,15 @@ void ConverseExit(int code) {
 // ---- scheduler -------------------------------------------------------------------------
 
 void CsdEnqueue(void* msg) { enqueue_local(msg); }
+
+void CmiSetEmbedHooks(const CmiEmbedHooks& hooks) { pe_state().hooks = hooks; }
+
+namespace ucharm::converse {
+void run_exit_hook(int code) {
+  PeState& s = pe_state();
+  if (auto* hook = std::exchange(s.hooks.on_exit, nullptr)) hook(code);
+}
+}  // namespace ucharm::converse
 
 void CsdExitScheduler() { pe_state().stop_scheduler = true; }
 
@@ -414,7 +426,9 @@ void CsdScheduleStep() {
     return;
   }
   if (now - s.idle_since_ns < static_cast<long long>(s.options.idle_spin_us) * 1000) return;
+  if (s.hooks.idle_begin) s.hooks.idle_begin();
   lrts::LrtsIdleWait(100);  // bounded, so a missed wake-up costs at most 100 ms
+  if (s.hooks.idle_end) s.hooks.idle_end();
   s.idle_since_ns = 0;
 }
 

@@ -37,7 +37,10 @@ struct PeState {
   int barrier_arrivals[2] = {0, 0};
   // threads
   CthThread current_thread = nullptr;
+  CmiEmbedHooks hooks;
 };
+// Runs the embedder's exit hook once (CmiExit, ConverseExit, CmiAbort).
+void run_exit_hook(int code);
 
 // The one PE of this process (non-SMP). An SMP mode would make this thread-local.
 extern PeState g_pe_state;

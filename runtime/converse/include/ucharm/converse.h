@@ -114,6 +114,17 @@ void ConverseInit(int argc, char** argv, void (*start)(int, char**), int usched 
 // Collective: every PE must call it. Ends the process with `code`.
 [[noreturn]] void ConverseExit(int code = 0);
 
+// Hooks for a runtime embedded in an interpreter (the Python bindings): `idle_begin` runs
+// before the PE sleeps waiting for the network and `idle_end` after it (the interpreter
+// lets other threads run meanwhile); `on_exit` runs once before this process ends, by
+// CmiExit, ConverseExit or CmiAbort (the interpreter flushes its output). Null: nothing.
+struct CmiEmbedHooks {
+  void (*idle_begin)() = nullptr;
+  void (*idle_end)() = nullptr;
+  void (*on_exit)(int code) = nullptr;
+};
+void CmiSetEmbedHooks(const CmiEmbedHooks& hooks);
+
 // ---- GPU data: the Converse layer of the GPU Messaging and Channel APIs ----------------
 // Data moves straight between buffers, host or CUDA memory alike, tagged by the machine
 // layer (the paper's Fig. 3). A completion is a message you allocate and pass in (or

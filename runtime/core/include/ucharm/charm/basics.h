@@ -19,6 +19,8 @@ inline double CkWallTimer() { return CmiWallTimer(); }
 [[noreturn]] inline void CkExit(int code = 0) { CmiExit(code); }
 void CkPrintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 [[noreturn]] void CkAbort(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// For a runtime embedded in an interpreter: see CmiEmbedHooks.
+inline void CkSetEmbedHooks(const CmiEmbedHooks& hooks) { CmiSetEmbedHooks(hooks); }
 
 namespace ck {
 

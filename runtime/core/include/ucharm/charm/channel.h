@@ -35,6 +35,10 @@ class CkChannel {
   // message travels. Two explicit ends receiving on one id on one PE are an error.
   static CkChannel with_ids(const CollectionRef& self, const Index& self_idx, const CollectionRef& peer,
                             const Index& peer_idx, std::uint32_t out_id, std::uint32_t in_id);
+  // The same from collection references and indices (runtimes built on the core whose
+  // chare types are not C++ classes: the Python bindings).
+  CkChannel(const CollectionRef& self, const Index& self_idx, const CollectionRef& peer, const Index& peer_idx,
+            std::uint32_t sub_id);
   CkChannel(const CkChannel&) = delete;
   CkChannel& operator=(const CkChannel&) = delete;
   CkChannel(CkChannel&& o) noexcept : end_(o.end_) { o.end_ = nullptr; }
@@ -60,8 +64,6 @@ class CkChannel {
   std::uint32_t in_id() const;   // the id this end receives on (unique on this PE)
 
  private:
-  CkChannel(const CollectionRef& self, const Index& self_idx, const CollectionRef& peer, const Index& peer_idx,
-            std::uint32_t sub_id);
   detail::ChannelEnd* end_ = nullptr;
 };
 

@@ -162,6 +162,16 @@ void raw_send(const CollectionRef& c, const Index& idx, void* msg, const SendOpt
   detail::send_msg(msg, CmiMsgSize(msg), c, o);
 }
 
+// Sends a raw_alloc'ed message (takes it) to every element of group or array `c`. The
+// elements on one PE share one message: each raw entry gets a reference (CmiFree drops
+// it) and must not write to it.
+template <class E>
+void raw_broadcast(const CollectionRef& c, void* msg, const SendOpts& o = SendOpts{}) {
+  detail::raw_address<E>(c, Index{}, msg);
+  detail::envelope(msg).kind = detail::MsgKind::Broadcast;
+  detail::send_msg(msg, CmiMsgSize(msg), c, o);
+}
+
 // Addresses a raw_alloc'ed message to element `idx` of `c` without sending it: a message to
 // run here later, e.g. the completion message of a Converse device transfer
 // (CmiSendDevice/CmiRecvDevice), which the scheduler then delivers to the raw entry.
