@@ -1,0 +1,20 @@
+"""Chare, Group and Array creation, element calls and broadcasts, ret/awaitable,
+dynamic insertion."""
+import pytest
+
+from conftest import PES, check_ok, run
+
+
+@pytest.mark.parametrize("pes", PES)
+def test_chares_groups_arrays(pes):
+    check_ok(run("creation.py", pes))
+
+
+@pytest.mark.parametrize("pes", PES)
+def test_dynamic_insertion_and_broadcast(pes):
+    check_ok(run("dynamic_array.py", pes))
+
+
+@pytest.mark.parametrize("pes", [1, 2])
+def test_reductions_over_inserted_elements(pes):
+    check_ok(run("dynamic_array_reduction.py", pes))
