@@ -18,3 +18,10 @@ def test_dynamic_insertion_and_broadcast(pes):
 @pytest.mark.parametrize("pes", [1, 2])
 def test_reductions_over_inserted_elements(pes):
     check_ok(run("dynamic_array_reduction.py", pes))
+
+
+@pytest.mark.parametrize("pes", PES)
+def test_element_proxies_inside_elements(pes):
+    # self.thisProxy of a 2-D/3-D array indexed by tuples; ret=True broadcasts from an
+    # element (the collection's size must be known there too).
+    check_ok(run("element_proxies.py", pes))
