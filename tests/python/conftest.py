@@ -18,7 +18,7 @@ import pytest
 HERE = pathlib.Path(__file__).resolve().parent
 PROGRAMS = HERE / "programs"
 PYTHON = sys.executable
-JOB_LIMIT_S = 50     # the launcher stops the job after this (exit code 124)
+JOB_LIMIT_S = 30     # the launcher stops the job after this (exit code 124): a hang
 WAIT_LIMIT_S = 60    # and this test stops waiting for the launcher after this
 
 
