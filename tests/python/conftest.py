@@ -85,6 +85,7 @@ def run(prog, pes=1, args=(), env=None, launcher="ucharmrun"):
 
 def check_ok(r):
     """The job ended with code 0 and its last output line is 'ok'."""
+    assert r.rc != 124, f"the job hung: the launcher stopped it after {JOB_LIMIT_S} s\n" + r.describe()
     assert r.rc == 0, "the job failed\n" + r.describe()
     assert r.lines and r.lines[-1] == "ok", "the last output line is not 'ok'\n" + r.describe()
     return r
