@@ -21,13 +21,20 @@ def test_main_chare_gets_argv(pes):
 def test_python_alone_is_one_pe():
     r = check_ok(run("start_function.py", args=["alpha", "42"], launcher="none"))
     assert "pes 1" in r.lines
+    check_ok(run("reductions.py", launcher="none"))
 
 
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun")
 @pytest.mark.parametrize("pes", [1, 2])
 def test_mpirun(pes):
+    # OpenMPI's mpirun is a PMIx server: the PEs find each other through it.
     r = check_ok(run("start_function.py", pes, args=["alpha", "42"], launcher="mpirun"))
     assert f"pes {pes}" in r.lines
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun")
+def test_mpirun_runs_a_real_program():
+    check_ok(run("reductions.py", 3, launcher="mpirun"))
 
 
 @pytest.mark.parametrize("pes", [1, 2])
