@@ -766,6 +766,22 @@ def _device_info(obj):
     return cai["data"][0], n, shape, dt.str, stream
 
 
+class _SendHandle:
+    """What Channel.send returns: get() waits (in a coroutine) until the device arrays and
+    zero-copy buffers of that send may be reused."""
+    __slots__ = ("ops",)
+
+    def __init__(self, ops):
+        self.ops = ops
+
+    def ready(self):
+        return all(op.done for op in self.ops)
+
+    def get(self):
+        for op in self.ops:
+            op.wait("waiting for a Channel.send")
+
+
 class Channel:
     """A two-way, in-order stream of objects between two chares: both create it,
     Channel(self, remote=proxy_of_the_other); send(*objs) and recv() (in a coroutine).
@@ -808,7 +824,10 @@ class Channel:
                 m = pb.raw()
             except BufferError:
                 return True
-            if m.nbytes >= _ZERO_COPY_MIN:
+            # Large read-only buffers (bytes, read-only arrays) travel zero-copy: nobody can
+            # change them before the transfer is done. Writable ones are copied into the
+            # message, so the caller may reuse them as soon as send() returns.
+            if m.nbytes >= _ZERO_COPY_MIN and m.readonly:
                 zc.append(m)
                 bufs.append(None)
             else:
@@ -837,11 +856,10 @@ class Channel:
             addr, n = _core.buffer_address(m, False)
             _core.channel_send(self._ch, addr, n, op.fid, 0)
             ops.append(op)
-        # Zero-copy buffers may be reused once send() returns: wait for them (in a
-        # coroutine; elsewhere the transfer keeps the buffer alive until it is done).
-        if _in_coroutine():
-            for op in ops:
-                op.wait("Channel.send")
+        # The transfers keep their buffers alive until done. A device array must not be
+        # changed before its transfer is done: the result, a Future-like handle, says when
+        # (get() in a coroutine), as does any later message from the receiver.
+        return _SendHandle(ops)
 
     def recv(self, *bufs, stream=None):
         seq = self._recv_seq
