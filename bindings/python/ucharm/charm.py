@@ -336,19 +336,7 @@ def _finish(blob):
 
 
 # ---- proxies ----------------------------------------------------------------------------
-class _Method:
-    """proxy.method: call it, or pass it as a reduction target or callback."""
-    __slots__ = ("proxy", "name")
-
-    def __init__(self, proxy, name):
-        self.proxy = proxy
-        self.name = name
-
-    def __call__(self, *args, ret=False, awaitable=False, **kwargs):
-        return self.proxy._ck_call(self.name, args, kwargs, ret or awaitable)
-
-    def __reduce__(self):
-        return (_Method, (self.proxy, self.name))
+_Method = _core.BoundEntry  # proxy.method
 
 
 def _check_entry(cls, name):
@@ -357,13 +345,16 @@ def _check_entry(cls, name):
 
 
 class Proxy:
-    __slots__ = ("_cls", "_ref")
+    # No __slots__: an entry method, once looked up, is kept in the instance's __dict__,
+    # so that the next `proxy.m` is a plain attribute read.
 
     def __getattr__(self, name):
-        if name.startswith("__"):
+        # Called only for names that are not attributes yet: entry methods.
+        if name[:2] == "__" or name in _PROXY_SLOTS:
             raise AttributeError(name)
         _check_entry(self._cls, name)
-        return _Method(self, name)
+        m = self.__dict__[name] = _Method(self, name)
+        return m
 
     def __eq__(self, other):
         return type(other) is type(self) and other._key() == self._key()
@@ -374,7 +365,6 @@ class Proxy:
 
 class ElementProxy(Proxy):
     """One element: a singleton chare, a group member or an array element."""
-    __slots__ = ("_idx",)
 
     def __init__(self, cls, ref, idx):
         self._cls, self._ref, self._idx = cls, ref, idx  # idx: None, ("pe", n) or a tuple
@@ -384,8 +374,7 @@ class ElementProxy(Proxy):
 
     def _ck_call(self, name, args, kwargs, want):
         fut = Future() if want else None
-        head, bufs = _dumps_checked((_CALL, name, args, kwargs or None, fut, False),
-                                    f"{_clsname(self._cls)}.{name}")
+        head, bufs = _dumps_call((_CALL, name, args, kwargs or None, fut, False), self._cls, name)
         _core.send(self._ref, self._idx, head, bufs)
         return fut
 
@@ -401,11 +390,10 @@ class ElementProxy(Proxy):
 
 class CollectionProxy(Proxy):
     """All elements of a group or array: calls are broadcasts."""
-    __slots__ = ("_kind", "_shape", "_creation")
-
     def __init__(self, cls, ref, kind, shape=None, creation=None):
         self._cls, self._ref, self._kind, self._shape = cls, ref, kind, shape
         self._creation = creation
+        self._elems = {}  # index -> ElementProxy (`self.thisProxy[i].m()` in a loop)
 
     def _key(self):
         return self._ref
@@ -425,12 +413,19 @@ class CollectionProxy(Proxy):
         if want:
             fut = Future(self._count())
             fut._by_index = True
-        head, bufs = _dumps_checked((_CALL, name, args, kwargs or None, fut, True),
-                                    f"{_clsname(self._cls)}.{name}")
+        head, bufs = _dumps_call((_CALL, name, args, kwargs or None, fut, True), self._cls, name)
         _core.broadcast(self._ref, head, bufs)
         return fut
 
     def __getitem__(self, idx):
+        p = self._elems.get(idx)
+        if p is None:
+            p = self._element(idx)
+            if len(self._elems) < 4096:
+                self._elems[idx] = p
+        return p
+
+    def _element(self, idx):
         if self._kind == "group":
             if not isinstance(idx, int) or not 0 <= idx < _core.num_pes():
                 raise IndexError(f"group element {idx!r} is out of range [0, {_core.num_pes()})")
@@ -471,6 +466,24 @@ class CollectionProxy(Proxy):
 
     def __repr__(self):
         return f"<proxy to {self._kind} of {_clsname(self._cls)}>"
+
+
+_PROXY_SLOTS = frozenset(("_cls", "_ref", "_idx", "_kind", "_shape", "_creation", "_elems"))
+
+
+def _dumps_call(t, cls, name):
+    """The pickle of a call and its out-of-band buffers."""
+    bufs = []
+    try:
+        head = pickle.dumps(t, _P, buffer_callback=bufs.append)
+    except Exception as e:
+        raise TypeError(f"{_clsname(cls)}.{name}: an argument cannot be pickled: {e}") from e
+    if bufs:
+        try:
+            bufs = [b.raw() for b in bufs]
+        except BufferError:  # a non-contiguous buffer: in band
+            head, bufs = _dumps(t)
+    return head, bufs
 
 
 def _clsname(cls):
@@ -637,10 +650,13 @@ def _construct(ptr, blob):
 
 
 # ---- invocation -------------------------------------------------------------------------
-def _invoke(obj, msg):
-    head, bufs = _core.parse(msg, False)
-    t = pickle.loads(head, buffers=bufs)
-    if t[0] == _CHANNEL:
+_entry_kind = {}  # function -> 0 plain, 1 coroutine or @when (the slow path)
+
+
+def _invoke_slow(obj, msg, t, bufs):
+    """Entry messages _core's fast path leaves: futures, broadcasts, coroutines, @when,
+    channel data, first calls of a method."""
+    if t[0] != _CALL:
         _channel_message(obj, t, msg)
         return
     _, name, args, kwargs, fut, bcast = t
@@ -649,18 +665,20 @@ def _invoke(obj, msg):
         head, bufs = _core.parse(msg, True)
         t = pickle.loads(head, buffers=bufs)
         args, kwargs = t[2], t[3]
-    _call(obj, name, args, kwargs or {}, fut, bcast)
-
-
-def _call(obj, name, args, kwargs, fut, bcast):
     fn = getattr(type(obj), name, None)
-    if fn is None or not callable(fn):
-        raise AttributeError(f"chare class {type(obj).__name__} has no entry method {name!r}")
+    if fn not in _entry_kind:
+        if fn is None or not callable(fn):
+            raise AttributeError(f"chare class {type(obj).__name__} has no entry method {name!r}")
+        _entry_kind[fn] = 1 if (getattr(fn, "_ck_coro", False) or getattr(fn, "_ck_when", None)) else 0
+    _call(obj, fn, args, kwargs or {}, fut, bcast)
+
+
+def _call(obj, fn, args, kwargs, fut, bcast):
     cond = getattr(fn, "_ck_when", None)
     if cond is not None and not _when_true(obj, fn, args, kwargs):
         if obj._ck_when is None:
             obj._ck_when = []
-        obj._ck_when.append((name, args, kwargs, fut, bcast))
+        obj._ck_when.append((fn.__name__, args, kwargs, fut, bcast))
         return
     _run(obj, fn, args, kwargs, fut, bcast)
     _after_entry(obj)
@@ -1080,7 +1098,9 @@ charm = _charm = _Charm()
 class _Hooks:
     """What _core calls."""
     construct = staticmethod(_construct)
-    invoke = staticmethod(_invoke)
+    invoke_slow = staticmethod(_invoke_slow)
+    after_entry = staticmethod(_after_entry)
+    entry_kind = _entry_kind
     combine = staticmethod(_combine)
     handle_exit = staticmethod(_handle_exit)
 
