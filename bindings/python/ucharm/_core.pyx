@@ -55,6 +55,7 @@ cdef extern from "<ucharm/charm.h>" namespace "ck":
     char* raw_payload(void* msg)
     size_t raw_length(void* msg)
     uint32_t future_create(void (*handler)(uint32_t, void*) noexcept)
+    void set_embedder_map(int (*hook)(uint32_t, const Index&, const Index&, int) noexcept)
     void future_release(uint32_t id)
     void future_send_raw(int pe, uint32_t id, void* msg)
 
@@ -75,8 +76,8 @@ cdef extern from "glue.h" namespace "ucharm::py":
     void c_broadcast "ucharm::py::broadcast"(const CollectionRef& c, void* msg)
     CollectionRef c_create_chare "ucharm::py::create_chare"(int pe, string blob)
     CollectionRef c_create_group "ucharm::py::create_group"(string blob)
-    CollectionRef c_create_array "ucharm::py::create_array"(const Index& shape, string blob)
-    CollectionRef c_create_empty_array "ucharm::py::create_empty_array"(int dims)
+    CollectionRef c_create_array "ucharm::py::create_array"(const Index& shape, string blob, uint32_t map_id)
+    CollectionRef c_create_empty_array "ucharm::py::create_empty_array"(int dims, uint32_t map_id)
     void c_insert "ucharm::py::insert"(const CollectionRef& c, const Index& idx, string blob)
     void c_contribute "ucharm::py::contribute"(PyChare* c, string data, int root_pe, int64_t root_future)
     string c_unpack_string "ucharm::py::unpack_string"(const char* data, size_t length)
@@ -318,6 +319,18 @@ cdef void h_reduction_done(const string& result) noexcept:
 cdef void h_release(void* obj) noexcept:
     Py_DECREF(<object>obj)
 
+cdef int h_map(uint32_t map_id, const Index& idx, const Index& shape, int npes) noexcept:
+    cdef int d
+    try:
+        key = []
+        for d in range(idx.dims):
+            key.append(idx.x[d])
+        return _py.map_pe(map_id, tuple(key), npes)
+    except BaseException as e:
+        if not _py.handle_exit(e):
+            _fatal("in an array map's procNum")
+    return 0
+
 cdef void h_idle_begin() noexcept:
     global _idle_state
     _idle_state = PyEval_SaveThread()
@@ -350,6 +363,7 @@ def set_python(py):
     h.reduction_done = h_reduction_done
     h.release = h_release
     set_hooks(h)
+    set_embedder_map(h_map)
 
 
 # ---- the runtime ---------------------------------------------------------------------------
@@ -457,11 +471,11 @@ def create_chare(int pe, bytes blob):
 def create_group(bytes blob):
     return from_ref(c_create_group(blob))
 
-def create_array(tuple shape, bytes blob):
-    return from_ref(c_create_array(to_index(shape), blob))
+def create_array(tuple shape, bytes blob, uint32_t map_id=0):
+    return from_ref(c_create_array(to_index(shape), blob, map_id))
 
-def create_empty_array(int dims):
-    return from_ref(c_create_empty_array(dims))
+def create_empty_array(int dims, uint32_t map_id=0):
+    return from_ref(c_create_empty_array(dims, map_id))
 
 def insert(bytes ref, tuple idx, bytes blob):
     c_insert(to_ref(ref), to_index(idx), blob)

@@ -586,14 +586,18 @@ def Group(cls, args=None):
 def Array(cls, dims=None, ndims=-1, args=None, map=None):
     """A chare array: Array(C, n) or Array(C, (x, y[, z])) creates every element with
     `args`; Array(C, ndims=N) an empty one that grows with proxy.ckInsert(index)."""
+    map_id = 0
     if map is not None:
-        raise NotImplementedError("Array(..., map=...): custom maps (ArrayMap) are not supported yet; "
-                                  "elements are placed in blocks over the PEs")
+        mcls = map._cls if isinstance(map, Proxy) else map
+        if not (isinstance(mcls, type) and issubclass(mcls, ArrayMap)) or mcls not in _map_ids:
+            raise TypeError(f"Array(..., map={map!r}): give a Group of an ArrayMap subclass "
+                            "defined at module level")
+        map_id = _map_ids[mcls]
     if dims is None:
         nd = ndims if ndims > 0 else 1
         if nd > 3:
             raise ValueError(f"chare arrays have 1, 2 or 3 dimensions, not {nd}")
-        ref = _core.create_empty_array(nd)
+        ref = _core.create_empty_array(nd, map_id)
         return CollectionProxy(cls, ref, ("array", nd), None, None)
     shape = (dims,) if isinstance(dims, int) else tuple(dims)
     if not 1 <= len(shape) <= 3 or not all(isinstance(d, int) and d >= 0 for d in shape):
@@ -602,16 +606,45 @@ def Array(cls, dims=None, ndims=-1, args=None, map=None):
     for d in shape:
         n *= d
     creation = Future(n) if n > 0 else None
-    ref = _core.create_array(shape, _blob(cls, args, "array", creation))
+    ref = _core.create_array(shape, _blob(cls, args, "array", creation), map_id)
     return CollectionProxy(cls, ref, "array", shape, creation)
 
 
 class ArrayMap(Chare):
-    """charm4py's base class for array maps (procNum(index) -> PE). Placing elements by a
-    map is not supported yet: Array(..., map=...) says so."""
+    """charm4py's base class for array maps: procNum(index) -> PE, for
+    Array(C, dims, map=Group(MyMap)). Every PE places and finds elements with its own
+    instance of the class, built with no arguments, so procNum must depend only on the
+    index (and charm.numPes()), as the same answer is needed everywhere."""
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        # Numbered in definition order, the same on every PE (the same program runs there).
+        _map_ids[cls] = len(_map_classes) + 1
+        _map_classes.append(cls)
+
+    def __init__(self):
+        pass
 
     def procNum(self, index):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__}.procNum is not defined")
+
+
+_map_ids = {}
+_map_classes = []
+_map_instances = {}
+
+
+def _map_pe(map_id, index, npes):
+    inst = _map_instances.get(map_id)
+    if inst is None:
+        cls = _map_classes[map_id - 1]
+        inst = cls.__new__(cls)
+        inst.__init__()
+        _map_instances[map_id] = inst
+    pe = inst.procNum(index)
+    if not isinstance(pe, int) or not 0 <= pe < npes:
+        raise ValueError(f"{type(inst).__name__}.procNum({index}) returned {pe!r}, not a PE in [0, {npes})")
+    return pe
 
 
 _creations = {}
@@ -1100,6 +1133,7 @@ class _Hooks:
     construct = staticmethod(_construct)
     invoke_slow = staticmethod(_invoke_slow)
     after_entry = staticmethod(_after_entry)
+    map_pe = staticmethod(_map_pe)
     entry_kind = _entry_kind
     combine = staticmethod(_combine)
     handle_exit = staticmethod(_handle_exit)
