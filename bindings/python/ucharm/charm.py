@@ -456,7 +456,7 @@ class CollectionProxy(Proxy):
         t = (index,) if isinstance(index, int) else tuple(index)
         if len(t) != self._ndims_dynamic():
             raise IndexError(f"index {index!r} has {len(t)} dimensions; the array has {self._ndims_dynamic()}")
-        _core.insert(self._ref, t, _blob(self._cls, args, "array", None))
+        _core.insert(self._ref, t, _blob(self._cls, args, self._kind, None))
 
     def ckDoneInserting(self):
         pass
@@ -569,11 +569,22 @@ class Chare:
 def _create_chare(cls, onPE=-1, args=None):
     if onPE != -1 and not 0 <= onPE < _core.num_pes():
         raise ValueError(f"Chare({cls.__name__}, onPE={onPE}): PE out of range [0, {_core.num_pes()})")
-    creation = Future()
+    creation = _CreationFuture()
     ref = _core.create_chare(onPE, _blob(cls, args, "chare", creation))
     p = ElementProxy(cls, ref, None)
+    creation.ref = ref
     _creations[ref] = creation
     return p
+
+
+class _CreationFuture(Future):
+    """A singleton chare's creation: kept for charm.awaitCreation until it completes."""
+    ref = None
+
+    def _deliver(self, value):
+        super()._deliver(value)
+        if self.ready() and self._waiter is None:
+            _creations.pop(self.ref, None)
 
 
 def Group(cls, args=None):
@@ -598,7 +609,7 @@ def Array(cls, dims=None, ndims=-1, args=None, map=None):
         if nd > 3:
             raise ValueError(f"chare arrays have 1, 2 or 3 dimensions, not {nd}")
         ref = _core.create_empty_array(nd, map_id)
-        return CollectionProxy(cls, ref, ("array", nd), None, None)
+        return CollectionProxy(cls, ref, ("array", nd), None, None)  # ckInsert sends this kind
     shape = (dims,) if isinstance(dims, int) else tuple(dims)
     if not 1 <= len(shape) <= 3 or not all(isinstance(d, int) and d >= 0 for d in shape):
         raise ValueError(f"Array({cls.__name__}, {dims!r}): give 1 to 3 non-negative extents")
@@ -606,7 +617,7 @@ def Array(cls, dims=None, ndims=-1, args=None, map=None):
     for d in shape:
         n *= d
     creation = Future(n) if n > 0 else None
-    ref = _core.create_array(shape, _blob(cls, args, "array", creation), map_id)
+    ref = _core.create_array(shape, _blob(cls, args, ("array", shape), creation), map_id)
     return CollectionProxy(cls, ref, "array", shape, creation)
 
 
@@ -652,6 +663,11 @@ _creations = {}
 
 def _construct(ptr, blob):
     cls, args, kind, creation = pickle.loads(blob)
+    shape = None
+    if isinstance(kind, tuple):  # ("array", shape) for bulk arrays, ("array", ndims) for insertion
+        kind, extent = kind
+        shape = extent if isinstance(extent, tuple) else None
+        array_kind = "array" if shape is not None else ("array", extent)
     obj = cls.__new__(cls)
     ref = _core.chare_ref(ptr)
     idx = _core.chare_index(ptr)
@@ -672,7 +688,7 @@ def _construct(ptr, blob):
         key = obj.thisIndex
     else:
         obj.thisIndex = idx
-        obj.thisProxy = CollectionProxy(cls, ref, "array", None)
+        obj.thisProxy = CollectionProxy(cls, ref, array_kind, shape)
         key = idx
     obj._ck_self = ElementProxy(cls, ref, ("pe", key) if kind == "group" else key)
     _local[(_core.ref_id(ref), key)] = obj
