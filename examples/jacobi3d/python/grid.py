@@ -167,10 +167,11 @@ class BlockState:
         return i * j * k
 
     def pack(self, f, out=None):
-        """Face f's own layer as a flat contiguous array (a new one, or into `out`)."""
+        """Face f's own layer as a flat contiguous array: a new one (never a view of the
+        block, which the next iteration overwrites), or written into `out`."""
         layer = self.u[self.cur % 2][self.send[f]]
         if out is None:
-            return self.xp.ascontiguousarray(layer).reshape(-1)
+            return layer.copy().reshape(-1)
         out.reshape(self.face_shape[f])[...] = layer
         return out
 
