@@ -79,6 +79,7 @@ struct RedState {
 struct FutureSlot {
   void* msg = nullptr;
   CthThread waiter = nullptr;
+  FutureHandler handler = nullptr;  // future_create(handler): every value goes there
 };
 
 struct PendingDevice;

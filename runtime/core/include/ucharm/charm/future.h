@@ -17,6 +17,16 @@ void* future_wait(std::uint32_t id, std::uint32_t sig, const char* type_names);
 bool future_ready(std::uint32_t id);
 }  // namespace detail
 
+// A future whose values go to `handler(id, msg)` as they arrive (it owns msg; the value
+// is packed after the Envelope, as for raw entries), any number of times, until
+// future_release(id). For runtimes built on the core that wait in their own way (the
+// Python bindings' coroutines): their channel completions and their own futures.
+using FutureHandler = void (*)(std::uint32_t id, void* msg);
+std::uint32_t future_create(FutureHandler handler);
+void future_release(std::uint32_t id);
+// Sends a raw_alloc'ed message (takes it) as a value of future `id` of PE `pe`.
+void future_send_raw(int pe, std::uint32_t id, void* msg);
+
 template <class T>
 class Future {
  public:

@@ -1,0 +1,95 @@
+#include "glue.h"
+
+#include <utility>
+
+namespace ucharm::py {
+
+namespace {
+Hooks g_hooks;  // set once by the module before start(); read-only afterwards
+
+void on_message(PyChare* c, void* msg) { g_hooks.invoke(c->obj, msg); }
+using Entry = ck::RawEntry<PyChare, &on_message>;
+
+std::string combine(const std::string& a, const std::string& b) {
+  std::string out;
+  g_hooks.combine(a, b, out);
+  return out;
+}
+void reduction_done(std::string result) { g_hooks.reduction_done(result); }
+
+struct PyMain : ck::MainChare<PyMain> {
+  explicit PyMain(const ck::MainArgs& a) { g_hooks.start(a.argc, a.argv); }
+};
+}  // namespace
+
+void set_hooks(const Hooks& h) { g_hooks = h; }
+
+PyChare::PyChare(std::string blob) { obj = g_hooks.construct(this, blob.data(), blob.size()); }
+PyChare::~PyChare() {
+  if (obj) g_hooks.release(obj);
+}
+
+int start(int argc, char** argv) { return ck::start<PyMain>(argc, argv); }
+
+void send(const ck::CollectionRef& c, const ck::Index& idx, void* msg) { ck::raw_send<Entry>(c, idx, msg); }
+void broadcast(const ck::CollectionRef& c, void* msg) { ck::raw_broadcast<Entry>(c, msg); }
+
+ck::CollectionRef create_chare(int pe, std::string blob) {
+  return ck::ChareProxy<PyChare>::create_on(pe, std::move(blob)).ref();
+}
+ck::CollectionRef create_group(std::string blob) {
+  return ck::GroupProxy<PyChare>::create(std::move(blob)).ref();
+}
+ck::CollectionRef create_array(const ck::Index& shape, std::string blob) {
+  return ck::ArrayProxy<PyChare>::create(shape, ck::Map::block, std::move(blob)).ref();
+}
+ck::CollectionRef create_empty_array(int dims) { return ck::ArrayProxy<PyChare>::create_empty(dims).ref(); }
+void insert(const ck::CollectionRef& c, const ck::Index& idx, std::string blob) {
+  ck::ArrayProxy<PyChare>(c).insert(idx, std::move(blob));
+}
+
+void contribute(PyChare* c, std::string data, int root_pe, std::int64_t root_future) {
+  const ck::CkCallback cb = root_future < 0
+                                ? ck::CkCallback::function<&reduction_done>(0)
+                                : ck::CkCallback::future(root_pe, static_cast<std::uint32_t>(root_future));
+  c->contribute(data, ck::UserReducer<&combine>{}, cb);
+}
+
+std::string unpack_string(const char* data, std::size_t len) {
+  std::string s;
+  PUP::er p = PUP::er::unpacker(data, len);
+  p | s;
+  return s;
+}
+
+ck::CkChannel* channel_open(PyChare* self, const ck::CollectionRef& peer, const ck::Index& peer_idx,
+                            std::uint32_t sub_id) {
+  return new ck::CkChannel(self->ckRef(), self->ckIndex(), peer, peer_idx, sub_id);
+}
+void channel_send(ck::CkChannel* ch, const void* ptr, std::size_t size, std::uint32_t future, void* stream) {
+  ch->send(ptr, size, ck::CkCallback::future(CkMyPe(), future), stream);
+}
+void channel_recv(ck::CkChannel* ch, void* ptr, std::size_t size, std::uint32_t future, void* stream) {
+  ch->recv(ptr, size, ck::CkCallback::future(CkMyPe(), future), stream);
+}
+void channel_close(ck::CkChannel* ch) { delete ch; }
+
+}  // namespace ucharm::py
+
+namespace ucharm::py {
+void start_qd(int pe, std::uint32_t future) { ck::start_qd(ck::CkCallback::future(pe, future)); }
+}  // namespace ucharm::py
+
+namespace ucharm::py {
+bool is_reduction_value(void* msg) { return ck::detail::envelope(msg).sig != 0; }
+}  // namespace ucharm::py
+
+namespace ucharm::py {
+namespace {
+ck::readonly<std::string> g_readonly;
+}
+const ck::CollectionRef& chare_ref(PyChare* c) { return c->ckRef(); }
+const ck::Index& chare_index(PyChare* c) { return c->ckIndex(); }
+void set_readonly(std::string value) { g_readonly = value; }
+const std::string& get_readonly() { return *g_readonly; }
+}  // namespace ucharm::py

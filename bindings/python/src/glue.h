@@ -1,0 +1,85 @@
+// The C++ side of the Python bindings: one chare class (PyChare) for every Python chare,
+// the main chare, the raw entry that carries every Python call, the reducer that combines
+// pickled contributions, and the hooks through which the core reaches the interpreter.
+// Only the Cython module (_core.pyx) includes this.
+#pragma once
+
+#include <ucharm/charm.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace ucharm::py {
+
+// Implemented in _core.pyx. Each runs with the GIL held (the scheduler holds it whenever
+// it is not asleep) and never lets a Python exception escape: it ends the job instead.
+struct Hooks {
+  // Builds the Python object of a new element from its pickled (class, args); returns a
+  // new reference.
+  void* (*construct)(void* chare, const char* blob, std::size_t len);
+  void (*invoke)(void* obj, void* msg);                     // takes msg
+  void (*start)(int argc, char** argv);                     // PE 0, once, after start-up
+  void (*future_value)(std::uint32_t id, void* msg);        // takes msg
+  // Combines two pickled contributions into one.
+  void (*combine)(const std::string& a, const std::string& b, std::string& out);
+  void (*reduction_done)(const std::string& result);        // on PE 0
+  void (*release)(void* obj);                               // an element is destroyed
+};
+void set_hooks(const Hooks& h);
+
+class PyChare : public ck::ChareBase {
+ public:
+  explicit PyChare(std::string blob);
+  ~PyChare() override;
+  void* obj = nullptr;  // the Python object (a strong reference)
+};
+
+int start(int argc, char** argv);
+
+// Messages for the raw entry: raw_alloc'ed, filled by the caller, taken by these.
+void send(const ck::CollectionRef& c, const ck::Index& idx, void* msg);
+void broadcast(const ck::CollectionRef& c, void* msg);
+
+ck::CollectionRef create_chare(int pe, std::string blob);
+ck::CollectionRef create_group(std::string blob);
+ck::CollectionRef create_array(const ck::Index& shape, std::string blob);
+ck::CollectionRef create_empty_array(int dims);
+void insert(const ck::CollectionRef& c, const ck::Index& idx, std::string blob);
+
+// A pickled contribution; the result goes to reduction_done on PE 0 (root_future < 0) or
+// to future `root_future` of PE `root_pe`.
+void contribute(PyChare* c, std::string data, int root_pe, std::int64_t root_future);
+
+// Decodes a reduction result delivered to a future (a packed std::string).
+std::string unpack_string(const char* data, std::size_t len);
+
+// Channels: `future` receives the completion (the byte count, packed).
+ck::CkChannel* channel_open(PyChare* self, const ck::CollectionRef& peer, const ck::Index& peer_idx,
+                            std::uint32_t sub_id);
+void channel_send(ck::CkChannel* ch, const void* ptr, std::size_t size, std::uint32_t future, void* stream);
+void channel_recv(ck::CkChannel* ch, void* ptr, std::size_t size, std::uint32_t future, void* stream);
+void channel_close(ck::CkChannel* ch);
+
+}  // namespace ucharm::py
+
+namespace ucharm::py {
+// Quiescence detection: the future gets an empty value once the job is quiescent.
+void start_qd(int pe, std::uint32_t future);
+}  // namespace ucharm::py
+
+namespace ucharm::py {
+// A future's value message: true when it holds a packed reduction result (from the core),
+// false when it was built by the bindings (future_send_raw sends with signature 0).
+bool is_reduction_value(void* msg);
+}  // namespace ucharm::py
+
+namespace ucharm::py {
+// The element's collection and index (what its Python object needs to know itself).
+const ck::CollectionRef& chare_ref(PyChare* c);
+const ck::Index& chare_index(PyChare* c);
+// One readonly value for the Python side (its runtime group's reference): set on PE 0
+// during start-up, on every PE before any other message is handled.
+void set_readonly(std::string value);
+const std::string& get_readonly();
+}  // namespace ucharm::py
