@@ -807,8 +807,20 @@ def _handle_exit(e):
 
 
 # ---- channels ---------------------------------------------------------------------------
+_cupy_ndarray = None  # cupy.ndarray once CuPy is imported (its attributes are cheaper than the CAI)
+
+
 def _device_info(obj):
     """(ptr, nbytes, shape, dtype str, stream) of a device array, or None for host objects."""
+    global _cupy_ndarray
+    if _cupy_ndarray is None and "cupy" in sys.modules:
+        _cupy_ndarray = sys.modules["cupy"].ndarray
+    if type(obj) is _cupy_ndarray:
+        if not obj.flags.c_contiguous:
+            raise ValueError("Channel: device arrays must be C-contiguous")
+        # Transfers wait for the work queued on CuPy's current stream (0: the legacy one,
+        # which the transfer's own synchronisation covers).
+        return obj.data.ptr, obj.nbytes, obj.shape, obj.dtype.str, sys.modules["cupy"].cuda.get_current_stream().ptr
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is None:
         return None
@@ -929,6 +941,18 @@ class Channel:
         return _SendHandle(ops)
 
     def recv(self, *bufs, stream=None):
+        sptr = stream.ptr if stream is not None and hasattr(stream, "ptr") else (stream or 0)
+        # Device buffers given: their receives are posted now, before the message that
+        # describes the arrays arrives (the channel's counters match them to the sends in
+        # order), so the data moves as soon as it is sent. The description is checked after.
+        posted = []
+        for k, b in enumerate(bufs):
+            info = _device_info(b)
+            if info is None:
+                raise TypeError(f"Channel.recv: buffer {k} is not a device array (no __cuda_array_interface__)")
+            op = _Op(keep=b)
+            _core.channel_recv(self._ch, info[0], info[1], op.fid, sptr or info[4])
+            posted.append((info, op))
         seq = self._recv_seq
         while seq not in self._inbox:
             self._waiter = getcurrent()
@@ -942,30 +966,22 @@ class Channel:
         head, parts = _core.parse(msg, False)
         payload, inline = parts[0], parts[1:]
         if bufs and len(bufs) != len(descs):
-            raise ValueError(f"Channel.recv: {len(bufs)} buffer(s) given, but the message holds "
+            raise ValueError(f"Channel.recv: {len(bufs)} device buffer(s) given, but the message holds "
                              f"{len(descs)} device array(s)")
-        ops, out_dev = [], {}
-        sptr = stream.ptr if stream is not None and hasattr(stream, "ptr") else (stream or 0)
+        ops, out_dev = [op for _, op in posted], {}
         for k, (i, n, shape, dt) in enumerate(descs):
             if bufs:
-                b = bufs[k]
-                info = _device_info(b)
-                if info is None:
-                    raise TypeError(f"Channel.recv: buffer {k} is not a device array")
-                import numpy
-                if info[1] != n or numpy.dtype(info[3]) != numpy.dtype(dt):
+                b, info = bufs[k], posted[k][0]
+                if info[1] != n or info[3] != dt:
+                    import numpy
                     raise ValueError(f"Channel.recv: buffer {k} holds {info[1]} bytes of {numpy.dtype(info[3])}, "
                                      f"but the array sent has {n} bytes of {numpy.dtype(dt)} (shape {shape})")
-                ptr = info[0]
-                s = sptr or info[4]
             else:
                 import cupy
                 b = cupy.empty(shape, dtype=dt)
-                ptr = b.data.ptr
-                s = sptr
-            op = _Op(keep=None)
-            _core.channel_recv(self._ch, ptr, n, op.fid, s)
-            ops.append(op)
+                op = _Op(keep=None)
+                _core.channel_recv(self._ch, b.data.ptr, n, op.fid, sptr)
+                ops.append(op)
             out_dev[i] = b
         bufs_all, it = [], iter(inline)
         for size in layout:  # host buffers over the channel come after the device arrays
