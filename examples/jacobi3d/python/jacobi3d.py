@@ -1,0 +1,177 @@
+"""Jacobi3D with ucharm's Python bindings (charm4py's API): the problem of ../jacobi3d.cpp
+(same grid, boundary values, block decomposition and arithmetic, so the result equals the
+C++ one bit for bit). A 3-D chare array of blocks; each block runs its iterations in a
+@coro entry method and exchanges halos with up to six neighbours through one Channel each:
+  direct   (--gpu) halos as CuPy device arrays, sent device to device
+  staging  (--gpu) halos copied to host NumPy arrays, sent, copied back to the GPU
+Without --gpu the kernels are NumPy and halos NumPy arrays in both modes.
+    ucharmrun -n 4 python3 jacobi3d.py --grid 96 --blocks 8 --iters 100 [--gpu --mode direct] [--verify]
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+from ucharm import Array, Channel, Chare, Future, Reducer, charm, coro
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import grid  # noqa: E402
+
+
+class Block(Chare):
+    def __init__(self, cfg):
+        xp = np
+        if cfg['gpu']:
+            import cupy as xp  # only with --gpu: CPU runs need no CuPy
+            xp.cuda.Device(charm.myPe() % xp.cuda.runtime.getDeviceCount()).use()
+        self.xp = xp
+        self.gpu = cfg['gpu']
+        self.direct = cfg['gpu'] and cfg['mode'] == 'direct'
+        self.st = grid.BlockState(xp, cfg['grid'], cfg['dims'], tuple(self.thisIndex))
+        # Channels are opened once and keep message order: no iteration tags needed.
+        self.ch = {f: Channel(self, remote=self.thisProxy[grid.neighbour(self.thisIndex, f)]) for f in self.st.faces}
+        if self.direct:
+            # Send buffers by iteration parity: a neighbour can be one iteration behind in
+            # receiving, never two (as in the C++ version). One receive buffer per face:
+            # each is unpacked before the next receive into it is posted.
+            count = self.st.face_count
+            self.send_buf = [{f: xp.empty(count(f)) for f in self.st.faces} for _ in range(2)]
+            self.recv_buf = {f: xp.empty(count(f)) for f in self.st.faces}
+            self.sync()
+
+    def sync(self):
+        if self.gpu:
+            self.xp.cuda.get_current_stream().synchronize()
+
+    def send_halos(self):
+        st = self.st
+        if self.direct:
+            bufs = self.send_buf[st.cur % 2]
+            for f in st.faces:
+                st.pack(f, bufs[f])
+            self.sync()  # the packs are done before the data leaves
+            for f in st.faces:
+                self.ch[f].send(bufs[f])
+        else:
+            for f in st.faces:
+                halo = st.pack(f)  # a new array: the sent one is never written again
+                self.ch[f].send(self.xp.asnumpy(halo) if self.gpu else halo)
+
+    def recv_halos(self):
+        st = self.st
+        for f in st.faces:
+            if self.direct:
+                self.ch[f].recv(self.recv_buf[f])
+                st.unpack(f, self.recv_buf[f])
+            else:
+                halo = self.ch[f].recv()
+                st.unpack(f, self.xp.asarray(halo) if self.gpu else halo)
+
+    @coro
+    def run(self, iterations, done):
+        """`iterations` more sweeps; then the largest change of the last one, reduced with
+        max over all blocks, goes to the future `done` (it also says all blocks finished)."""
+        residual = 0.0
+        for n in range(iterations):
+            self.send_halos()
+            self.st.update_interior()  # overlaps with the halos in flight
+            self.recv_halos()
+            self.st.update_shell()
+            if n == iterations - 1:
+                residual = self.st.residual()
+            self.st.advance()
+        self.sync()
+        self.contribute(residual, Reducer.max, done)
+
+    def cells(self):
+        return self.st.cells()
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog='jacobi3d.py', description='Jacobi3D: 7-point stencil on a 3-D chare array')
+    p.add_argument('--grid', type=int, nargs='+', default=[64], metavar='N',
+                   help='cells per dimension: N (a cube) or X Y Z')
+    p.add_argument('--blocks', type=int, default=charm.numPes(), help='number of blocks (default: one per PE)')
+    p.add_argument('--iters', type=int, default=100, help='timed iterations')
+    p.add_argument('--warmup', type=int, default=10, help='untimed iterations first')
+    p.add_argument('--mode', choices=['direct', 'staging'], default='direct',
+                   help='GPU halo path (--gpu); CPU runs send NumPy arrays either way')
+    p.add_argument('--gpu', action='store_true', help='CuPy arrays and kernels on the GPU (PE p uses GPU p mod count)')
+    p.add_argument('--verify', action='store_true', help='compare with a serial NumPy run, bit for bit')
+    a = p.parse_args(argv)
+    if len(a.grid) not in (1, 3):
+        p.error('--grid takes 1 or 3 numbers')
+    if a.iters < 1 or a.warmup < 0:
+        p.error('--iters must be positive and --warmup not negative')
+    a.grid = tuple(a.grid * 3 if len(a.grid) == 1 else a.grid)
+    return a
+
+
+def sweep(blocks, iterations):
+    done = Future()
+    blocks.run(iterations, done)  # broadcast
+    return done.get()
+
+
+def main(args):
+    try:
+        a = parse(args[1:])
+        dims = grid.decompose(*a.grid, a.blocks)
+    except SystemExit as e:  # argparse's usage errors and --help
+        charm.exit(e.code or 0)
+        return
+    except ValueError as e:
+        print('jacobi3d:', e, file=sys.stderr)
+        charm.exit(1)
+        return
+    if a.gpu:
+        try:
+            import cupy  # noqa: F401  (checked here, once, for a clear message)
+        except ImportError:
+            print('jacobi3d: --gpu needs CuPy, which is not installed', file=sys.stderr)
+            charm.exit(1)
+            return
+    gx, gy, gz = a.grid
+    shape = tuple(g // d for g, d in zip(a.grid, dims))
+    print(f'Jacobi3D (Python): grid {gx}x{gy}x{gz}, {a.blocks} blocks ({dims[0]}x{dims[1]}x{dims[2]}) of '
+          f'{shape[0]}x{shape[1]}x{shape[2]}, {charm.numPes()} PEs, mode {a.mode if a.gpu else "host"}, '
+          f'{"CuPy" if a.gpu else "NumPy"} kernels')
+    t = time.time()
+    blocks = Array(Block, dims, args=[{'grid': a.grid, 'dims': dims, 'gpu': a.gpu, 'mode': a.mode}])
+    charm.awaitCreation(blocks)
+    print(f'start-up: {time.time() - t:.3f} s (array creation)')
+    if a.warmup:
+        sweep(blocks, a.warmup)
+    t = time.time()
+    residual = sweep(blocks, a.iters)
+    elapsed = time.time() - t
+    print(f'iterations: {a.iters} (after {a.warmup} warm-up)')
+    print(f'time per iteration: {elapsed / a.iters * 1e3:.4f} ms')
+    print(f'residual: {residual:.6e} (largest change in the last iteration)')
+    code = 0
+    if a.verify:
+        code = verify(blocks, a, dims, shape)
+    charm.exit(code)
+
+
+def verify(blocks, a, dims, shape):
+    """Gathers every block's cells and compares them with a serial run, bit for bit."""
+    gx, gy, gz = a.grid
+    lx, ly, lz = shape
+    futures = {(x, y, z): blocks[(x, y, z)].cells(ret=True)
+               for x in range(dims[0]) for y in range(dims[1]) for z in range(dims[2])}
+    got = np.empty((gz, gy, gx))
+    for (x, y, z), f in futures.items():
+        got[z * lz:(z + 1) * lz, y * ly:(y + 1) * ly, x * lx:(x + 1) * lx] = f.get()
+    ref = grid.serial_reference(gx, gy, gz, a.warmup + a.iters)[1:-1, 1:-1, 1:-1]
+    wrong = int(np.count_nonzero(got != ref))
+    if wrong:
+        print(f'verify: FAILED, {wrong} of {got.size} cells differ from the serial reference')
+        return 1
+    print(f'verify: ok, all {got.size} cells equal the serial reference after {a.warmup + a.iters} iterations')
+    return 0
+
+
+charm.start(main)
