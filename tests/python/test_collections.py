@@ -15,9 +15,9 @@ def test_dynamic_insertion_and_broadcast(pes):
     check_ok(run("dynamic_array.py", pes))
 
 
-@pytest.mark.parametrize("pes", [1, 2])
-def test_reductions_over_inserted_elements(pes):
-    check_ok(run("dynamic_array_reduction.py", pes))
+@pytest.mark.parametrize("pes", PES)
+def test_array_maps(pes):
+    check_ok(run("array_map.py", pes))
 
 
 @pytest.mark.parametrize("pes", PES)
@@ -32,3 +32,8 @@ def test_broadcasts_reach_exactly_the_elements_inserted_before(pes):
     # At 8 PEs the broadcast is forwarded through other PEs, so an insertion sent after
     # it can arrive first.
     check_ok(run("dynamic_array_epochs.py", pes))
+
+
+@pytest.mark.parametrize("pes", [1, 2])
+def test_reductions_over_inserted_elements(pes):
+    check_ok(run("dynamic_array_reduction.py", pes))

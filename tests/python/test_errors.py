@@ -20,6 +20,7 @@ CASES = {
     "array_too_many_dimensions": ["1 to 3"],
     "insert_into_fixed_array": ["ckInsert", "fixed size"],
     "local_chare_class": ["Local", "module level"],
+    "map_not_an_array_map": ["TypeError", "map=", "ArrayMap"],
     "raise_in_main": ["Traceback", "KeyError: 'main-fail'", "main function"],
 }
 

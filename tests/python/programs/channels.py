@@ -1,5 +1,5 @@
 # Channels between array elements: in-order streams of host objects, several objects per
-# send, NumPy arrays small and large (>= 64 KiB go zero-copy), a 1-D ring exchanging
+# send, NumPy arrays small and large (read-only ones >= 64 KiB go zero-copy), a 1-D ring exchanging
 # with both neighbours (small arrays).
 import numpy as np
 
@@ -48,7 +48,10 @@ class Peer(Chare):
         else:
             got = self.recv_arrays(ch)
             self.send_arrays(ch, small, large, edge, just_below, two_d)
-        r1, r2, s, l, t, e, jb, td, st = got
+        r1, r2, s, l, t, e, jb, td, st, ro, by, ro10 = got
+        assert ro.dtype == np.int32 and np.array_equal(ro, np.arange(300_000, dtype=np.int32) * (other + 1))
+        assert by == bytes(range(256)) * 512
+        assert np.array_equal(ro10, ro[:10])
         assert np.array_equal(r1, np.arange(100, dtype=np.float64) + other)
         assert r2.dtype == np.int32 and np.array_equal(r2, np.arange(300_000, dtype=np.int32) * (other + 1))
         assert np.array_equal(s, r1) and np.array_equal(l, r2) and t == "text"
@@ -66,6 +69,12 @@ class Peer(Chare):
         ch.send(large)
         ch.send(small, large, "text", edge, just_below, two_d)
         ch.send(large[::2])                                         # not contiguous
+        # Read-only buffers of >= 64 KiB go zero-copy (writable ones are copied): a
+        # read-only array and bytes; the handle's get() says when they may be reused.
+        ro = large.copy()
+        ro.flags.writeable = False
+        h = ch.send(ro, bytes(range(256)) * 512, ro[:10])
+        h.get()
 
     @staticmethod
     def recv_arrays(ch):
@@ -73,7 +82,8 @@ class Peer(Chare):
         r2 = ch.recv()
         s, l, t, e, jb, td = ch.recv()
         st = ch.recv()
-        return r1, r2, s, l, t, e, jb, td, st
+        ro, by, ro10 = ch.recv()
+        return r1, r2, s, l, t, e, jb, td, st, ro, by, ro10
 
     @coro
     def ring(self, size):

@@ -6,7 +6,12 @@ import threading
 
 import numpy as np
 
-from ucharm import charm, Chare, Group, Array, Channel, Future, Reducer, coro
+from ucharm import charm, Chare, Group, Array, ArrayMap, Channel, Future, Reducer, coro
+
+
+class BadMap(ArrayMap):
+    def procNum(self, index):
+        return charm.numPes() + 98 if index[0] == 3 else 0
 
 
 class Target(Chare):
@@ -110,6 +115,10 @@ def main(args):
         p = Array(Target, 2)
         p[1].send_one(p[0])
         p[0].recv_host_into_numpy(p[1], ret=True).get()
+    elif case == "bad_array_map":
+        Array(Target, 5, map=Group(BadMap))
+    elif case == "map_not_an_array_map":
+        Array(Target, 5, map=g)
     elif case == "raise_in_entry":
         g.explode()
     elif case == "raise_in_constructor":
