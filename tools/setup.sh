@@ -20,7 +20,7 @@ venv=$root/.venv
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-pkgs=(g++ cmake ninja-build pkg-config python3 python3-venv
+pkgs=(g++ cmake ninja-build pkg-config python3 python3-venv python3-dev
       libpmix-dev libhwloc-dev libboost-context-dev libgtest-dev googletest
       libcli11-dev libfmt-dev openmpi-bin libopenmpi-dev bc)
 missing=()
@@ -43,11 +43,25 @@ if [ -z "${UCHARM_UCX_ROOT:-}" ]; then
   UCHARM_UCX_ROOT=$("$venv/bin/python" -c 'import libucx,os;print(os.path.dirname(libucx.__file__))')
 fi
 
-# matplotlib, for tools/plot_osu.py (benchmark curves as PNG).
+# matplotlib, for tools/plot_osu.py (benchmark curves as PNG); Cython, scikit-build-core,
+# greenlet, NumPy and pytest for the Python package (bindings/python) and its tests.
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -c 'import matplotlib' 2>/dev/null ||
-  "$venv/bin/pip" install -q --disable-pip-version-check 'matplotlib>=3.7'
+"$venv/bin/python" -c 'import matplotlib, Cython, scikit_build_core, greenlet, numpy, pytest' 2>/dev/null ||
+  "$venv/bin/pip" install -q --disable-pip-version-check 'matplotlib>=3.7' 'cython>=3.0,<4' \
+      'scikit-build-core>=0.10' 'greenlet>=3' numpy 'pytest>=7'
 
-cmake -S "$root" -B "$build" -G Ninja "${config[@]}" \
+# The sanitizer build leaves the Python package out: an instrumented extension cannot be
+# loaded into the uninstrumented interpreter.
+python_opt=(-DPython3_EXECUTABLE="$venv/bin/python")
+[ "${1:-}" = --asan ] && python_opt=(-DUCHARM_BUILD_PYTHON=OFF)
+cmake -S "$root" -B "$build" -G Ninja "${config[@]}" "${python_opt[@]}" \
       -DUCHARM_UCX_ROOT="$UCHARM_UCX_ROOT" >/dev/null
 cmake --build "$build" --parallel "$(nproc)"
+
+# The package installed into the project virtualenv (`.venv/bin/python prog.py`,
+# `.venv/bin/ucharmrun`); its build folder is kept, so a second run is quick.
+if [ "${1:-}" != --asan ]; then
+  UCHARM_UCX_ROOT="$UCHARM_UCX_ROOT" "$venv/bin/pip" install -q --disable-pip-version-check \
+      --no-build-isolation -C build-dir="$build/python-wheel" -C cmake.define.UCHARM_UCX_ROOT="$UCHARM_UCX_ROOT" \
+      "$root/bindings/python"
+fi

@@ -182,6 +182,14 @@ void check_bounds(const CollectionRef& c, const Index& idx) {
       CkAbort("index %s is outside the chare array's bounds %s", idx.str().c_str(), c.shape.str().c_str());
 }
 
+namespace {
+EmbedderMap g_embedder_map = nullptr;  // set once, before start-up, by the embedder
+int call_embedder_map(std::uint32_t id, const Index& idx, const Index& shape, int n) {
+  if (!g_embedder_map) CkAbort("an array uses an embedder's map, but no map hook is set");
+  return g_embedder_map(id, idx, shape, n);
+}
+}  // namespace
+
 int home_pe(const CollectionRef& c, const Index& idx) {
   const int n = CmiNumPes();
   switch (c.kind) {
@@ -200,8 +208,10 @@ int home_pe(const CollectionRef& c, const Index& idx) {
       std::uint64_t h = c.bounded ? static_cast<std::uint64_t>(linear(c.shape, idx)) : IndexHash{}(idx);
       return static_cast<int>(h % static_cast<std::uint64_t>(n));
     }
+    case MapKind::Embedder:
     case MapKind::User: {
-      int pe = registry().maps[c.map.fn](idx, c.shape, n);
+      int pe = c.map.kind == MapKind::User ? registry().maps[c.map.fn](idx, c.shape, n)
+                                           : call_embedder_map(c.map.fn, idx, c.shape, n);
       if (pe < 0 || pe >= n) CkAbort("the array map put index %s on PE %d, outside [0, %d)", idx.str().c_str(), pe, n);
       return pe;
     }
@@ -219,6 +229,8 @@ void* local_branch(const CollectionRef& c, const Index& idx) {
 }  // namespace ck::detail
 
 namespace ck {
+
+void set_embedder_map(EmbedderMap hook) { detail::g_embedder_map = hook; }
 
 ChareBase::ChareBase() : ref_(detail::constructing().ref), index_(detail::constructing().index) {}
 

@@ -69,6 +69,20 @@ TEST(CoreUndelivered, MessagesForAnElementNeverInsertedAreReportedAtQuiescence) 
   }
 }
 
+// Raw broadcasts, futures with handlers, embedder maps and the exit hook (what the Python
+// bindings are built on).
+class Embedder : public ::testing::TestWithParam<int> {};
+TEST_P(Embedder, RawBroadcastHandlerFuturesMapsAndExitHook) {
+  const int n = GetParam();
+  Result r = job(n, EMBEDDER_PATH, {}, 60);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, "embedder ok")) << describe(r);
+  for (int pe = 0; pe < n; ++pe)
+    EXPECT_TRUE(has(r.out, "exit hook 0 on PE " + std::to_string(pe))) << describe(r);
+}
+INSTANTIATE_TEST_SUITE_P(Core, Embedder, ::testing::Values(1, 2, 4, 8),
+                         [](const auto& info) { return std::to_string(info.param) + "pe"; });
+
 TEST(CoreUndelivered, CanBeMadeAnError) {
   Result r = job(2, FIXES_PATH, {"undelivered"}, 60, {"UCHARM_UNDELIVERED=error"});
   EXPECT_NE(r.code, 0) << describe(r);

@@ -18,6 +18,13 @@ if [ -e "${reports[0]}" ]; then
     echo "==== sanitizer report $(basename "$f") (command: $*)" >&2
     cat "$f" >&2
   done
+  # The head of each report once more, last: a log that keeps only the end of a test's
+  # output (CI's summary) still shows the error line and the innermost frames.
+  for f in "${reports[@]}"; do
+    echo "==== head of $(basename "$f")" >&2
+    grep -m 1 -E "ERROR|runtime error" "$f" >&2
+    grep -m 14 -E "^ *#[0-9]+ " "$f" >&2
+  done
   rm -rf "$dir"
   echo "sanitizer: ${#reports[@]} report file(s) above; the test fails" >&2
   # Death by a signal fails the test even where CTest judges it by its output

@@ -40,10 +40,13 @@ ck::CollectionRef create_chare(int pe, std::string blob) {
 ck::CollectionRef create_group(std::string blob) {
   return ck::GroupProxy<PyChare>::create(std::move(blob)).ref();
 }
-ck::CollectionRef create_array(const ck::Index& shape, std::string blob) {
-  return ck::ArrayProxy<PyChare>::create(shape, ck::Map::block, std::move(blob)).ref();
+ck::CollectionRef create_array(const ck::Index& shape, std::string blob, std::uint32_t map_id) {
+  const ck::Map map = map_id ? ck::embedder_map(map_id) : ck::Map::block;
+  return ck::ArrayProxy<PyChare>::create(shape, map, std::move(blob)).ref();
 }
-ck::CollectionRef create_empty_array(int dims) { return ck::ArrayProxy<PyChare>::create_empty(dims).ref(); }
+ck::CollectionRef create_empty_array(int dims, std::uint32_t map_id) {
+  return ck::ArrayProxy<PyChare>::create_empty(dims, map_id ? ck::embedder_map(map_id) : ck::Map::round_robin).ref();
+}
 void insert(const ck::CollectionRef& c, const ck::Index& idx, std::string blob) {
   ck::ArrayProxy<PyChare>(c).insert(idx, std::move(blob));
 }

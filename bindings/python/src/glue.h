@@ -43,8 +43,9 @@ void broadcast(const ck::CollectionRef& c, void* msg);
 
 ck::CollectionRef create_chare(int pe, std::string blob);
 ck::CollectionRef create_group(std::string blob);
-ck::CollectionRef create_array(const ck::Index& shape, std::string blob);
-ck::CollectionRef create_empty_array(int dims);
+// map_id 0: blocks (bulk) or round-robin (insertion); else the embedder map hook's id.
+ck::CollectionRef create_array(const ck::Index& shape, std::string blob, std::uint32_t map_id);
+ck::CollectionRef create_empty_array(int dims, std::uint32_t map_id);
 void insert(const ck::CollectionRef& c, const ck::Index& idx, std::string blob);
 
 // A pickled contribution; the result goes to reduction_done on PE 0 (root_future < 0) or

@@ -14,8 +14,13 @@ from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.pystate cimport PyThreadState
 
+import pickle
 import sys
 import traceback
+
+cdef object _dumps = pickle.dumps
+cdef object _loads = pickle.loads
+cdef int _PROTO = 5
 
 cdef extern from "Python.h":
     PyThreadState* PyEval_SaveThread() nogil
@@ -50,6 +55,7 @@ cdef extern from "<ucharm/charm.h>" namespace "ck":
     char* raw_payload(void* msg)
     size_t raw_length(void* msg)
     uint32_t future_create(void (*handler)(uint32_t, void*) noexcept)
+    void set_embedder_map(int (*hook)(uint32_t, const Index&, const Index&, int) noexcept)
     void future_release(uint32_t id)
     void future_send_raw(int pe, uint32_t id, void* msg)
 
@@ -70,8 +76,8 @@ cdef extern from "glue.h" namespace "ucharm::py":
     void c_broadcast "ucharm::py::broadcast"(const CollectionRef& c, void* msg)
     CollectionRef c_create_chare "ucharm::py::create_chare"(int pe, string blob)
     CollectionRef c_create_group "ucharm::py::create_group"(string blob)
-    CollectionRef c_create_array "ucharm::py::create_array"(const Index& shape, string blob)
-    CollectionRef c_create_empty_array "ucharm::py::create_empty_array"(int dims)
+    CollectionRef c_create_array "ucharm::py::create_array"(const Index& shape, string blob, uint32_t map_id)
+    CollectionRef c_create_empty_array "ucharm::py::create_empty_array"(int dims, uint32_t map_id)
     void c_insert "ucharm::py::insert"(const CollectionRef& c, const Index& idx, string blob)
     void c_contribute "ucharm::py::contribute"(PyChare* c, string data, int root_pe, int64_t root_future)
     string c_unpack_string "ucharm::py::unpack_string"(const char* data, size_t length)
@@ -201,7 +207,7 @@ cdef void* build(bytes head, list bufs) except NULL:
     return msg
 
 
-def parse(Message m, bint copy):
+cpdef tuple parse(Message m, bint copy):
     """(head, buffers) of a message built by build(); the buffers alias the message unless
     `copy` (a broadcast's message is shared by the PE's elements)."""
     cdef char* p = raw_payload(m.msg)
@@ -225,6 +231,7 @@ def parse(Message m, bint copy):
 
 # ---- hooks: the core calling Python ---------------------------------------------------------
 cdef object _py = None  # the Python side (charm.py's hook functions), set by set_python
+cdef dict _entry_kind = None  # charm.py's: function -> 0 plain entry method, 1 other
 cdef PyThreadState* _idle_state = NULL
 
 
@@ -252,12 +259,31 @@ cdef void* h_construct(void* chare, const char* blob, size_t length) noexcept:
     return NULL
 
 cdef void h_invoke(void* obj, void* msg) noexcept:
+    # The common case here (a plain entry method, no future, not a broadcast); anything
+    # else in charm.py's invoke_slow.
     cdef Message m = wrap(msg)
+    cdef object o = <object>obj
+    cdef tuple t
+    fn = None
     try:
-        _py.invoke(<object>obj, m)
+        head, bufs = parse(m, False)
+        t = _loads(head, buffers=bufs)
+        if t[0] == 0 and t[4] is None and not t[5]:
+            fn = getattr(type(o), t[1], None)
+            if _entry_kind.get(fn) == 0:
+                kw = t[3]
+                if kw:
+                    fn(o, *t[2], **kw)
+                else:
+                    fn(o, *t[2])
+                if o._ck_when or o._ck_waiting:
+                    _py.after_entry(o)
+                return
+        _py.invoke_slow(o, m, t, bufs)
     except BaseException as e:
         if not _py.handle_exit(e):
-            _fatal("in an entry method")
+            name = t[1] if fn is not None else None
+            _fatal(f"in entry method {type(o).__name__}.{name}" if name else "in an entry method")
 
 cdef void h_start(int argc, char** argv) noexcept:
     try:
@@ -293,6 +319,18 @@ cdef void h_reduction_done(const string& result) noexcept:
 cdef void h_release(void* obj) noexcept:
     Py_DECREF(<object>obj)
 
+cdef int h_map(uint32_t map_id, const Index& idx, const Index& shape, int npes) noexcept:
+    cdef int d
+    try:
+        key = []
+        for d in range(idx.dims):
+            key.append(idx.x[d])
+        return _py.map_pe(map_id, tuple(key), npes)
+    except BaseException as e:
+        if not _py.handle_exit(e):
+            _fatal("in an array map's procNum")
+    return 0
+
 cdef void h_idle_begin() noexcept:
     global _idle_state
     _idle_state = PyEval_SaveThread()
@@ -313,8 +351,9 @@ cdef void h_exit(int code) noexcept with gil:
 def set_python(py):
     """Installs the Python side: an object with construct, invoke, start, future_value,
     combine, reduction_done and handle_exit."""
-    global _py
+    global _py, _entry_kind
     _py = py
+    _entry_kind = py.entry_kind
     cdef Hooks h
     h.construct = h_construct
     h.invoke = h_invoke
@@ -324,6 +363,7 @@ def set_python(py):
     h.reduction_done = h_reduction_done
     h.release = h_release
     set_hooks(h)
+    set_embedder_map(h_map)
 
 
 # ---- the runtime ---------------------------------------------------------------------------
@@ -376,6 +416,49 @@ def send(bytes ref, object idx, bytes head, list bufs):
         i = to_index(idx)
     c_send(r, i, build(head, bufs))
 
+cdef inline Index wire_index(object idx) except *:
+    if type(idx) is tuple and len(idx) == 2 and idx[0] == "pe":
+        return group_index(idx[1])
+    return to_index(idx)
+
+
+cdef class BoundEntry:
+    """proxy.method: call it (a message to the element, or a broadcast), or pass it as a
+    reduction target or callback. Plain calls to one element are built here, in C."""
+    cdef readonly object proxy
+    cdef readonly str name
+    cdef bytes ref
+    cdef Index idx
+    cdef bint element
+
+    def __init__(self, proxy, str name):
+        self.proxy = proxy
+        self.name = name
+        self.ref = proxy._ref
+        self.element = hasattr(proxy, "_idx")
+        if self.element:
+            self.idx = wire_index(proxy._idx)
+
+    def __call__(self, *args, ret=False, awaitable=False, **kwargs):
+        if ret or awaitable or not self.element:
+            return self.proxy._ck_call(self.name, args, kwargs, bool(ret or awaitable))
+        cdef list bufs = []
+        t = (0, self.name, args, kwargs or None, None, False)
+        try:
+            head = _dumps(t, _PROTO, buffer_callback=bufs.append)
+        except Exception as e:
+            raise TypeError(f"{self.proxy._cls.__name__}.{self.name}: an argument cannot be pickled: {e}") from e
+        if bufs:
+            try:
+                bufs = [b.raw() for b in bufs]
+            except BufferError:  # a non-contiguous buffer: charm.py pickles it in band
+                return self.proxy._ck_call(self.name, args, kwargs, False)
+        c_send(to_ref(self.ref), self.idx, build(head, bufs))
+
+    def __reduce__(self):
+        return (BoundEntry, (self.proxy, self.name))
+
+
 def broadcast(bytes ref, bytes head, list bufs):
     c_broadcast(to_ref(ref), build(head, bufs))
 
@@ -388,11 +471,11 @@ def create_chare(int pe, bytes blob):
 def create_group(bytes blob):
     return from_ref(c_create_group(blob))
 
-def create_array(tuple shape, bytes blob):
-    return from_ref(c_create_array(to_index(shape), blob))
+def create_array(tuple shape, bytes blob, uint32_t map_id=0):
+    return from_ref(c_create_array(to_index(shape), blob, map_id))
 
-def create_empty_array(int dims):
-    return from_ref(c_create_empty_array(dims))
+def create_empty_array(int dims, uint32_t map_id=0):
+    return from_ref(c_create_empty_array(dims, map_id))
 
 def insert(bytes ref, tuple idx, bytes blob):
     c_insert(to_ref(ref), to_index(idx), blob)

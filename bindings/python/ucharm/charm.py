@@ -336,19 +336,7 @@ def _finish(blob):
 
 
 # ---- proxies ----------------------------------------------------------------------------
-class _Method:
-    """proxy.method: call it, or pass it as a reduction target or callback."""
-    __slots__ = ("proxy", "name")
-
-    def __init__(self, proxy, name):
-        self.proxy = proxy
-        self.name = name
-
-    def __call__(self, *args, ret=False, awaitable=False, **kwargs):
-        return self.proxy._ck_call(self.name, args, kwargs, ret or awaitable)
-
-    def __reduce__(self):
-        return (_Method, (self.proxy, self.name))
+_Method = _core.BoundEntry  # proxy.method
 
 
 def _check_entry(cls, name):
@@ -357,13 +345,16 @@ def _check_entry(cls, name):
 
 
 class Proxy:
-    __slots__ = ("_cls", "_ref")
+    # No __slots__: an entry method, once looked up, is kept in the instance's __dict__,
+    # so that the next `proxy.m` is a plain attribute read.
 
     def __getattr__(self, name):
-        if name.startswith("__"):
+        # Called only for names that are not attributes yet: entry methods.
+        if name[:2] == "__" or name in _PROXY_SLOTS:
             raise AttributeError(name)
         _check_entry(self._cls, name)
-        return _Method(self, name)
+        m = self.__dict__[name] = _Method(self, name)
+        return m
 
     def __eq__(self, other):
         return type(other) is type(self) and other._key() == self._key()
@@ -374,7 +365,6 @@ class Proxy:
 
 class ElementProxy(Proxy):
     """One element: a singleton chare, a group member or an array element."""
-    __slots__ = ("_idx",)
 
     def __init__(self, cls, ref, idx):
         self._cls, self._ref, self._idx = cls, ref, idx  # idx: None, ("pe", n) or a tuple
@@ -384,8 +374,7 @@ class ElementProxy(Proxy):
 
     def _ck_call(self, name, args, kwargs, want):
         fut = Future() if want else None
-        head, bufs = _dumps_checked((_CALL, name, args, kwargs or None, fut, False),
-                                    f"{_clsname(self._cls)}.{name}")
+        head, bufs = _dumps_call((_CALL, name, args, kwargs or None, fut, False), self._cls, name)
         _core.send(self._ref, self._idx, head, bufs)
         return fut
 
@@ -401,11 +390,10 @@ class ElementProxy(Proxy):
 
 class CollectionProxy(Proxy):
     """All elements of a group or array: calls are broadcasts."""
-    __slots__ = ("_kind", "_shape", "_creation")
-
     def __init__(self, cls, ref, kind, shape=None, creation=None):
         self._cls, self._ref, self._kind, self._shape = cls, ref, kind, shape
         self._creation = creation
+        self._elems = {}  # index -> ElementProxy (`self.thisProxy[i].m()` in a loop)
 
     def _key(self):
         return self._ref
@@ -425,12 +413,19 @@ class CollectionProxy(Proxy):
         if want:
             fut = Future(self._count())
             fut._by_index = True
-        head, bufs = _dumps_checked((_CALL, name, args, kwargs or None, fut, True),
-                                    f"{_clsname(self._cls)}.{name}")
+        head, bufs = _dumps_call((_CALL, name, args, kwargs or None, fut, True), self._cls, name)
         _core.broadcast(self._ref, head, bufs)
         return fut
 
     def __getitem__(self, idx):
+        p = self._elems.get(idx)
+        if p is None:
+            p = self._element(idx)
+            if len(self._elems) < 4096:
+                self._elems[idx] = p
+        return p
+
+    def _element(self, idx):
         if self._kind == "group":
             if not isinstance(idx, int) or not 0 <= idx < _core.num_pes():
                 raise IndexError(f"group element {idx!r} is out of range [0, {_core.num_pes()})")
@@ -461,7 +456,7 @@ class CollectionProxy(Proxy):
         t = (index,) if isinstance(index, int) else tuple(index)
         if len(t) != self._ndims_dynamic():
             raise IndexError(f"index {index!r} has {len(t)} dimensions; the array has {self._ndims_dynamic()}")
-        _core.insert(self._ref, t, _blob(self._cls, args, "array", None))
+        _core.insert(self._ref, t, _blob(self._cls, args, self._kind, None))
 
     def ckDoneInserting(self):
         pass
@@ -471,6 +466,24 @@ class CollectionProxy(Proxy):
 
     def __repr__(self):
         return f"<proxy to {self._kind} of {_clsname(self._cls)}>"
+
+
+_PROXY_SLOTS = frozenset(("_cls", "_ref", "_idx", "_kind", "_shape", "_creation", "_elems"))
+
+
+def _dumps_call(t, cls, name):
+    """The pickle of a call and its out-of-band buffers."""
+    bufs = []
+    try:
+        head = pickle.dumps(t, _P, buffer_callback=bufs.append)
+    except Exception as e:
+        raise TypeError(f"{_clsname(cls)}.{name}: an argument cannot be pickled: {e}") from e
+    if bufs:
+        try:
+            bufs = [b.raw() for b in bufs]
+        except BufferError:  # a non-contiguous buffer: in band
+            head, bufs = _dumps(t)
+    return head, bufs
 
 
 def _clsname(cls):
@@ -556,11 +569,22 @@ class Chare:
 def _create_chare(cls, onPE=-1, args=None):
     if onPE != -1 and not 0 <= onPE < _core.num_pes():
         raise ValueError(f"Chare({cls.__name__}, onPE={onPE}): PE out of range [0, {_core.num_pes()})")
-    creation = Future()
+    creation = _CreationFuture()
     ref = _core.create_chare(onPE, _blob(cls, args, "chare", creation))
     p = ElementProxy(cls, ref, None)
+    creation.ref = ref
     _creations[ref] = creation
     return p
+
+
+class _CreationFuture(Future):
+    """A singleton chare's creation: kept for charm.awaitCreation until it completes."""
+    ref = None
+
+    def _deliver(self, value):
+        super()._deliver(value)
+        if self.ready() and self._waiter is None:
+            _creations.pop(self.ref, None)
 
 
 def Group(cls, args=None):
@@ -573,15 +597,19 @@ def Group(cls, args=None):
 def Array(cls, dims=None, ndims=-1, args=None, map=None):
     """A chare array: Array(C, n) or Array(C, (x, y[, z])) creates every element with
     `args`; Array(C, ndims=N) an empty one that grows with proxy.ckInsert(index)."""
+    map_id = 0
     if map is not None:
-        raise NotImplementedError("Array(..., map=...): custom maps (ArrayMap) are not supported yet; "
-                                  "elements are placed in blocks over the PEs")
+        mcls = map._cls if isinstance(map, Proxy) else map
+        if not (isinstance(mcls, type) and issubclass(mcls, ArrayMap)) or mcls not in _map_ids:
+            raise TypeError(f"Array(..., map={map!r}): give a Group of an ArrayMap subclass "
+                            "defined at module level")
+        map_id = _map_ids[mcls]
     if dims is None:
         nd = ndims if ndims > 0 else 1
         if nd > 3:
             raise ValueError(f"chare arrays have 1, 2 or 3 dimensions, not {nd}")
-        ref = _core.create_empty_array(nd)
-        return CollectionProxy(cls, ref, ("array", nd), None, None)
+        ref = _core.create_empty_array(nd, map_id)
+        return CollectionProxy(cls, ref, ("array", nd), None, None)  # ckInsert sends this kind
     shape = (dims,) if isinstance(dims, int) else tuple(dims)
     if not 1 <= len(shape) <= 3 or not all(isinstance(d, int) and d >= 0 for d in shape):
         raise ValueError(f"Array({cls.__name__}, {dims!r}): give 1 to 3 non-negative extents")
@@ -589,16 +617,45 @@ def Array(cls, dims=None, ndims=-1, args=None, map=None):
     for d in shape:
         n *= d
     creation = Future(n) if n > 0 else None
-    ref = _core.create_array(shape, _blob(cls, args, "array", creation))
+    ref = _core.create_array(shape, _blob(cls, args, ("array", shape), creation), map_id)
     return CollectionProxy(cls, ref, "array", shape, creation)
 
 
 class ArrayMap(Chare):
-    """charm4py's base class for array maps (procNum(index) -> PE). Placing elements by a
-    map is not supported yet: Array(..., map=...) says so."""
+    """charm4py's base class for array maps: procNum(index) -> PE, for
+    Array(C, dims, map=Group(MyMap)). Every PE places and finds elements with its own
+    instance of the class, built with no arguments, so procNum must depend only on the
+    index (and charm.numPes()), as the same answer is needed everywhere."""
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        # Numbered in definition order, the same on every PE (the same program runs there).
+        _map_ids[cls] = len(_map_classes) + 1
+        _map_classes.append(cls)
+
+    def __init__(self):
+        pass
 
     def procNum(self, index):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__}.procNum is not defined")
+
+
+_map_ids = {}
+_map_classes = []
+_map_instances = {}
+
+
+def _map_pe(map_id, index, npes):
+    inst = _map_instances.get(map_id)
+    if inst is None:
+        cls = _map_classes[map_id - 1]
+        inst = cls.__new__(cls)
+        inst.__init__()
+        _map_instances[map_id] = inst
+    pe = inst.procNum(index)
+    if not isinstance(pe, int) or not 0 <= pe < npes:
+        raise ValueError(f"{type(inst).__name__}.procNum({index}) returned {pe!r}, not a PE in [0, {npes})")
+    return pe
 
 
 _creations = {}
@@ -606,6 +663,11 @@ _creations = {}
 
 def _construct(ptr, blob):
     cls, args, kind, creation = pickle.loads(blob)
+    shape = None
+    if isinstance(kind, tuple):  # ("array", shape) for bulk arrays, ("array", ndims) for insertion
+        kind, extent = kind
+        shape = extent if isinstance(extent, tuple) else None
+        array_kind = "array" if shape is not None else ("array", extent)
     obj = cls.__new__(cls)
     ref = _core.chare_ref(ptr)
     idx = _core.chare_index(ptr)
@@ -626,7 +688,7 @@ def _construct(ptr, blob):
         key = obj.thisIndex
     else:
         obj.thisIndex = idx
-        obj.thisProxy = CollectionProxy(cls, ref, "array", None)
+        obj.thisProxy = CollectionProxy(cls, ref, array_kind, shape)
         key = idx
     obj._ck_self = ElementProxy(cls, ref, ("pe", key) if kind == "group" else key)
     _local[(_core.ref_id(ref), key)] = obj
@@ -637,10 +699,13 @@ def _construct(ptr, blob):
 
 
 # ---- invocation -------------------------------------------------------------------------
-def _invoke(obj, msg):
-    head, bufs = _core.parse(msg, False)
-    t = pickle.loads(head, buffers=bufs)
-    if t[0] == _CHANNEL:
+_entry_kind = {}  # function -> 0 plain, 1 coroutine or @when (the slow path)
+
+
+def _invoke_slow(obj, msg, t, bufs):
+    """Entry messages _core's fast path leaves: futures, broadcasts, coroutines, @when,
+    channel data, first calls of a method."""
+    if t[0] != _CALL:
         _channel_message(obj, t, msg)
         return
     _, name, args, kwargs, fut, bcast = t
@@ -649,18 +714,20 @@ def _invoke(obj, msg):
         head, bufs = _core.parse(msg, True)
         t = pickle.loads(head, buffers=bufs)
         args, kwargs = t[2], t[3]
-    _call(obj, name, args, kwargs or {}, fut, bcast)
-
-
-def _call(obj, name, args, kwargs, fut, bcast):
     fn = getattr(type(obj), name, None)
-    if fn is None or not callable(fn):
-        raise AttributeError(f"chare class {type(obj).__name__} has no entry method {name!r}")
+    if fn not in _entry_kind:
+        if fn is None or not callable(fn):
+            raise AttributeError(f"chare class {type(obj).__name__} has no entry method {name!r}")
+        _entry_kind[fn] = 1 if (getattr(fn, "_ck_coro", False) or getattr(fn, "_ck_when", None)) else 0
+    _call(obj, fn, args, kwargs or {}, fut, bcast)
+
+
+def _call(obj, fn, args, kwargs, fut, bcast):
     cond = getattr(fn, "_ck_when", None)
     if cond is not None and not _when_true(obj, fn, args, kwargs):
         if obj._ck_when is None:
             obj._ck_when = []
-        obj._ck_when.append((name, args, kwargs, fut, bcast))
+        obj._ck_when.append((fn.__name__, args, kwargs, fut, bcast))
         return
     _run(obj, fn, args, kwargs, fut, bcast)
     _after_entry(obj)
@@ -740,8 +807,20 @@ def _handle_exit(e):
 
 
 # ---- channels ---------------------------------------------------------------------------
+_cupy_ndarray = None  # cupy.ndarray once CuPy is imported (its attributes are cheaper than the CAI)
+
+
 def _device_info(obj):
     """(ptr, nbytes, shape, dtype str, stream) of a device array, or None for host objects."""
+    global _cupy_ndarray
+    if _cupy_ndarray is None and "cupy" in sys.modules:
+        _cupy_ndarray = sys.modules["cupy"].ndarray
+    if type(obj) is _cupy_ndarray:
+        if not obj.flags.c_contiguous:
+            raise ValueError("Channel: device arrays must be C-contiguous")
+        # Transfers wait for the work queued on CuPy's current stream (0: the legacy one,
+        # which the transfer's own synchronisation covers).
+        return obj.data.ptr, obj.nbytes, obj.shape, obj.dtype.str, sys.modules["cupy"].cuda.get_current_stream().ptr
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is None:
         return None
@@ -764,6 +843,22 @@ def _device_info(obj):
     if stream in (1, 2):  # the legacy / per-thread default streams: nothing to wait for
         stream = 0
     return cai["data"][0], n, shape, dt.str, stream
+
+
+class _SendHandle:
+    """What Channel.send returns: get() waits (in a coroutine) until the device arrays and
+    zero-copy buffers of that send may be reused."""
+    __slots__ = ("ops",)
+
+    def __init__(self, ops):
+        self.ops = ops
+
+    def ready(self):
+        return all(op.done for op in self.ops)
+
+    def get(self):
+        for op in self.ops:
+            op.wait("waiting for a Channel.send")
 
 
 class Channel:
@@ -808,7 +903,10 @@ class Channel:
                 m = pb.raw()
             except BufferError:
                 return True
-            if m.nbytes >= _ZERO_COPY_MIN:
+            # Large read-only buffers (bytes, read-only arrays) travel zero-copy: nobody can
+            # change them before the transfer is done. Writable ones are copied into the
+            # message, so the caller may reuse them as soon as send() returns.
+            if m.nbytes >= _ZERO_COPY_MIN and m.readonly:
                 zc.append(m)
                 bufs.append(None)
             else:
@@ -837,13 +935,24 @@ class Channel:
             addr, n = _core.buffer_address(m, False)
             _core.channel_send(self._ch, addr, n, op.fid, 0)
             ops.append(op)
-        # Zero-copy buffers may be reused once send() returns: wait for them (in a
-        # coroutine; elsewhere the transfer keeps the buffer alive until it is done).
-        if _in_coroutine():
-            for op in ops:
-                op.wait("Channel.send")
+        # The transfers keep their buffers alive until done. A device array must not be
+        # changed before its transfer is done: the result, a Future-like handle, says when
+        # (get() in a coroutine), as does any later message from the receiver.
+        return _SendHandle(ops)
 
     def recv(self, *bufs, stream=None):
+        sptr = stream.ptr if stream is not None and hasattr(stream, "ptr") else (stream or 0)
+        # Device buffers given: their receives are posted now, before the message that
+        # describes the arrays arrives (the channel's counters match them to the sends in
+        # order), so the data moves as soon as it is sent. The description is checked after.
+        posted = []
+        for k, b in enumerate(bufs):
+            info = _device_info(b)
+            if info is None:
+                raise TypeError(f"Channel.recv: buffer {k} is not a device array (no __cuda_array_interface__)")
+            op = _Op(keep=b)
+            _core.channel_recv(self._ch, info[0], info[1], op.fid, sptr or info[4])
+            posted.append((info, op))
         seq = self._recv_seq
         while seq not in self._inbox:
             self._waiter = getcurrent()
@@ -857,30 +966,22 @@ class Channel:
         head, parts = _core.parse(msg, False)
         payload, inline = parts[0], parts[1:]
         if bufs and len(bufs) != len(descs):
-            raise ValueError(f"Channel.recv: {len(bufs)} buffer(s) given, but the message holds "
+            raise ValueError(f"Channel.recv: {len(bufs)} device buffer(s) given, but the message holds "
                              f"{len(descs)} device array(s)")
-        ops, out_dev = [], {}
-        sptr = stream.ptr if stream is not None and hasattr(stream, "ptr") else (stream or 0)
+        ops, out_dev = [op for _, op in posted], {}
         for k, (i, n, shape, dt) in enumerate(descs):
             if bufs:
-                b = bufs[k]
-                info = _device_info(b)
-                if info is None:
-                    raise TypeError(f"Channel.recv: buffer {k} is not a device array")
-                import numpy
-                if info[1] != n or numpy.dtype(info[3]) != numpy.dtype(dt):
+                b, info = bufs[k], posted[k][0]
+                if info[1] != n or info[3] != dt:
+                    import numpy
                     raise ValueError(f"Channel.recv: buffer {k} holds {info[1]} bytes of {numpy.dtype(info[3])}, "
                                      f"but the array sent has {n} bytes of {numpy.dtype(dt)} (shape {shape})")
-                ptr = info[0]
-                s = sptr or info[4]
             else:
                 import cupy
                 b = cupy.empty(shape, dtype=dt)
-                ptr = b.data.ptr
-                s = sptr
-            op = _Op(keep=None)
-            _core.channel_recv(self._ch, ptr, n, op.fid, s)
-            ops.append(op)
+                op = _Op(keep=None)
+                _core.channel_recv(self._ch, b.data.ptr, n, op.fid, sptr)
+                ops.append(op)
             out_dev[i] = b
         bufs_all, it = [], iter(inline)
         for size in layout:  # host buffers over the channel come after the device arrays
@@ -1062,7 +1163,10 @@ charm = _charm = _Charm()
 class _Hooks:
     """What _core calls."""
     construct = staticmethod(_construct)
-    invoke = staticmethod(_invoke)
+    invoke_slow = staticmethod(_invoke_slow)
+    after_entry = staticmethod(_after_entry)
+    map_pe = staticmethod(_map_pe)
+    entry_kind = _entry_kind
     combine = staticmethod(_combine)
     handle_exit = staticmethod(_handle_exit)
 

@@ -48,16 +48,22 @@ template <int D>
 using IndexOf = std::conditional_t<D == 1, int, std::array<int, D>>;
 
 // ---- placement of array elements ----------------------------------------------------------
-enum class MapKind : std::uint8_t { Block, RoundRobin, User };
+enum class MapKind : std::uint8_t { Block, RoundRobin, User, Embedder };
 struct Map {
   MapKind kind = MapKind::Block;
-  std::uint32_t fn = 0;  // registered user map (MapKind::User)
+  std::uint32_t fn = 0;  // registered user map (MapKind::User), embedder's map id (Embedder)
   static const Map block;
   static const Map round_robin;
   // A user function (index, array dims, number of PEs) -> PE, the same on every PE.
   template <int (*F)(const Index&, const Index&, int)>
   static Map user();
 };
+// Maps defined by a runtime built on the core (the Python bindings' ArrayMap classes): the
+// embedder's hook, set once per process, gets the map's id (the same on every PE), the
+// index, the array's bounds and the number of PEs.
+using EmbedderMap = int (*)(std::uint32_t id, const Index& idx, const Index& shape, int num_pes);
+void set_embedder_map(EmbedderMap hook);
+inline Map embedder_map(std::uint32_t id) { return Map{MapKind::Embedder, id}; }
 inline const Map Map::block{MapKind::Block, 0};
 inline const Map Map::round_robin{MapKind::RoundRobin, 0};
 

@@ -1,0 +1,36 @@
+"""ucharm: charm4py's API over the ucharm runtime (C++, UCX).
+
+    from ucharm import charm, Chare, Group, Array, Reducer, Future, coro, Channel
+
+    def main(args):
+        ...
+        charm.exit()
+
+    charm.start(main)
+
+Run with `python3 prog.py` (one PE), `ucharmrun -n 4 python3 prog.py` or
+`mpirun -np 4 python3 prog.py`.
+"""
+import os as _os
+
+
+def _preload_ucx():
+    # UCX from the libucx wheel: its libraries are loaded (RTLD_GLOBAL) before the
+    # extension, whose libraries then find them by soname. A build against another UCX
+    # (UCHARM_UCX_ROOT) finds it through its RPATH instead.
+    if _os.environ.get("UCHARM_NO_UCX_PRELOAD"):
+        return
+    try:
+        import libucx
+    except ImportError:
+        return
+    libucx.load_library()
+
+
+_preload_ucx()
+
+from .charm import (charm, Chare, Group, Array, ArrayMap, Reducer, Future, Channel,  # noqa: E402
+                    coro, threaded, when, CharmRemote)
+
+__all__ = ["charm", "Chare", "Group", "Array", "ArrayMap", "Reducer", "Future", "Channel", "coro",
+           "threaded", "when", "CharmRemote"]

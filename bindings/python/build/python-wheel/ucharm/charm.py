@@ -1,0 +1,1133 @@
+"""charm4py's programming model over the ucharm core.
+
+How a call travels: `proxy[i].work(x)` pickles (entry name, arguments) with pickle
+protocol 5, the contiguous buffers of NumPy arrays and other buffer-protocol objects out
+of band; _core.send copies the pickle and the buffers once into a Converse message
+addressed to the element's raw entry (the core routes it to the element's PE). There the
+core hands the message to invoke(), which unpickles it, NumPy arrays aliasing the message,
+and calls the method. Coroutines (@coro) are greenlets: a coroutine that waits on a future
+or a channel switches back to the greenlet that resumed it, and the scheduler resumes it
+when the value arrives.
+"""
+import inspect
+import os
+import pickle
+import sys
+import traceback
+
+from greenlet import greenlet, getcurrent
+
+from . import _core
+
+_P = pickle.HIGHEST_PROTOCOL if pickle.HIGHEST_PROTOCOL >= 5 else 5
+_ZERO_COPY_MIN = 64 * 1024   # channel buffers this large travel zero-copy, not inside a message
+
+# ---- message kinds (first field of every message head) ----------------------------------
+_CALL, _CHANNEL = 0, 1
+
+
+def _dumps(obj):
+    """(pickle, out-of-band buffers) of obj; non-contiguous buffers stay in band."""
+    bufs = []
+
+    def oob(pb):
+        try:
+            bufs.append(pb.raw())
+            return False
+        except BufferError:
+            return True
+    return pickle.dumps(obj, _P, buffer_callback=oob), bufs
+
+
+def _dumps_checked(obj, what):
+    try:
+        return _dumps(obj)
+    except Exception as e:
+        raise TypeError(f"{what}: an argument cannot be pickled: {e}") from e
+
+
+# ---- coroutines -------------------------------------------------------------------------
+def _in_coroutine():
+    g = getcurrent()
+    return getattr(g, "_ck_coro", False)
+
+
+def _suspend(what):
+    """Suspends the running coroutine until _resume(it); returns what _resume passes."""
+    g = getcurrent()
+    if not getattr(g, "_ck_coro", False):
+        raise RuntimeError(f"{what} would block outside a coroutine: call it from the main function or "
+                           "from an entry method decorated with @coro")
+    return g.parent.switch()
+
+
+def _resume(g, value=None):
+    g.parent = getcurrent()  # back here when it waits again or ends
+    return g.switch(value)
+
+
+def _spawn(fn, *args):
+    """Runs fn(*args) as a coroutine now, until it ends or first waits."""
+    g = greenlet(fn)
+    g._ck_coro = True
+    return g.switch(*args)
+
+
+def coro(fn):
+    """An entry method that may wait (Future.get, Channel.recv, charm.iwait...)."""
+    fn._ck_coro = True
+    return fn
+
+
+threaded = coro
+
+
+def when(cond):
+    """Runs the entry method only once `cond` (a Python expression over self and the
+    method's parameters) is true; calls that arrive earlier wait in order."""
+    def deco(fn):
+        fn._ck_when = compile(cond, f"<when {cond!r} of {fn.__qualname__}>", "eval")
+        fn._ck_sig = inspect.signature(fn)
+        return fn
+    return deco
+
+
+# ---- futures --------------------------------------------------------------------------
+class _RemoteException:
+    def __init__(self, exc, where):
+        self.exc = exc
+        self.where = where
+
+
+class Future:
+    """A value (or num_vals values) sent from anywhere, read here with get()."""
+
+    def __init__(self, num_vals=1):
+        self.pe = _core.my_pe()
+        self.fid = _core.new_future()
+        self._n = num_vals
+        self._vals = []
+        self._waiter = None
+        self._by_index = False  # values are (index, value): get() sorts them (broadcast ret)
+        _futures[self.fid] = self
+
+    # -- producer side (any PE, through a pickled copy)
+    def send(self, value=None):
+        _send_future(self.pe, self.fid, value)
+
+    __call__ = send
+
+    # -- owner side
+    def ready(self):
+        return len(self._vals) >= self._n
+
+    def get(self):
+        if self.pe != _core.my_pe():
+            raise RuntimeError(f"Future.get on PE {_core.my_pe()}, but the future belongs to PE {self.pe}")
+        while not self.ready():
+            self._waiter = getcurrent()
+            try:
+                _suspend("Future.get()")
+            finally:
+                self._waiter = None
+        vals = self._vals
+        for v in vals:
+            if isinstance(v, _RemoteException):
+                raise v.exc
+            if self._by_index and isinstance(v[1], _RemoteException):
+                raise v[1].exc
+        if self._by_index:
+            return [v for _, v in sorted(vals, key=lambda p: p[0])]
+        return vals[0] if self._n == 1 else list(vals)
+
+    def _deliver(self, value):
+        self._vals.append(value)
+        if len(self._vals) == self._n:
+            _futures.pop(self.fid, None)
+            _core.release_future(self.fid)
+        waiter = self._waiter
+        if waiter is not None and self.ready():
+            self._waiter = None
+            _resume(waiter)
+
+    def __reduce__(self):
+        return (_future_at, (self.pe, self.fid, self._n))
+
+
+class _FutureRef:
+    """A future of another PE (or an already-read one): it can only be sent to."""
+
+    def __init__(self, pe, fid, n):
+        self.pe, self.fid, self._n = pe, fid, n
+
+    def send(self, value=None):
+        _send_future(self.pe, self.fid, value)
+
+    __call__ = send
+
+    def get(self):
+        raise RuntimeError(f"Future.get on PE {_core.my_pe()}, but the future belongs to PE {self.pe}")
+
+    def __reduce__(self):
+        return (_future_at, (self.pe, self.fid, self._n))
+
+
+def _future_at(pe, fid, n):
+    if pe == _core.my_pe():
+        f = _futures.get(fid)
+        if f is not None:
+            return f
+    return _FutureRef(pe, fid, n)
+
+
+def _send_future(pe, fid, value):
+    head, bufs = _dumps_checked(value, "Future.send")
+    _core.send_future(pe, fid, head, bufs)
+
+
+_futures = {}  # fid -> Future or _Op, on this PE
+
+
+class _Op:
+    """A channel transfer in flight; its completion arrives as a core future value."""
+    __slots__ = ("fid", "done", "waiter", "keep")
+
+    def __init__(self, keep=None):
+        self.fid = _core.new_future()
+        self.done = False
+        self.waiter = None
+        self.keep = keep  # the buffer, alive until the transfer is done
+        _futures[self.fid] = self
+
+    def _deliver(self, value):
+        self.done = True
+        self.keep = None
+        _futures.pop(self.fid, None)
+        _core.release_future(self.fid)
+        if self.waiter is not None:
+            w, self.waiter = self.waiter, None
+            _resume(w)
+
+    def wait(self, what):
+        while not self.done:
+            self.waiter = getcurrent()
+            try:
+                _suspend(what)
+            finally:
+                self.waiter = None
+
+
+# ---- reducers ---------------------------------------------------------------------------
+def _elementwise(op, a, b):
+    if isinstance(a, (list, tuple)):
+        if len(a) != len(b):
+            raise ValueError(f"reduction: contributions of different lengths ({len(a)} and {len(b)})")
+        return type(a)(_elementwise(op, x, y) for x, y in zip(a, b))
+    return op(a, b)
+
+
+def _fold(op, contribs):
+    r = contribs[0]
+    for c in contribs[1:]:
+        r = _elementwise(op, r, c)
+    return r
+
+
+def _np_or(npname, scalar):
+    def op(a, b):
+        if hasattr(a, "__array__") and not isinstance(a, (int, float, bool)):
+            import numpy
+            return getattr(numpy, npname)(a, b)
+        return scalar(a, b)
+    return op
+
+
+def _sum(contribs):
+    return _fold(lambda a, b: a + b, contribs)
+
+
+def _product(contribs):
+    return _fold(lambda a, b: a * b, contribs)
+
+
+def _max(contribs):
+    return _fold(_np_or("maximum", max), contribs)
+
+
+def _min(contribs):
+    return _fold(_np_or("minimum", min), contribs)
+
+
+def _logical_and(contribs):
+    return _fold(_np_or("logical_and", lambda a, b: bool(a and b)), contribs)
+
+
+def _logical_or(contribs):
+    return _fold(_np_or("logical_or", lambda a, b: bool(a or b)), contribs)
+
+
+def _logical_xor(contribs):
+    return _fold(_np_or("logical_xor", lambda a, b: bool(a) != bool(b)), contribs)
+
+
+def _gather(contribs):  # combined specially: lists of (index, value)
+    raise AssertionError("gather is combined by the runtime")
+
+
+def _nop(contribs):
+    return None
+
+
+class Reducer:
+    """charm4py's reducers. A reducer is a function taking a list of contributions and
+    returning their combination; addReducer(f, pre=None, post=None) adds one (f must be a
+    module-level function, as pickle needs)."""
+    sum = staticmethod(_sum)
+    product = staticmethod(_product)
+    max = staticmethod(_max)
+    min = staticmethod(_min)
+    logical_and = staticmethod(_logical_and)
+    logical_or = staticmethod(_logical_or)
+    logical_xor = staticmethod(_logical_xor)
+    gather = staticmethod(_gather)
+    nop = staticmethod(_nop)
+    _pre = {}
+    _post = {}
+
+    @staticmethod
+    def addReducer(func, pre=None, post=None):
+        setattr(Reducer, func.__name__, staticmethod(func))
+        if pre is not None:
+            Reducer._pre[func] = pre
+        if post is not None:
+            Reducer._post[func] = post
+
+
+def _reducer_name(r):
+    return getattr(r, "__name__", repr(r))
+
+
+def _combine(a, b):
+    ra, ta, pa = pickle.loads(a)
+    rb, tb, pb = pickle.loads(b)
+    if ra is not rb:
+        raise ValueError(f"reduction: contributions with different reducers ({_reducer_name(ra)} and "
+                         f"{_reducer_name(rb)}) in one round")
+    if ra is _gather:
+        p = pa + pb
+    elif ra is None or ra is _nop:
+        p = None
+    else:
+        p = ra([pa, pb])
+    return pickle.dumps((ra, ta, p), _P)
+
+
+def _finish(blob):
+    """(target, value) of a complete reduction."""
+    r, target, p = pickle.loads(blob)
+    if r is _gather:
+        value = [v for _, v in sorted(p, key=lambda q: q[0])]
+    elif r is None or r is _nop:
+        value = None
+    else:
+        post = Reducer._post.get(r)
+        value = post(p) if post else p
+    return target, value, (r is None or r is _nop)
+
+
+# ---- proxies ----------------------------------------------------------------------------
+class _Method:
+    """proxy.method: call it, or pass it as a reduction target or callback."""
+    __slots__ = ("proxy", "name")
+
+    def __init__(self, proxy, name):
+        self.proxy = proxy
+        self.name = name
+
+    def __call__(self, *args, ret=False, awaitable=False, **kwargs):
+        return self.proxy._ck_call(self.name, args, kwargs, ret or awaitable)
+
+    def __reduce__(self):
+        return (_Method, (self.proxy, self.name))
+
+
+def _check_entry(cls, name):
+    if cls is not None and not callable(getattr(cls, name, None)):
+        raise AttributeError(f"chare class {cls.__name__} has no entry method {name!r}")
+
+
+class Proxy:
+    __slots__ = ("_cls", "_ref")
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        _check_entry(self._cls, name)
+        return _Method(self, name)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._key() == self._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+
+class ElementProxy(Proxy):
+    """One element: a singleton chare, a group member or an array element."""
+    __slots__ = ("_idx",)
+
+    def __init__(self, cls, ref, idx):
+        self._cls, self._ref, self._idx = cls, ref, idx  # idx: None, ("pe", n) or a tuple
+
+    def _key(self):
+        return (self._ref, self._idx)
+
+    def _ck_call(self, name, args, kwargs, want):
+        fut = Future() if want else None
+        head, bufs = _dumps_checked((_CALL, name, args, kwargs or None, fut, False),
+                                    f"{_clsname(self._cls)}.{name}")
+        _core.send(self._ref, self._idx, head, bufs)
+        return fut
+
+    def ckLocal(self):
+        return _local.get((_core.ref_id(self._ref), _norm(self._idx)))
+
+    def __reduce__(self):
+        return (ElementProxy, (self._cls, self._ref, self._idx))
+
+    def __repr__(self):
+        return f"<proxy to {_clsname(self._cls)} {self._idx}>"
+
+
+class CollectionProxy(Proxy):
+    """All elements of a group or array: calls are broadcasts."""
+    __slots__ = ("_kind", "_shape", "_creation")
+
+    def __init__(self, cls, ref, kind, shape=None, creation=None):
+        self._cls, self._ref, self._kind, self._shape = cls, ref, kind, shape
+        self._creation = creation
+
+    def _key(self):
+        return self._ref
+
+    def _count(self):
+        if self._kind == "group":
+            return _core.num_pes()
+        if self._shape is None:
+            raise ValueError("ret=True on a broadcast to an array filled by insertion: its size is not known")
+        n = 1
+        for d in self._shape:
+            n *= d
+        return n
+
+    def _ck_call(self, name, args, kwargs, want):
+        fut = None
+        if want:
+            fut = Future(self._count())
+            fut._by_index = True
+        head, bufs = _dumps_checked((_CALL, name, args, kwargs or None, fut, True),
+                                    f"{_clsname(self._cls)}.{name}")
+        _core.broadcast(self._ref, head, bufs)
+        return fut
+
+    def __getitem__(self, idx):
+        if self._kind == "group":
+            if not isinstance(idx, int) or not 0 <= idx < _core.num_pes():
+                raise IndexError(f"group element {idx!r} is out of range [0, {_core.num_pes()})")
+            return ElementProxy(self._cls, self._ref, ("pe", idx))
+        t = (idx,) if isinstance(idx, int) else tuple(idx)
+        if not all(isinstance(x, int) for x in t):
+            raise IndexError(f"chare array index {idx!r}: use ints or a tuple of ints")
+        if self._shape is not None:
+            if len(t) != len(self._shape) or any(not 0 <= x < n for x, n in zip(t, self._shape)):
+                raise IndexError(f"index {idx!r} is outside the chare array's bounds {self._shape}")
+        elif len(t) != self._ndims_dynamic():
+            raise IndexError(f"index {idx!r} has {len(t)} dimensions; the array has {self._ndims_dynamic()}")
+        return ElementProxy(self._cls, self._ref, t)
+
+    def _ndims_dynamic(self):
+        return self._kind[1] if isinstance(self._kind, tuple) else 1
+
+    def ckLocalBranch(self):
+        return _local.get((_core.ref_id(self._ref), _core.my_pe()))
+
+    def ckInsert(self, index, args=None, onPE=-1):
+        if self._shape is not None:
+            raise ValueError("ckInsert: this array was created with a fixed size; create it with "
+                             "Array(C, ndims=N) to insert elements")
+        if onPE != -1:
+            raise NotImplementedError("ckInsert(onPE=...) is not supported: elements go to the PE their "
+                                      "index hashes to")
+        t = (index,) if isinstance(index, int) else tuple(index)
+        if len(t) != self._ndims_dynamic():
+            raise IndexError(f"index {index!r} has {len(t)} dimensions; the array has {self._ndims_dynamic()}")
+        _core.insert(self._ref, t, _blob(self._cls, args, "array", None))
+
+    def ckDoneInserting(self):
+        pass
+
+    def __reduce__(self):
+        return (CollectionProxy, (self._cls, self._ref, self._kind, self._shape, None))
+
+    def __repr__(self):
+        return f"<proxy to {self._kind} of {_clsname(self._cls)}>"
+
+
+def _clsname(cls):
+    return cls.__name__ if cls is not None else "?"
+
+
+def _norm(idx):
+    if idx is None:
+        return None
+    if idx[0] == "pe":
+        return idx[1]
+    return idx
+
+
+# ---- chares -----------------------------------------------------------------------------
+_local = {}  # (collection id, index) -> element object on this PE
+
+
+def _blob(cls, args, kind, creation):
+    if not (isinstance(cls, type) and issubclass(cls, Chare)):
+        raise TypeError(f"{cls!r} is not a subclass of Chare")
+    args = list(args) if args is not None else []
+    try:
+        return pickle.dumps((cls, args, kind, creation), _P)
+    except Exception as e:
+        raise TypeError(f"creating {cls.__name__}: the class or an argument cannot be pickled ({e}); chare "
+                        "classes must be defined at module level") from e
+
+
+class Chare:
+    """Base class of every chare. Chare(C, onPE=-1, args=[]) creates a singleton chare and
+    returns its proxy (charm4py's form)."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Chare and args and isinstance(args[0], type):
+            return _create_chare(*args, **kwargs)
+        return object.__new__(cls)
+
+    def contribute(self, data, reducer, target):
+        if reducer is None:
+            reducer = _nop
+        pre = Reducer._pre.get(reducer)
+        if pre is not None:
+            data = pre(data)
+        if reducer is _gather:
+            data = [(self.thisIndex, data)]
+        root_pe, root_fid, tgt = 0, -1, None
+        if isinstance(target, (Future, _FutureRef)):
+            root_pe, root_fid = target.pe, target.fid
+        elif isinstance(target, _Method):
+            tgt = target
+        elif target is not None:
+            raise TypeError(f"contribute: the target must be a Future or a proxy method, not {target!r}")
+        if self._ck_kind == "chare":
+            raise RuntimeError("contribute() is for group and array elements, not singleton chares")
+        _core.contribute(self._ck_ptr, pickle.dumps((reducer, tgt, data), _P), root_pe, root_fid)
+
+    def reduce(self, target, data=None, reducer=None):
+        self.contribute(data, reducer, target)
+
+    def allreduce(self, data=None, reducer=None):
+        """A future that every contributor gets the result in."""
+        f = Future()
+        self._ck_allreduce.append(f)
+        self.contribute(data, reducer, _Method(self.thisProxy, "_ck_allreduce_done"))
+        return f
+
+    def _ck_allreduce_done(self, value=None):
+        self._ck_allreduce.pop(0).send(value)
+
+    def wait(self, cond):
+        """Waits (in a coroutine) until the expression `cond` over self is true; it is
+        checked after each entry method of this chare."""
+        code = compile(cond, "<wait>", "eval")
+        while not eval(code, {"self": self}):
+            self._ck_waiting.append(getcurrent())
+            _suspend("Chare.wait()")
+
+    def __getstate__(self):
+        raise TypeError(f"a {type(self).__name__} chare cannot be pickled: pass its proxy (self.thisProxy)")
+
+
+def _create_chare(cls, onPE=-1, args=None):
+    if onPE != -1 and not 0 <= onPE < _core.num_pes():
+        raise ValueError(f"Chare({cls.__name__}, onPE={onPE}): PE out of range [0, {_core.num_pes()})")
+    creation = Future()
+    ref = _core.create_chare(onPE, _blob(cls, args, "chare", creation))
+    p = ElementProxy(cls, ref, None)
+    _creations[ref] = creation
+    return p
+
+
+def Group(cls, args=None):
+    """One element of `cls` on every PE; returns the group's proxy."""
+    creation = Future(_core.num_pes())
+    ref = _core.create_group(_blob(cls, args, "group", creation))
+    return CollectionProxy(cls, ref, "group", None, creation)
+
+
+def Array(cls, dims=None, ndims=-1, args=None, map=None):
+    """A chare array: Array(C, n) or Array(C, (x, y[, z])) creates every element with
+    `args`; Array(C, ndims=N) an empty one that grows with proxy.ckInsert(index)."""
+    if map is not None:
+        raise NotImplementedError("Array(..., map=...): custom maps (ArrayMap) are not supported yet; "
+                                  "elements are placed in blocks over the PEs")
+    if dims is None:
+        nd = ndims if ndims > 0 else 1
+        if nd > 3:
+            raise ValueError(f"chare arrays have 1, 2 or 3 dimensions, not {nd}")
+        ref = _core.create_empty_array(nd)
+        return CollectionProxy(cls, ref, ("array", nd), None, None)
+    shape = (dims,) if isinstance(dims, int) else tuple(dims)
+    if not 1 <= len(shape) <= 3 or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise ValueError(f"Array({cls.__name__}, {dims!r}): give 1 to 3 non-negative extents")
+    n = 1
+    for d in shape:
+        n *= d
+    creation = Future(n) if n > 0 else None
+    ref = _core.create_array(shape, _blob(cls, args, "array", creation))
+    return CollectionProxy(cls, ref, "array", shape, creation)
+
+
+class ArrayMap(Chare):
+    """charm4py's base class for array maps (procNum(index) -> PE). Placing elements by a
+    map is not supported yet: Array(..., map=...) says so."""
+
+    def procNum(self, index):
+        raise NotImplementedError
+
+
+_creations = {}
+
+
+def _construct(ptr, blob):
+    cls, args, kind, creation = pickle.loads(blob)
+    obj = cls.__new__(cls)
+    ref = _core.chare_ref(ptr)
+    idx = _core.chare_index(ptr)
+    obj._ck_ptr = ptr
+    obj._ck_kind = kind
+    obj._ck_allreduce = []
+    obj._ck_waiting = []
+    obj._ck_when = None
+    obj._ck_channels = {}
+    obj._ck_early = {}
+    if kind == "chare":
+        obj.thisIndex = None
+        obj.thisProxy = ElementProxy(cls, ref, None)
+        key = None
+    elif kind == "group":
+        obj.thisIndex = _core.my_pe()
+        obj.thisProxy = CollectionProxy(cls, ref, "group")
+        key = obj.thisIndex
+    else:
+        obj.thisIndex = idx
+        obj.thisProxy = CollectionProxy(cls, ref, "array", None)
+        key = idx
+    obj._ck_self = ElementProxy(cls, ref, ("pe", key) if kind == "group" else key)
+    _local[(_core.ref_id(ref), key)] = obj
+    obj.__init__(*args)
+    if creation is not None:
+        creation.send(None)
+    return obj
+
+
+# ---- invocation -------------------------------------------------------------------------
+def _invoke(obj, msg):
+    head, bufs = _core.parse(msg, False)
+    t = pickle.loads(head, buffers=bufs)
+    if t[0] == _CHANNEL:
+        _channel_message(obj, t, msg)
+        return
+    _, name, args, kwargs, fut, bcast = t
+    # A broadcast's message is shared by this PE's elements: each gets its own buffers.
+    if bcast and bufs:
+        head, bufs = _core.parse(msg, True)
+        t = pickle.loads(head, buffers=bufs)
+        args, kwargs = t[2], t[3]
+    _call(obj, name, args, kwargs or {}, fut, bcast)
+
+
+def _call(obj, name, args, kwargs, fut, bcast):
+    fn = getattr(type(obj), name, None)
+    if fn is None or not callable(fn):
+        raise AttributeError(f"chare class {type(obj).__name__} has no entry method {name!r}")
+    cond = getattr(fn, "_ck_when", None)
+    if cond is not None and not _when_true(obj, fn, args, kwargs):
+        if obj._ck_when is None:
+            obj._ck_when = []
+        obj._ck_when.append((name, args, kwargs, fut, bcast))
+        return
+    _run(obj, fn, args, kwargs, fut, bcast)
+    _after_entry(obj)
+
+
+def _when_true(obj, fn, args, kwargs):
+    ns = fn._ck_sig.bind(obj, *args, **kwargs).arguments
+    return eval(fn._ck_when, sys.modules[type(obj).__module__].__dict__, ns)
+
+
+def _after_entry(obj):
+    # @when calls whose condition has become true, in arrival order.
+    progress = True
+    while progress and obj._ck_when:
+        progress = False
+        for i, (name, args, kwargs, fut, bcast) in enumerate(obj._ck_when):
+            fn = getattr(type(obj), name)
+            if _when_true(obj, fn, args, kwargs):
+                del obj._ck_when[i]
+                _run(obj, fn, args, kwargs, fut, bcast)
+                progress = True
+                break
+    if obj._ck_waiting:
+        waiting, obj._ck_waiting = obj._ck_waiting, []
+        for g in waiting:
+            _resume(g)
+
+
+def _reply(fut, obj, value, bcast):
+    if fut is not None:
+        fut.send((obj.thisIndex, value) if bcast else value)
+
+
+def _run(obj, fn, args, kwargs, fut, bcast):
+    if getattr(fn, "_ck_coro", False):
+        _spawn(_run_body, obj, fn, args, kwargs, fut, bcast)
+    else:
+        _run_body(obj, fn, args, kwargs, fut, bcast)
+
+
+def _run_body(obj, fn, args, kwargs, fut, bcast):
+    try:
+        value = fn(obj, *args, **kwargs)
+    except SystemExit as e:
+        _handle_exit(e)
+        return
+    except BaseException as e:
+        if fut is None:
+            _die(f"in entry method {type(obj).__name__}.{fn.__name__}")
+        sys.stderr.write(f"ucharm: PE {_core.my_pe()}: {type(obj).__name__}.{fn.__name__} raised "
+                         f"{type(e).__name__}: {e} (passed to the caller's future)\n")
+        value = _RemoteException(e, traceback.format_exc())
+    _reply(fut, obj, value, bcast)
+    if getattr(fn, "_ck_coro", False):
+        _after_entry(obj)
+
+
+def _die(where):
+    sys.stdout.flush()
+    sys.stderr.write(f"ucharm: PE {_core.my_pe()}: Python exception {where}:\n{traceback.format_exc()}")
+    sys.stderr.flush()
+    _core.abort("a Python exception ended the job (traceback above)")
+
+
+def _handle_exit(e):
+    """SystemExit (sys.exit(), exit()) in an entry method ends the whole job."""
+    if not isinstance(e, SystemExit):
+        return False
+    code = e.code
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        sys.stderr.write(f"{code}\n")
+        code = 1
+    charm.exit(code)
+    return True
+
+
+# ---- channels ---------------------------------------------------------------------------
+def _device_info(obj):
+    """(ptr, nbytes, shape, dtype str, stream) of a device array, or None for host objects."""
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is None:
+        return None
+    import numpy
+    shape = tuple(cai["shape"])
+    dt = numpy.dtype(cai["typestr"])
+    n = dt.itemsize
+    for d in shape:
+        n *= d
+    strides = cai.get("strides")
+    if strides is not None:
+        expect, ok = dt.itemsize, True
+        for d, s in zip(reversed(shape), reversed(strides)):
+            if d > 1 and s != expect:
+                ok = False
+            expect *= d
+        if not ok:
+            raise ValueError("Channel.send: device arrays must be C-contiguous")
+    stream = cai.get("stream") or 0
+    if stream in (1, 2):  # the legacy / per-thread default streams: nothing to wait for
+        stream = 0
+    return cai["data"][0], n, shape, dt.str, stream
+
+
+class _SendHandle:
+    """What Channel.send returns: get() waits (in a coroutine) until the device arrays and
+    zero-copy buffers of that send may be reused."""
+    __slots__ = ("ops",)
+
+    def __init__(self, ops):
+        self.ops = ops
+
+    def ready(self):
+        return all(op.done for op in self.ops)
+
+    def get(self):
+        for op in self.ops:
+            op.wait("waiting for a Channel.send")
+
+
+class Channel:
+    """A two-way, in-order stream of objects between two chares: both create it,
+    Channel(self, remote=proxy_of_the_other); send(*objs) and recv() (in a coroutine).
+    CuPy arrays (anything with __cuda_array_interface__) among the objects go GPU to GPU
+    over the Channel API; large host buffers go zero-copy the same way."""
+
+    def __init__(self, chare, remote, port=0):
+        if not isinstance(remote, ElementProxy):
+            raise TypeError("Channel(self, remote=...): remote must be the proxy of one element")
+        self._chare = chare
+        self._remote = remote
+        self._port = port
+        my_key = chare._ck_self._idx
+        self._key = (_core.ref_id(chare.thisProxy._ref), _norm(my_key), port)  # how the peer names us
+        peer_key = (_core.ref_id(remote._ref), _norm(remote._idx), port)
+        if peer_key in chare._ck_channels:
+            raise ValueError(f"a channel to {remote!r} on port {port} is already open")
+        self._ch = _core.channel_open(chare._ck_ptr, remote._ref, remote._idx, port)
+        self._send_seq = 0
+        self._recv_seq = 0
+        self._inbox = {}
+        self._waiter = None
+        chare._ck_channels[peer_key] = self
+        for seq, item in chare._ck_early.pop(peer_key, {}).items():
+            self._inbox[seq] = item
+
+    def send(self, *objs, stream=None):
+        host, dev, large = [], [], []
+        for i, o in enumerate(objs):
+            info = _device_info(o)
+            if info is None:
+                host.append(o)
+            else:
+                dev.append((i,) + info)
+                host.append(None)
+        bufs, zc = [], []
+
+        def oob(pb):
+            try:
+                m = pb.raw()
+            except BufferError:
+                return True
+            # Large read-only buffers (bytes, read-only arrays) travel zero-copy: nobody can
+            # change them before the transfer is done. Writable ones are copied into the
+            # message, so the caller may reuse them as soon as send() returns.
+            if m.nbytes >= _ZERO_COPY_MIN and m.readonly:
+                zc.append(m)
+                bufs.append(None)
+            else:
+                bufs.append(m)
+            return False
+        try:
+            payload = pickle.dumps(tuple(host), _P, buffer_callback=oob)
+        except Exception as e:
+            raise TypeError(f"Channel.send: an object cannot be pickled: {e}") from e
+        inline = [b for b in bufs if b is not None]
+        # Per out-of-band buffer: -1 inside the message, else its size (over the channel).
+        zc_iter = iter(zc)
+        layout = [-1 if b is not None else next(zc_iter).nbytes for b in bufs]
+        descs = [(i, n, shape, dt) for (i, _, n, shape, dt, _) in dev]
+        head, _ = _dumps((_CHANNEL, self._key, self._send_seq, layout, descs, len(objs)))
+        self._send_seq += 1
+        _core.send(self._remote._ref, self._remote._idx, head, [payload] + inline)
+        ops = []
+        sptr = stream.ptr if stream is not None and hasattr(stream, "ptr") else (stream or 0)
+        for (i, ptr, n, shape, dt, s) in dev:
+            op = _Op(keep=objs[i])
+            _core.channel_send(self._ch, ptr, n, op.fid, sptr or s)
+            ops.append(op)
+        for m in zc:
+            op = _Op(keep=m)
+            addr, n = _core.buffer_address(m, False)
+            _core.channel_send(self._ch, addr, n, op.fid, 0)
+            ops.append(op)
+        # The transfers keep their buffers alive until done. A device array must not be
+        # changed before its transfer is done: the result, a Future-like handle, says when
+        # (get() in a coroutine), as does any later message from the receiver.
+        return _SendHandle(ops)
+
+    def recv(self, *bufs, stream=None):
+        seq = self._recv_seq
+        while seq not in self._inbox:
+            self._waiter = getcurrent()
+            try:
+                _suspend("Channel.recv()")
+            finally:
+                self._waiter = None
+        t, msg = self._inbox.pop(seq)
+        self._recv_seq += 1
+        _, _, _, layout, descs, nobjs = t
+        head, parts = _core.parse(msg, False)
+        payload, inline = parts[0], parts[1:]
+        if bufs and len(bufs) != len(descs):
+            raise ValueError(f"Channel.recv: {len(bufs)} buffer(s) given, but the message holds "
+                             f"{len(descs)} device array(s)")
+        ops, out_dev = [], {}
+        sptr = stream.ptr if stream is not None and hasattr(stream, "ptr") else (stream or 0)
+        for k, (i, n, shape, dt) in enumerate(descs):
+            if bufs:
+                b = bufs[k]
+                info = _device_info(b)
+                if info is None:
+                    raise TypeError(f"Channel.recv: buffer {k} is not a device array")
+                import numpy
+                if info[1] != n or numpy.dtype(info[3]) != numpy.dtype(dt):
+                    raise ValueError(f"Channel.recv: buffer {k} holds {info[1]} bytes of {numpy.dtype(info[3])}, "
+                                     f"but the array sent has {n} bytes of {numpy.dtype(dt)} (shape {shape})")
+                ptr = info[0]
+                s = sptr or info[4]
+            else:
+                import cupy
+                b = cupy.empty(shape, dtype=dt)
+                ptr = b.data.ptr
+                s = sptr
+            op = _Op(keep=None)
+            _core.channel_recv(self._ch, ptr, n, op.fid, s)
+            ops.append(op)
+            out_dev[i] = b
+        bufs_all, it = [], iter(inline)
+        for size in layout:  # host buffers over the channel come after the device arrays
+            if size < 0:
+                bufs_all.append(next(it))
+                continue
+            b = bytearray(size)
+            addr, _ = _core.buffer_address(b, True)
+            op = _Op(keep=None)
+            _core.channel_recv(self._ch, addr, size, op.fid, 0)
+            ops.append(op)
+            bufs_all.append(b)
+        for op in ops:
+            op.wait("Channel.recv")
+        host = pickle.loads(payload, buffers=bufs_all)
+        objs = list(host)
+        for i, b in out_dev.items():
+            objs[i] = b
+        return objs[0] if nobjs == 1 else tuple(objs)
+
+    def _arrived(self, t, msg):
+        self._inbox[t[2]] = (t, msg)
+        if self._waiter is not None:
+            w, self._waiter = self._waiter, None
+            _resume(w)
+
+
+def _channel_message(obj, t, msg):
+    key = t[1]  # the sender's (collection, index, port): our name for the channel
+    ch = obj._ck_channels.get(key)
+    if ch is None:
+        obj._ck_early.setdefault(key, {})[t[2]] = (t, msg)
+        return
+    ch._arrived(t, msg)
+
+
+# ---- the runtime object -----------------------------------------------------------------
+class CharmRemote(Chare):
+    """The runtime's group (charm.thisProxy): one element per PE."""
+
+    def __init__(self):
+        pass
+
+    def updateGlobals(self, values, module_name="__main__"):
+        sys.modules[module_name].__dict__.update(values)
+
+    def _pool_run(self, func, chunk, items, fut):
+        fut.send((chunk, [func(x) for x in items]))
+
+    def _exec(self, code, module_name="__main__"):
+        exec(code, sys.modules[module_name].__dict__)
+
+
+class _Pool:
+    def map(self, func, iterable, chunksize=1, ncores=-1):
+        return self.map_async(func, iterable, chunksize, ncores).get()
+
+    def map_async(self, func, iterable, chunksize=1, ncores=-1):
+        items = list(iterable)
+        n = _core.num_pes()
+        workers = list(range(1, n)) if n > 1 else [0]
+        if ncores > 0:
+            workers = workers[:ncores]
+        chunks = [items[i:i + chunksize] for i in range(0, len(items), max(1, chunksize))]
+        fut = _PoolFuture(len(chunks))
+        for k, c in enumerate(chunks):
+            charm.thisProxy[workers[k % len(workers)]]._pool_run(func, k, c, fut)
+        return fut
+
+
+class _PoolFuture(Future):
+    def get(self):
+        parts = super().get() if self._n != 1 else [super().get()]
+        if self._n == 0:
+            return []
+        out = []
+        for _, res in sorted(parts, key=lambda p: p[0]):
+            out.extend(res)
+        return out
+
+    def ready(self):
+        return len(self._vals) >= self._n
+
+
+class _Charm:
+    def __init__(self):
+        self._entry = None
+        self._remote = None
+        self.pool = _Pool()
+        self.options = type("Options", (), {})()
+
+    # -- start and end
+    def start(self, entry=None, classes=None, modules=None, interactive=False):
+        if interactive:
+            raise NotImplementedError("charm.start(interactive=True) is not supported")
+        if entry is None:
+            raise TypeError("charm.start(main): give the main function or the main chare class")
+        self._entry = entry
+        _core.set_python(_Hooks)
+        _core.start(list(sys.argv))
+
+    def exit(self, exit_code=0):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _core.exit(int(exit_code))
+
+    def abort(self, message):
+        sys.stdout.flush()
+        _core.abort(str(message))
+
+    # -- where we are
+    def myPe(self):
+        return _core.my_pe()
+
+    def numPes(self):
+        return _core.num_pes()
+
+    def numHosts(self):
+        return 1
+
+    def wallTime(self):
+        return _core.wall_time()
+
+    @property
+    def thisProxy(self):
+        if self._remote is None:
+            self._remote = pickle.loads(_core.get_readonly())
+        return self._remote
+
+    # -- waiting
+    def awaitCreation(self, *proxies):
+        for p in proxies:
+            f = p._creation if isinstance(p, CollectionProxy) else _creations.pop(p._ref, None)
+            if f is not None and f.pe == _core.my_pe():
+                f.get()
+                if isinstance(p, CollectionProxy):
+                    p._creation = None
+
+    def iwait(self, futures):
+        pending = list(futures)
+        while pending:
+            ready = [f for f in pending if f.ready()]
+            if not ready:
+                g = getcurrent()
+                for f in pending:
+                    f._waiter = g
+                try:
+                    _suspend("charm.iwait()")
+                finally:
+                    for f in pending:
+                        f._waiter = None
+                continue
+            for f in ready:
+                pending.remove(f)
+                yield f
+
+    def wait(self, futures):
+        for f in futures:
+            f.get()
+
+    def startQD(self, callback):
+        if isinstance(callback, (Future, _FutureRef)):
+            _core.start_qd(callback.pe, callback.fid)
+        else:
+            raise TypeError("charm.startQD: give a Future")
+
+    def waitQD(self):
+        f = Future()
+        self.startQD(f)
+        f.get()
+
+    def createFuture(self, num_vals=1):
+        return Future(num_vals)
+
+
+charm = _charm = _Charm()
+
+
+class _Hooks:
+    """What _core calls."""
+    construct = staticmethod(_construct)
+    invoke = staticmethod(_invoke)
+    combine = staticmethod(_combine)
+    handle_exit = staticmethod(_handle_exit)
+
+    @staticmethod
+    def start(argv):
+        # PE 0, once: the runtime's group, then the program's main.
+        remote = Group(CharmRemote)
+        charm._remote = remote
+        _core.set_readonly(pickle.dumps(remote, _P))
+        sys.argv[:] = argv
+        entry = charm._entry
+        if isinstance(entry, type) and issubclass(entry, Chare):
+            Chare(entry, onPE=0, args=[argv])
+        else:
+            _spawn(_main_body, entry, argv)
+
+    @staticmethod
+    def future_value(fid, msg):
+        target = _futures.get(fid)
+        if target is None:
+            raise RuntimeError(f"a value arrived for future {fid} on PE {_core.my_pe()}, which is not waited for")
+        if isinstance(target, _Op):
+            target._deliver(None)
+            return
+        red = _core.reduction_value(msg)
+        if red is not None:
+            _, value, _ = _finish(red)
+        else:
+            head, bufs = _core.parse(msg, False)
+            value = pickle.loads(head, buffers=bufs)
+        target._deliver(value)
+
+    @staticmethod
+    def reduction_done(blob):
+        target, value, empty = _finish(blob)
+        if target is None:
+            return
+        if empty:
+            target()
+        else:
+            target(value)
+
+
+def _main_body(entry, argv):
+    try:
+        entry(argv)
+    except SystemExit as e:
+        _handle_exit(e)
+    except BaseException:
+        _die("in the main function")
