@@ -84,7 +84,11 @@ void start_qd(int pe, std::uint32_t future) { ck::start_qd(ck::CkCallback::futur
 }  // namespace ucharm::py
 
 namespace ucharm::py {
-bool is_reduction_value(void* msg) { return ck::detail::envelope(msg).sig != 0; }
+int value_kind(void* msg) {
+  const std::uint32_t sig = ck::detail::envelope(msg).sig;
+  if (sig == 0) return 0;
+  return sig == ck::detail::sig_of<std::tuple<std::string>>::hash() ? 1 : 2;
+}
 }  // namespace ucharm::py
 
 namespace ucharm::py {

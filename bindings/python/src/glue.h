@@ -70,9 +70,10 @@ void start_qd(int pe, std::uint32_t future);
 }  // namespace ucharm::py
 
 namespace ucharm::py {
-// A future's value message: true when it holds a packed reduction result (from the core),
-// false when it was built by the bindings (future_send_raw sends with signature 0).
-bool is_reduction_value(void* msg);
+// What a future's value message holds: 0 a value built by the bindings (future_send_raw
+// sends with signature 0), 1 a packed reduction result, 2 another value from the core
+// (quiescence detection's empty one).
+int value_kind(void* msg);
 }  // namespace ucharm::py
 
 namespace ucharm::py {

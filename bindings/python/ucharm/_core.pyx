@@ -89,7 +89,7 @@ cdef extern from "glue.h" namespace "ucharm::py":
                                                    uint32_t future, void* stream)
     void c_channel_close "ucharm::py::channel_close"(CkChannel* ch)
     void c_start_qd "ucharm::py::start_qd"(int pe, uint32_t future)
-    bint c_is_reduction_value "ucharm::py::is_reduction_value"(void* msg)
+    int c_value_kind "ucharm::py::value_kind"(void* msg)
     const CollectionRef& c_chare_ref "ucharm::py::chare_ref"(PyChare* c)
     const Index& c_chare_index "ucharm::py::chare_index"(PyChare* c)
     void c_set_readonly "ucharm::py::set_readonly"(string value)
@@ -515,11 +515,13 @@ def release_future(uint32_t fid):
 def contribute(uintptr_t chare, bytes data, int root_pe, int64_t root_future):
     c_contribute(<PyChare*>chare, data, root_pe, root_future)
 
+def value_kind(Message m):
+    """0: a value sent by send_future, 1: a reduction result, 2: an empty value from the
+    core (quiescence detection)."""
+    return c_value_kind(m.msg)
+
 def reduction_value(Message m):
-    """The pickled result inside a reduction result message sent to a future, or None when
-    the message is a value sent by send_future."""
-    if not c_is_reduction_value(m.msg):
-        return None
+    """The pickled result inside a reduction result message sent to a future."""
     cdef string s = c_unpack_string(raw_payload(m.msg), raw_length(m.msg))
     return PyBytes_FromStringAndSize(s.data(), s.size())
 

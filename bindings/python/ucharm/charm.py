@@ -311,8 +311,8 @@ def _combine(a, b):
     ra, ta, pa = pickle.loads(a)
     rb, tb, pb = pickle.loads(b)
     if ra is not rb:
-        raise ValueError(f"reduction: contributions with different reducers ({_reducer_name(ra)} and "
-                         f"{_reducer_name(rb)}) in one round")
+        raise ValueError(f"reduction: contributions with different reducers ({_reducer_name(ra).lstrip('_')} "
+                         f"and {_reducer_name(rb).lstrip('_')}) in one round")
     if ra is _gather:
         p = pa + pb
     elif ra is None or ra is _nop:
@@ -457,9 +457,13 @@ class CollectionProxy(Proxy):
         if len(t) != self._ndims_dynamic():
             raise IndexError(f"index {index!r} has {len(t)} dimensions; the array has {self._ndims_dynamic()}")
         _core.insert(self._ref, t, _blob(self._cls, args, self._kind, None))
+        self._inserted = getattr(self, "_inserted", 0) + 1
 
     def ckDoneInserting(self):
-        pass
+        """Ends the insertions made through this proxy: reductions over the array count the
+        elements inserted so far through it (insert all elements from one place)."""
+        if self._shape is None:
+            charm.thisProxy[0]._ck_inserted_total(_core.ref_id(self._ref), self._inserted)
 
     def __reduce__(self):
         return (CollectionProxy, (self._cls, self._ref, self._kind, self._shape, None))
@@ -527,7 +531,7 @@ class Chare:
             reducer = _nop
         pre = Reducer._pre.get(reducer)
         if pre is not None:
-            data = pre(data)
+            data = pre(data, self)  # charm4py: pre(contribution, contributor)
         if reducer is _gather:
             data = [(self.thisIndex, data)]
         root_pe, root_fid, tgt = 0, -1, None
@@ -539,6 +543,16 @@ class Chare:
             raise TypeError(f"contribute: the target must be a Future or a proxy method, not {target!r}")
         if self._ck_kind == "chare":
             raise RuntimeError("contribute() is for group and array elements, not singleton chares")
+        if self._ck_kind == "array" and self.thisProxy._shape is None:
+            # An array filled by ckInsert: the core's reduction tree needs the element count
+            # of every PE, which only ckDoneInserting's total gives; the contributions go to
+            # PE 0's runtime element, which combines them once it has them all.
+            rnd = self._ck_red_round
+            self._ck_red_round += 1
+            charm.thisProxy[0]._ck_inserted_contribution(
+                _core.ref_id(self.thisProxy._ref), rnd, self.thisIndex,
+                pickle.dumps((reducer, tgt, data), _P), (root_pe, root_fid))
+            return
         _core.contribute(self._ck_ptr, pickle.dumps((reducer, tgt, data), _P), root_pe, root_fid)
 
     def reduce(self, target, data=None, reducer=None):
@@ -674,9 +688,11 @@ def _construct(ptr, blob):
     obj._ck_ptr = ptr
     obj._ck_kind = kind
     obj._ck_allreduce = []
+    obj._ck_red_round = 0
     obj._ck_waiting = []
     obj._ck_when = None
     obj._ck_channels = {}
+    obj._ck_chan_count = {}
     obj._ck_early = {}
     if kind == "chare":
         obj.thisIndex = None
@@ -692,10 +708,27 @@ def _construct(ptr, blob):
         key = idx
     obj._ck_self = ElementProxy(cls, ref, ("pe", key) if kind == "group" else key)
     _local[(_core.ref_id(ref), key)] = obj
-    obj.__init__(*args)
+    # The main chare's constructor and @coro constructors run as coroutines (they may wait).
+    if getattr(cls.__init__, "_ck_coro", False) or (kind == "chare" and cls is charm._entry):
+        _spawn(_init_body, obj, args, creation)
+    else:
+        obj.__init__(*args)
+        if creation is not None:
+            creation.send(None)
+    return obj
+
+
+def _init_body(obj, args, creation):
+    try:
+        obj.__init__(*args)
+    except SystemExit as e:
+        _handle_exit(e)
+        return
+    except BaseException:
+        _die(f"in the constructor of {type(obj).__name__}")
     if creation is not None:
         creation.send(None)
-    return obj
+    _after_entry(obj)
 
 
 # ---- invocation -------------------------------------------------------------------------
@@ -872,13 +905,19 @@ class Channel:
             raise TypeError("Channel(self, remote=...): remote must be the proxy of one element")
         self._chare = chare
         self._remote = remote
-        self._port = port
         my_key = chare._ck_self._idx
-        self._key = (_core.ref_id(chare.thisProxy._ref), _norm(my_key), port)  # how the peer names us
-        peer_key = (_core.ref_id(remote._ref), _norm(remote._idx), port)
-        if peer_key in chare._ck_channels:
-            raise ValueError(f"a channel to {remote!r} on port {port} is already open")
-        self._ch = _core.channel_open(chare._ck_ptr, remote._ref, remote._idx, port)
+        peer_base = (_core.ref_id(remote._ref), _norm(remote._idx), port)
+        # Several channels between the same two chares pair up in creation order: the n-th
+        # one each side opens is one channel (sub-id n, counted per port).
+        nth = chare._ck_chan_count.get(peer_base, 0)
+        chare._ck_chan_count[peer_base] = nth + 1
+        sub = port * 1024 + nth
+        if nth >= 1024:
+            raise ValueError(f"more than 1024 channels to {remote!r} on port {port}")
+        self._port = sub
+        self._key = (_core.ref_id(chare.thisProxy._ref), _norm(my_key), sub)  # how the peer names us
+        peer_key = (peer_base[0], peer_base[1], sub)
+        self._ch = _core.channel_open(chare._ck_ptr, remote._ref, remote._idx, sub)
         self._send_seq = 0
         self._recv_seq = 0
         self._inbox = {}
@@ -1002,6 +1041,10 @@ class Channel:
             objs[i] = b
         return objs[0] if nobjs == 1 else tuple(objs)
 
+    def ready(self):
+        """A message is here: recv() will not wait (charm.iwait works on channels)."""
+        return self._recv_seq in self._inbox
+
     def _arrived(self, t, msg):
         self._inbox[t[2]] = (t, msg)
         if self._waiter is not None:
@@ -1030,6 +1073,42 @@ class CharmRemote(Chare):
 
     def _pool_run(self, func, chunk, items, fut):
         fut.send((chunk, [func(x) for x in items]))
+
+    # Reductions over arrays filled by ckInsert (on PE 0): (collection, round) -> parts.
+    def _ck_inserted_total(self, coll, total):
+        self._ck_totals = getattr(self, "_ck_totals", {})
+        self._ck_totals[coll] = total
+        for (c, rnd) in list(getattr(self, "_ck_parts", {})):
+            if c == coll:
+                self._ck_try_reduce(coll, rnd)
+
+    def _ck_inserted_contribution(self, coll, rnd, index, blob, root):
+        self._ck_parts = getattr(self, "_ck_parts", {})
+        self._ck_parts.setdefault((coll, rnd), []).append((index, blob, root))
+        self._ck_try_reduce(coll, rnd)
+
+    def _ck_try_reduce(self, coll, rnd):
+        total = getattr(self, "_ck_totals", {}).get(coll)
+        parts = self._ck_parts.get((coll, rnd), [])
+        if total is None or len(parts) < total:
+            return
+        if len(parts) > total:
+            raise RuntimeError(f"a reduction over an inserted array got {len(parts)} contributions, but "
+                               f"ckDoneInserting counted {total} elements")
+        del self._ck_parts[(coll, rnd)]
+        parts.sort(key=lambda p: p[0])
+        blob = parts[0][1]
+        for _, b, _ in parts[1:]:
+            blob = _combine(blob, b)
+        target, value, empty = _finish(blob)
+        root_pe, root_fid = parts[0][2]
+        if root_fid >= 0:
+            _send_future(root_pe, root_fid, value)
+        elif target is not None:
+            if empty:
+                target()
+            else:
+                target(value)
 
     def _exec(self, code, module_name="__main__"):
         exec(code, sys.modules[module_name].__dict__)
@@ -1191,9 +1270,11 @@ class _Hooks:
         if isinstance(target, _Op):
             target._deliver(None)
             return
-        red = _core.reduction_value(msg)
-        if red is not None:
-            _, value, _ = _finish(red)
+        kind = _core.value_kind(msg)
+        if kind == 1:
+            _, value, _ = _finish(_core.reduction_value(msg))
+        elif kind == 2:
+            value = None
         else:
             head, bufs = _core.parse(msg, False)
             value = pickle.loads(head, buffers=bufs)

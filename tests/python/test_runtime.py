@@ -1,0 +1,9 @@
+"""charm.thisProxy.updateGlobals, charm.pool.map, charm.awaitCreation."""
+import pytest
+
+from conftest import PES, check_ok, run
+
+
+@pytest.mark.parametrize("pes", PES)
+def test_update_globals_pool_await_creation(pes):
+    check_ok(run("globals_pool.py", pes))
