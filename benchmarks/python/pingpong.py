@@ -7,7 +7,7 @@ Modes, by what travels:
   cupy-direct   a CuPy array through a Channel, device to device, into a posted buffer
   cupy-staging  a CuPy array copied to host, sent as NumPy, copied to the GPU on arrival
 Each side sends back what it received: no copy or allocation beyond the transport's.
-    ucharmrun -n 2 python3 pingpong.py --mode channel-bytes [--min 1] [--max 4M] [--iters 1000]
+    PYTHONPATH=build/bindings/python ucharmrun -n 2 python3 pingpong.py --mode channel-bytes [--min 1] [--max 4M]
 """
 import argparse
 import os

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Python ping-pong figures, measured alternately in one run: ucharm's Python bindings (a
+# bytes object through a proxy call and through a Channel, 8 B; a NumPy array through a
+# Channel, 1 MiB), mpi4py on the system OpenMPI (pickled comm.send/recv, 8 B) and ucharm's
+# C++ Converse ping-pong (1 MiB); medians of the repetitions and ratios.
+#   benchmarks/run_python_pingpong.sh [build-dir] [repeats]
+# PYTHON: the interpreter for ucharm (NumPy, greenlet; default: the project's .venv).
+# mpi4py goes into a virtualenv of its own, .venv-mpi4py, created on the first run.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+reps=${2:-5}
+iters=${ITERS:-20000}
+run="$build/tools/ucharmrun/ucharmrun"
+pp="$build/benchmarks/converse_pingpong"
+bench="$root/benchmarks/python"
+py=${PYTHON:-$root/.venv/bin/python}
+venv="$root/.venv-mpi4py"
+export PYTHONPATH="$build/bindings/python${PYTHONPATH:+:$PYTHONPATH}"
+
+for f in "$run" "$pp"; do
+  [ -x "$f" ] || { echo "run_python_pingpong.sh: $f is not built" >&2; exit 1; }
+done
+"$py" -c 'import ucharm, numpy' 2>/dev/null || {
+  echo "run_python_pingpong.sh: $py cannot import ucharm and numpy (is $build/bindings/python built? set PYTHON)" >&2
+  exit 1
+}
+# mpi4py against the system OpenMPI, in its own virtualenv (idempotent: once installed,
+# nothing is fetched again). The '*' .gitignore keeps the virtualenv out of git.
+if ! "$venv/bin/python" -c 'import mpi4py' 2>/dev/null; then
+  echo "== creating $venv with mpi4py"
+  python3 -m venv "$venv"
+  echo '*' > "$venv/.gitignore"
+  "$venv/bin/pip" install --quiet mpi4py
+fi
+
+median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# Column 2 of the ping-pong tables is the one-way latency (us), column 3 the bandwidth (MB/s).
+ours() {  # mode size column
+  "$run" -n 2 --timeout 120 "$py" "$bench/pingpong.py" --mode "$1" --min "$2" --max "$2" --iters "$iters" |
+    awk -v c="$3" '!/^#/ {print $c}'
+}
+proxy_8b() { ours proxy-bytes 8 2; }
+channel_8b() { ours channel-bytes 8 2; }
+numpy_1m() { ours numpy 1M 3; }
+mpi4py_8b() {
+  timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 "$venv/bin/python" "$bench/mpi4py_pingpong.py" \
+    --mode pickle --min 8 --max 8 --iters "$iters" | awk '!/^#/ {print $2}'
+}
+converse_1m() { "$run" -n 2 --timeout 120 "$pp" --min 1M --max 1M --iters "$iters" | awk '!/^#/ {print $3}'; }
+
+echo "== machine: $(nproc) cores, $(uname -r); $("$py" --version); $(mpirun --version | head -1);" \
+  "mpi4py $("$venv/bin/python" -c 'import mpi4py; print(mpi4py.__version__)')"
+echo "== $reps alternating repetitions; $iters round trips at 8 B, $((iters / 100 > 50 ? iters / 100 : 50)) at 1 MiB"
+names=(proxy_8b channel_8b mpi4py_8b numpy_1m converse_1m)
+declare -A runs med
+for ((i = 0; i < reps; i++)); do
+  for n in "${names[@]}"; do
+    v=$("$n") || v=""
+    [ -n "$v" ] || { echo "$n: no result in repetition $((i + 1))" >&2; continue; }
+    runs[$n]+="$v "
+  done
+done
+
+label() {
+  case $1 in
+    proxy_8b) echo "ucharm Python, bytes by proxy call, 8 B (us)" ;;
+    channel_8b) echo "ucharm Python, bytes by Channel, 8 B (us)" ;;
+    mpi4py_8b) echo "mpi4py pickled send/recv, 8 B (us)" ;;
+    numpy_1m) echo "ucharm Python, NumPy by Channel, 1 MiB (MB/s)" ;;
+    *) echo "ucharm Converse ping-pong, 1 MiB (MB/s)" ;;
+  esac
+}
+printf '%-48s %10s   %s\n' "" "median" "runs"
+for n in "${names[@]}"; do
+  med[$n]=$(tr ' ' '\n' <<<"${runs[$n]:-}" | grep . | median || true)
+  printf '%-48s %10s   %s\n' "$(label "$n")" "${med[$n]:-n/a}" "${runs[$n]:-}"
+done
+ratio() {  # a b text -> "text a/b" when both medians exist
+  [ -n "${med[$1]:-}" ] && [ -n "${med[$2]:-}" ] || return 0
+  awk -v a="${med[$1]}" -v b="${med[$2]}" -v l="$3" 'BEGIN { if (b > 0) printf "%-48s %10.2f\n", l, a / b }'
+}
+ratio proxy_8b mpi4py_8b "latency 8 B: proxy call / mpi4py"
+ratio channel_8b mpi4py_8b "latency 8 B: Channel / mpi4py"
+ratio numpy_1m converse_1m "bandwidth 1 MiB: NumPy Channel / Converse"
