@@ -268,6 +268,9 @@ cdef void h_invoke(void* obj, void* msg) noexcept:
     try:
         head, bufs = parse(m, False)
         t = _loads(head, buffers=bufs)
+        if t[0] == 1:  # channel data
+            _py.channel_message(o, t, m)
+            return
         if t[0] == 0 and t[4] is None and not t[5]:
             fn = getattr(type(o), t[1], None)
             if _entry_kind.get(fn) == 0:

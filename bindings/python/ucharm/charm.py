@@ -894,6 +894,9 @@ class _SendHandle:
             op.wait("waiting for a Channel.send")
 
 
+_NO_OPS = _SendHandle([])
+
+
 class Channel:
     """A two-way, in-order stream of objects between two chares: both create it,
     Channel(self, remote=proxy_of_the_other); send(*objs) and recv() (in a coroutine).
@@ -927,42 +930,53 @@ class Channel:
             self._inbox[seq] = item
 
     def send(self, *objs, stream=None):
-        host, dev, large = [], [], []
-        for i, o in enumerate(objs):
-            info = _device_info(o)
-            if info is None:
-                host.append(o)
-            else:
-                dev.append((i,) + info)
-                host.append(None)
-        bufs, zc = [], []
-
-        def oob(pb):
-            try:
-                m = pb.raw()
-            except BufferError:
-                return True
-            # Large read-only buffers (bytes, read-only arrays) travel zero-copy: nobody can
-            # change them before the transfer is done. Writable ones are copied into the
-            # message, so the caller may reuse them as soon as send() returns.
-            if m.nbytes >= _ZERO_COPY_MIN and m.readonly:
-                zc.append(m)
-                bufs.append(None)
-            else:
-                bufs.append(m)
-            return False
+        dev = None
+        for o in objs:
+            if hasattr(o, "__cuda_array_interface__"):
+                dev = []
+                break
+        host = objs
+        if dev is not None:
+            host = []
+            for i, o in enumerate(objs):
+                info = _device_info(o)
+                if info is None:
+                    host.append(o)
+                else:
+                    dev.append((i,) + info)
+                    host.append(None)
+            host = tuple(host)
+        pbs = []
         try:
-            payload = pickle.dumps(tuple(host), _P, buffer_callback=oob)
+            payload = pickle.dumps(host, _P, buffer_callback=pbs.append)
         except Exception as e:
             raise TypeError(f"Channel.send: an object cannot be pickled: {e}") from e
-        inline = [b for b in bufs if b is not None]
-        # Per out-of-band buffer: -1 inside the message, else its size (over the channel).
-        zc_iter = iter(zc)
-        layout = [-1 if b is not None else next(zc_iter).nbytes for b in bufs]
-        descs = [(i, n, shape, dt) for (i, _, n, shape, dt, _) in dev]
-        head, _ = _dumps((_CHANNEL, self._key, self._send_seq, layout, descs, len(objs)))
+        inline, zc, layout = [], [], None
+        if pbs:
+            try:
+                raws = [pb.raw() for pb in pbs]
+            except BufferError:  # a non-contiguous buffer: everything in band
+                payload, raws = pickle.dumps(host, _P), []
+            # Per out-of-band buffer: -1 inside the message, else its size (over the channel).
+            # Large read-only buffers (read-only arrays) travel zero-copy: nobody can change
+            # them before the transfer is done. Writable ones are copied into the message,
+            # so the caller may reuse them as soon as send() returns.
+            layout = []
+            for m in raws:
+                if m.nbytes >= _ZERO_COPY_MIN and m.readonly:
+                    zc.append(m)
+                    layout.append(m.nbytes)
+                else:
+                    inline.append(m)
+                    layout.append(-1)
+        descs = [(i, n, shape, dt) for (i, _, n, shape, dt, _) in dev] if dev else None
+        head = pickle.dumps((_CHANNEL, self._key, self._send_seq, layout, descs, len(objs)), _P)
         self._send_seq += 1
-        _core.send(self._remote._ref, self._remote._idx, head, [payload] + inline)
+        inline.insert(0, payload)
+        _core.send(self._remote._ref, self._remote._idx, head, inline)
+        if not dev and not zc:
+            return _NO_OPS
+        dev = dev or ()
         ops = []
         sptr = stream.ptr if stream is not None and hasattr(stream, "ptr") else (stream or 0)
         for (i, ptr, n, shape, dt, s) in dev:
@@ -1003,7 +1017,16 @@ class Channel:
         self._recv_seq += 1
         _, _, _, layout, descs, nobjs = t
         head, parts = _core.parse(msg, False)
-        payload, inline = parts[0], parts[1:]
+        payload = parts[0]
+        if layout is None and descs is None:  # host objects only, all inside the message
+            if bufs:
+                raise ValueError(f"Channel.recv: {len(bufs)} device buffer(s) given, but the message holds "
+                                 "no device array")
+            objs = pickle.loads(payload)
+            return objs[0] if nobjs == 1 else tuple(objs)
+        inline = parts[1:]
+        layout = layout or ()
+        descs = descs or ()
         if bufs and len(bufs) != len(descs):
             raise ValueError(f"Channel.recv: {len(bufs)} device buffer(s) given, but the message holds "
                              f"{len(descs)} device array(s)")
@@ -1245,6 +1268,7 @@ class _Hooks:
     invoke_slow = staticmethod(_invoke_slow)
     after_entry = staticmethod(_after_entry)
     map_pe = staticmethod(_map_pe)
+    channel_message = staticmethod(_channel_message)
     entry_kind = _entry_kind
     combine = staticmethod(_combine)
     handle_exit = staticmethod(_handle_exit)
