@@ -40,14 +40,14 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
     pyl+=("$($R -n 2 --timeout 120 $py benchmarks/python/pingpong.py --mode cupy-direct --min 8 --max 8 --iters 5000 | awk '$1==8{print $2}')")
     stl+=("$($R -n 2 --timeout 120 $py benchmarks/python/pingpong.py --mode cupy-staging --min 8 --max 8 --iters 5000 | awk '$1==8{print $2}')")
     cl+=("$($R -n 2 --timeout 60 $build/benchmarks/osu --mode channel --mem cuda --test lat --min 8 --max 8 --iters 10000 | awk '$1==8{print $2}')")
-    pyb+=("$($R -n 2 --timeout 120 $py benchmarks/python/pingpong.py --mode cupy-direct --min 16M --max 16M --iters 200 | awk '$1==16777216{print $3}')")
+    pyb+=("$($R -n 2 --timeout 120 $py benchmarks/python/pingpong.py --mode cupy-direct --test bw --window 32 --min 16M --max 16M --iters 6400 | awk '$1==16777216{print $3}')")
     cb+=("$($R -n 2 --timeout 60 $build/benchmarks/osu --mode channel --mem cuda --test bw --min 16M --max 16M --iters 200 | awk '$1==16777216{print $2}')")
   done
   echo "8 B latency us: python cupy-direct $(med "${pyl[@]}") (${pyl[*]}); python cupy-staging $(med "${stl[@]}") (${stl[*]}); C++ channel $(med "${cl[@]}") (${cl[*]})"
-  echo "16 MiB: python cupy-direct (pingpong.py column 3) $(med "${pyb[@]}") (${pyb[*]}); C++ channel bw MB/s $(med "${cb[@]}") (${cb[*]})"
-  $R -n 2 --timeout 200 $py benchmarks/python/pingpong.py --mode cupy-direct --min 8 --max 64M --iters 100 > "$out/py-cupy-direct.txt" 2>&1
-  $R -n 2 --timeout 200 $py benchmarks/python/pingpong.py --mode cupy-staging --min 8 --max 64M --iters 100 > "$out/py-cupy-staging.txt" 2>&1
-  echo "-- full sweeps"; paste "$out/py-cupy-direct.txt" "$out/py-cupy-staging.txt" | head -40
+  echo "16 MiB bandwidth MB/s (windows of 32): python cupy-direct $(med "${pyb[@]}") (${pyb[*]}); C++ channel $(med "${cb[@]}") (${cb[*]})"
+  $R -n 2 --timeout 200 $py benchmarks/python/pingpong.py --mode cupy-direct --test bw --window 32 --min 1M --max 256M --iters 3200 > "$out/py-cupy-direct-bw.txt" 2>&1
+  $R -n 2 --timeout 200 $build/benchmarks/osu --mode channel --mem cuda --test bw --min 1M --max 256M --iters 200 > "$out/cpp-channel-bw.txt" 2>&1
+  echo "-- bandwidth sweeps: python cupy-direct | C++ channel"; paste "$out/py-cupy-direct-bw.txt" "$out/cpp-channel-bw.txt"
   nvcc -O2 -o /tmp/peer_bw tools/peer_bw.cu && /tmp/peer_bw > "$out/peer.txt" 2>&1
   echo "-- cudaMemcpyPeer"; cat "$out/peer.txt"
 fi

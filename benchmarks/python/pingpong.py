@@ -50,6 +50,26 @@ class Peer(Chare):
         return self.d_send[:size]
 
     @coro
+    def stream(self, size, rounds, window):
+        """OSU's bandwidth test: `rounds` times, PE 0 sends `window` messages back to back and
+        PE 1 answers the last with a small ack; PE 0 returns the seconds it took."""
+        if self.thisIndex > 1:
+            return None
+        data = self.payload(size)
+        ack = b'a'
+        t0 = time.perf_counter()
+        for _ in range(rounds):
+            if self.thisIndex == 0:
+                for _ in range(window):
+                    self.send(data)
+                self.ch.recv()
+            else:
+                for _ in range(window):
+                    self.recv(size)
+                self.ch.send(ack)
+        return time.perf_counter() - t0
+
+    @coro
     def run(self, size, round_trips):
         """round_trips ping-pongs of `size` bytes; PE 0 returns the seconds they took."""
         if self.thisIndex > 1:
@@ -108,6 +128,9 @@ class Peer(Chare):
 def main(args):
     p = argparse.ArgumentParser(prog='pingpong.py', description='ping-pong between chares on PEs 0 and 1')
     p.add_argument('--mode', choices=MODES, default='channel-bytes')
+    p.add_argument('--test', choices=['lat', 'bw'], default='lat',
+                   help='lat: ping-pong; bw: windows of back-to-back sends, then an ack (channel modes)')
+    p.add_argument('--window', type=int, default=64, help='messages per window in the bw test')
     common.add_size_options(p)
     try:
         a = p.parse_args(args[1:])
@@ -121,15 +144,27 @@ def main(args):
     peers = Group(Peer, args=[a.mode, a.max])
     charm.awaitCreation(peers)
     common.header(f'ucharm Python ping-pong, mode {a.mode}, PE 0 <-> PE 1, {charm.numPes()} PEs')
+    if a.test == 'bw' and a.mode == 'proxy-bytes':
+        print('pingpong.py: --test bw is for the channel modes', file=sys.stderr)
+        charm.exit(1)
+        return
     for size in common.sizes(a.min, a.max):
         n = common.iterations_for(size, a.iters)
-        for count, timed in ((a.warmup, False), (n, True)):
-            if count == 0:
-                continue
-            other = peers[1].run(size, count, ret=True)
-            seconds = peers[0].run(size, count, ret=True).get()
+        if a.test == 'bw':
+            n = max(n // a.window, 4)
+        for count, timed in ((max(a.warmup // (a.window if a.test == 'bw' else 1), 1), False), (n, True)):
+            if a.test == 'bw':
+                other = peers[1].stream(size, count, a.window, ret=True)
+                seconds = peers[0].stream(size, count, a.window, ret=True).get()
+            else:
+                other = peers[1].run(size, count, ret=True)
+                seconds = peers[0].run(size, count, ret=True).get()
             other.get()
-            if timed:
+            if timed and a.test == 'bw':
+                # one-way time per message, and the bandwidth of the stream
+                us = seconds * 1e6 / (n * a.window)
+                print(f'{size:<12} {us:14.3f} {size / us:16.2f}', flush=True)
+            elif timed:
                 common.row(size, n, seconds)
     charm.exit(0)
 
