@@ -30,7 +30,7 @@ def _preload_ucx():
 _preload_ucx()
 
 from .charm import (charm, Chare, Group, Array, ArrayMap, Reducer, Future, Channel,  # noqa: E402
-                    coro, threaded, when, CharmRemote)
+                    coro, threaded, when, CharmRemote, readonlies)
 
 __all__ = ["charm", "Chare", "Group", "Array", "ArrayMap", "Reducer", "Future", "Channel", "coro",
-           "threaded", "when", "CharmRemote"]
+           "threaded", "when", "CharmRemote", "readonlies"]

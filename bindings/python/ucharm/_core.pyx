@@ -411,6 +411,8 @@ def abort(str message):
 def send(bytes ref, object idx, bytes head, list bufs):
     """To one element: idx is an array index, or ('pe', n) for a group element, or None for
     a singleton chare."""
+    if _ro_pending:
+        flush_readonlies()
     cdef CollectionRef r = to_ref(ref)
     cdef Index i
     if type(idx) is tuple and len(idx) == 2 and idx[0] == "pe":
@@ -418,6 +420,20 @@ def send(bytes ref, object idx, bytes head, list bufs):
     else:
         i = to_index(idx)
     c_send(r, i, build(head, bufs))
+
+cdef bint _ro_pending = False  # readonlies set on PE 0 and not sent yet
+
+def set_readonlies_pending():
+    global _ro_pending
+    _ro_pending = True
+
+cdef inline int flush_readonlies() except -1:
+    # Before anything leaves PE 0 after readonlies changed: the values go first.
+    global _ro_pending
+    _ro_pending = False
+    _py.flush_readonlies()
+    return 0
+
 
 cdef inline Index wire_index(object idx) except *:
     if type(idx) is tuple and len(idx) == 2 and idx[0] == "pe":
@@ -444,7 +460,10 @@ cdef class BoundEntry:
 
     def __call__(self, *args, ret=False, awaitable=False, **kwargs):
         if ret or awaitable or not self.element:
-            return self.proxy._ck_call(self.name, args, kwargs, bool(ret or awaitable))
+            # want: 2 the return value (ret=True), 1 completion only (awaitable=True: None)
+            return self.proxy._ck_call(self.name, args, kwargs, 2 if ret else (1 if awaitable else 0))
+        if _ro_pending:
+            flush_readonlies()
         cdef list bufs = []
         t = (0, self.name, args, kwargs or None, None, False)
         try:
@@ -463,6 +482,8 @@ cdef class BoundEntry:
 
 
 def broadcast(bytes ref, bytes head, list bufs):
+    if _ro_pending:
+        flush_readonlies()
     c_broadcast(to_ref(ref), build(head, bufs))
 
 def send_future(int pe, uint32_t fid, bytes head, list bufs):

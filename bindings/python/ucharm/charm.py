@@ -109,6 +109,7 @@ class Future:
         self._vals = []
         self._waiter = None
         self._by_index = False  # values are (index, value): get() sorts them (broadcast ret)
+        self._only_done = False  # awaitable=True: get() says when, with None
         _futures[self.fid] = self
 
     # -- producer side (any PE, through a pickled copy)
@@ -136,6 +137,8 @@ class Future:
                 raise v.exc
             if self._by_index and isinstance(v[1], _RemoteException):
                 raise v[1].exc
+        if self._only_done:
+            return None
         if self._by_index:
             return [v for _, v in sorted(vals, key=lambda p: p[0])]
         return vals[0] if self._n == 1 else list(vals)
@@ -373,7 +376,10 @@ class ElementProxy(Proxy):
         return (self._ref, self._idx)
 
     def _ck_call(self, name, args, kwargs, want):
-        fut = Future() if want else None
+        fut = None
+        if want:
+            fut = Future()
+            fut._only_done = want == 1
         head, bufs = _dumps_call((_CALL, name, args, kwargs or None, fut, False), self._cls, name)
         _core.send(self._ref, self._idx, head, bufs)
         return fut
@@ -413,11 +419,14 @@ class CollectionProxy(Proxy):
         if want:
             fut = Future(self._count())
             fut._by_index = True
+            fut._only_done = want == 1
         head, bufs = _dumps_call((_CALL, name, args, kwargs or None, fut, True), self._cls, name)
         _core.broadcast(self._ref, head, bufs)
         return fut
 
     def __getitem__(self, idx):
+        if type(idx) is list:
+            idx = tuple(idx)
         p = self._elems.get(idx)
         if p is None:
             p = self._element(idx)
@@ -581,6 +590,7 @@ class Chare:
 
 
 def _create_chare(cls, onPE=-1, args=None):
+    _flush_readonlies()
     if onPE != -1 and not 0 <= onPE < _core.num_pes():
         raise ValueError(f"Chare({cls.__name__}, onPE={onPE}): PE out of range [0, {_core.num_pes()})")
     creation = _CreationFuture()
@@ -603,6 +613,7 @@ class _CreationFuture(Future):
 
 def Group(cls, args=None):
     """One element of `cls` on every PE; returns the group's proxy."""
+    _flush_readonlies()
     creation = Future(_core.num_pes())
     ref = _core.create_group(_blob(cls, args, "group", creation))
     return CollectionProxy(cls, ref, "group", None, creation)
@@ -611,6 +622,7 @@ def Group(cls, args=None):
 def Array(cls, dims=None, ndims=-1, args=None, map=None):
     """A chare array: Array(C, n) or Array(C, (x, y[, z])) creates every element with
     `args`; Array(C, ndims=N) an empty one that grows with proxy.ckInsert(index)."""
+    _flush_readonlies()
     map_id = 0
     if map is not None:
         mcls = map._cls if isinstance(map, Proxy) else map
@@ -1094,8 +1106,13 @@ class CharmRemote(Chare):
     def updateGlobals(self, values, module_name="__main__"):
         sys.modules[module_name].__dict__.update(values)
 
+    @coro
     def _pool_run(self, func, chunk, items, fut):
+        # A coroutine: tasks may themselves wait (nested charm.pool.map, futures).
         fut.send((chunk, [func(x) for x in items]))
+
+    def _ck_readonlies(self, values):
+        readonlies.__dict__.update(values)
 
     # Reductions over arrays filled by ckInsert (on PE 0): (collection, round) -> parts.
     def _ck_inserted_total(self, coll, total):
@@ -1166,6 +1183,33 @@ class _PoolFuture(Future):
 
     def ready(self):
         return len(self._vals) >= self._n
+
+
+class _Readonlies:
+    """charm4py's readonlies (`from ucharm import readonlies as ro`): attributes set on PE 0
+    in the main function before chares are created; every PE has them before its first
+    chare of a collection created after that is constructed."""
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        if _core.my_pe() == 0:
+            _ro_dirty.add(name)
+            _core.set_readonlies_pending()
+
+
+readonlies = _Readonlies()
+_ro_dirty = set()
+
+
+def _flush_readonlies():
+    # Sent before the creation, broadcast or message that follows (_core calls this before
+    # anything leaves PE 0 while values are pending). Broadcasts and creations leave PE 0
+    # along the same tree, whose links keep order: every PE has the values before it builds
+    # an element or runs a broadcast sent after them.
+    if _ro_dirty and _core.my_pe() == 0 and charm._remote is not None:
+        values = {k: readonlies.__dict__[k] for k in _ro_dirty}
+        _ro_dirty.clear()
+        charm._remote._ck_readonlies(values)
 
 
 class _Charm:
@@ -1268,6 +1312,7 @@ class _Hooks:
     invoke_slow = staticmethod(_invoke_slow)
     after_entry = staticmethod(_after_entry)
     map_pe = staticmethod(_map_pe)
+    flush_readonlies = staticmethod(lambda: _flush_readonlies())
     channel_message = staticmethod(_channel_message)
     entry_kind = _entry_kind
     combine = staticmethod(_combine)
