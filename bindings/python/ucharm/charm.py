@@ -135,12 +135,15 @@ class Future:
         for v in vals:
             if isinstance(v, _RemoteException):
                 raise v.exc
-            if self._by_index and isinstance(v[1], _RemoteException):
+            if self._by_index and self._only_done and isinstance(v[1], _RemoteException):
                 raise v[1].exc
         if self._only_done:
             return None
         if self._by_index:
-            return [v for _, v in sorted(vals, key=lambda p: p[0])]
+            # A broadcast's ret=True list holds the exception of each element that raised one
+            # (charm4py's behaviour).
+            return [v.exc if isinstance(v, _RemoteException) else v
+                    for _, v in sorted(vals, key=lambda p: p[0])]
         return vals[0] if self._n == 1 else list(vals)
 
     def _deliver(self, value):
@@ -1150,8 +1153,35 @@ class CharmRemote(Chare):
             else:
                 target(value)
 
-    def _exec(self, code, module_name="__main__"):
+    def exit(self, exit_code=0):
+        charm.exit(exit_code)
+
+    def myPe(self):
+        return _core.my_pe()
+
+    def addReducer(self, func):
+        Reducer.addReducer(func)
+
+    def createArray(self, cls, dims=None, ndims=-1, args=None, map=None, useAtSync=False, cb=None):
+        proxy = Array(cls, dims, ndims, args if args is not None else [], map)
+        if cb is not None:
+            cb(proxy)
+        return proxy
+
+    def createGroup(self, cls, args=None, cb=None):
+        proxy = Group(cls, args)
+        if cb is not None:
+            cb(proxy)
+        return proxy
+
+    def rexec(self, code, module_name="__main__"):
         exec(code, sys.modules[module_name].__dict__)
+
+    def eval(self, expression, module_name="__main__"):
+        return eval(expression, sys.modules[module_name].__dict__)
+
+    def printStats(self):
+        pass
 
 
 class _Pool:
