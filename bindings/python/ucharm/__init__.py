@@ -30,7 +30,7 @@ def _preload_ucx():
 _preload_ucx()
 
 from .charm import (charm, Chare, Group, Array, ArrayMap, Reducer, Future, Channel,  # noqa: E402
-                    coro, threaded, when, CharmRemote, readonlies)
+                    coro, threaded, when, CharmRemote, readonlies, Options)
 
 __all__ = ["charm", "Chare", "Group", "Array", "ArrayMap", "Reducer", "Future", "Channel", "coro",
-           "threaded", "when", "CharmRemote", "readonlies"]
+           "threaded", "when", "CharmRemote", "readonlies", "Options"]

@@ -9,6 +9,7 @@ and calls the method. Coroutines (@coro) are greenlets: a coroutine that waits o
 or a channel switches back to the greenlet that resumed it, and the scheduler resumes it
 when the value arrives.
 """
+import array as _array
 import inspect
 import os
 import pickle
@@ -225,6 +226,10 @@ class _Op:
 
 # ---- reducers ---------------------------------------------------------------------------
 def _elementwise(op, a, b):
+    if isinstance(a, _array.array):
+        if len(a) != len(b):
+            raise ValueError(f"reduction: contributions of different lengths ({len(a)} and {len(b)})")
+        return _array.array(a.typecode, (op(x, y) for x, y in zip(a, b)))
     if isinstance(a, (list, tuple)):
         if len(a) != len(b):
             raise ValueError(f"reduction: contributions of different lengths ({len(a)} and {len(b)})")
@@ -604,6 +609,18 @@ def _create_chare(cls, onPE=-1, args=None):
     return p
 
 
+class _CallbackFuture(Future):
+    """A future that calls `target()` when its value arrives (quiescence callbacks)."""
+
+    def __init__(self, target):
+        super().__init__()
+        self.target = target
+
+    def _deliver(self, value):
+        super()._deliver(value)
+        self.target()
+
+
 class _CreationFuture(Future):
     """A singleton chare's creation: kept for charm.awaitCreation until it completes."""
     ref = None
@@ -723,13 +740,9 @@ def _construct(ptr, blob):
         key = idx
     obj._ck_self = ElementProxy(cls, ref, ("pe", key) if kind == "group" else key)
     _local[(_core.ref_id(ref), key)] = obj
-    # The main chare's constructor and @coro constructors run as coroutines (they may wait).
-    if getattr(cls.__init__, "_ck_coro", False) or (kind == "chare" and cls is charm._entry):
-        _spawn(_init_body, obj, args, creation)
-    else:
-        obj.__init__(*args)
-        if creation is not None:
-            creation.send(None)
+    # Constructors run as coroutines: they may wait (charm.awaitCreation, Future.get), as
+    # the main chare's and @coro ones do in charm4py.
+    _spawn(_init_body, obj, args, creation)
     return obj
 
 
@@ -1242,12 +1255,34 @@ def _flush_readonlies():
         charm._remote._ck_readonlies(values)
 
 
+class Options:
+    """charm4py's options (`from ucharm import Options`; also charm.options). ucharm reads
+    none of them yet; setting them is harmless (profiling, local message optimisations and
+    the like have no ucharm counterpart)."""
+    PROFILING = False
+    PICKLE_PROTOCOL = -1
+    LOCAL_MSG_OPTIM = True
+    LOCAL_MSG_BUF_SIZE = 50
+    AUTO_FLUSH_WHEN = True
+    QUIET = False
+    remote_exec = False
+    profiling = False
+    pickle_protocol = -1
+    local_msg_optim = True
+    local_msg_buf_size = 50
+    auto_flush_wait_queues = True
+    quiet = False
+    interactive = type("InteractiveOptions", (), {"verbose": 1, "broadcast_imports": True})
+
+
 class _Charm:
+    Future = Future  # charm.Future(), as in charm4py
+
     def __init__(self):
         self._entry = None
         self._remote = None
         self.pool = _Pool()
-        self.options = type("Options", (), {})()
+        self.options = Options
 
     # -- start and end
     def start(self, entry=None, classes=None, modules=None, interactive=False):
@@ -1314,15 +1349,27 @@ class _Charm:
                 pending.remove(f)
                 yield f
 
+    def iawait(self, futures):
+        """As iwait: the futures as their values arrive."""
+        return self.iwait(futures)
+
     def wait(self, futures):
         for f in futures:
             f.get()
 
     def startQD(self, callback):
+        """Quiescence detection: `callback` (a Future, or a proxy method called with no
+        arguments) fires once no message is queued or in flight anywhere."""
         if isinstance(callback, (Future, _FutureRef)):
             _core.start_qd(callback.pe, callback.fid)
+        elif isinstance(callback, _Method) or callable(callback):
+            f = _CallbackFuture(callback)
+            _core.start_qd(f.pe, f.fid)
         else:
-            raise TypeError("charm.startQD: give a Future")
+            raise TypeError(f"charm.startQD: give a Future or a proxy method, not {callback!r}")
+
+    def printStats(self):
+        print(f"ucharm: PE {_core.my_pe()}: no statistics are kept (charm.printStats)", flush=True)
 
     def waitQD(self):
         f = Future()
