@@ -279,7 +279,7 @@ cdef void h_invoke(void* obj, void* msg) noexcept:
                     fn(o, *t[2], **kw)
                 else:
                     fn(o, *t[2])
-                if o._ck_when or o._ck_waiting:
+                if o._ck_when or o._ck_waiting or o._ck_when_by_value:
                     _py.after_entry(o)
                 return
         _py.invoke_slow(o, m, t, bufs)

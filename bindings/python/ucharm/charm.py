@@ -12,6 +12,7 @@ when the value arrives.
 import array as _array
 import inspect
 import os
+import re
 import pickle
 import sys
 import traceback
@@ -64,13 +65,21 @@ def _suspend(what):
 
 def _resume(g, value=None):
     g.parent = getcurrent()  # back here when it waits again or ends
-    return g.switch(value)
+    r = g.switch(value)
+    # The coroutine ran on: its chare's state changed, so @when calls held for it and
+    # Chare.wait conditions are checked again.
+    obj = g._ck_obj
+    if obj is not None and (obj._ck_when or obj._ck_waiting or obj._ck_when_by_value):
+        _after_entry(obj)
+    return r
 
 
-def _spawn(fn, *args):
-    """Runs fn(*args) as a coroutine now, until it ends or first waits."""
+def _spawn(fn, *args, obj=None):
+    """Runs fn(*args) as a coroutine now, until it ends or first waits; `obj`: the chare
+    it runs for."""
     g = greenlet(fn)
     g._ck_coro = True
+    g._ck_obj = obj
     return g.switch(*args)
 
 
@@ -89,8 +98,23 @@ def when(cond):
     def deco(fn):
         fn._ck_when = compile(cond, f"<when {cond!r} of {fn.__qualname__}>", "eval")
         fn._ck_sig = inspect.signature(fn)
+        # The common form `self.attr == param` (either way round) is kept by value: a held
+        # call is found with one dict lookup, not by evaluating every held call's condition.
+        fn._ck_when_eq = None
+        m = (re.fullmatch(r"\s*self\.(\w+)\s*==\s*(\w+)\s*", cond) or
+             re.fullmatch(r"\s*(\w+)\s*==\s*self\.(\w+)\s*", cond))
+        if m:
+            attr, param = m.groups() if cond.strip().startswith("self.") else m.groups()[::-1]
+            names = list(fn._ck_sig.parameters)[1:]
+            if param in names:
+                fn._ck_when_eq = (attr, param, names.index(param))
         return fn
     return deco
+
+
+def _when_key(fn, args, kwargs):
+    _, param, pos = fn._ck_when_eq
+    return args[pos] if pos < len(args) else kwargs[param]
 
 
 # ---- futures --------------------------------------------------------------------------
@@ -723,6 +747,8 @@ def _construct(ptr, blob):
     obj._ck_red_round = 0
     obj._ck_waiting = []
     obj._ck_when = None
+    obj._ck_when_by_value = None  # (function, value) -> held calls, for `self.a == p` conditions
+    obj._ck_when_eq_fns = set()
     obj._ck_channels = {}
     obj._ck_chan_count = {}
     obj._ck_early = {}
@@ -742,7 +768,7 @@ def _construct(ptr, blob):
     _local[(_core.ref_id(ref), key)] = obj
     # Constructors run as coroutines: they may wait (charm.awaitCreation, Future.get), as
     # the main chare's and @coro ones do in charm4py.
-    _spawn(_init_body, obj, args, creation)
+    _spawn(_init_body, obj, args, creation, obj=obj)
     return obj
 
 
@@ -785,11 +811,21 @@ def _invoke_slow(obj, msg, t, bufs):
 
 def _call(obj, fn, args, kwargs, fut, bcast):
     cond = getattr(fn, "_ck_when", None)
-    if cond is not None and not _when_true(obj, fn, args, kwargs):
-        if obj._ck_when is None:
-            obj._ck_when = []
-        obj._ck_when.append((fn.__name__, args, kwargs, fut, bcast))
-        return
+    if cond is not None:
+        eq = fn._ck_when_eq
+        if eq is not None:
+            key = _when_key(fn, args, kwargs)
+            if getattr(obj, eq[0]) != key:
+                if obj._ck_when_by_value is None:
+                    obj._ck_when_by_value = {}
+                obj._ck_when_by_value.setdefault((fn, key), []).append((args, kwargs, fut, bcast))
+                obj._ck_when_eq_fns.add(fn)
+                return
+        elif not _when_true(obj, fn, args, kwargs):
+            if obj._ck_when is None:
+                obj._ck_when = []
+            obj._ck_when.append((fn.__name__, args, kwargs, fut, bcast))
+            return
     _run(obj, fn, args, kwargs, fut, bcast)
     _after_entry(obj)
 
@@ -801,6 +837,18 @@ def _when_true(obj, fn, args, kwargs):
 
 def _after_entry(obj):
     # @when calls whose condition has become true, in arrival order.
+    progress = True
+    while progress and obj._ck_when_by_value:
+        progress = False
+        for fn in obj._ck_when_eq_fns:
+            held = obj._ck_when_by_value.get((fn, getattr(obj, fn._ck_when_eq[0])))
+            if held:
+                args, kwargs, fut, bcast = held.pop(0)
+                if not held:
+                    del obj._ck_when_by_value[(fn, getattr(obj, fn._ck_when_eq[0]))]
+                _run(obj, fn, args, kwargs, fut, bcast)
+                progress = True
+                break
     progress = True
     while progress and obj._ck_when:
         progress = False
@@ -824,7 +872,7 @@ def _reply(fut, obj, value, bcast):
 
 def _run(obj, fn, args, kwargs, fut, bcast):
     if getattr(fn, "_ck_coro", False):
-        _spawn(_run_body, obj, fn, args, kwargs, fut, bcast)
+        _spawn(_run_body, obj, fn, args, kwargs, fut, bcast, obj=obj)
     else:
         _run_body(obj, fn, args, kwargs, fut, bcast)
 
