@@ -749,6 +749,7 @@ def _construct(ptr, blob):
     obj._ck_when = None
     obj._ck_when_by_value = None  # (function, value) -> held calls, for `self.a == p` conditions
     obj._ck_when_eq_fns = set()
+    obj._ck_busy = False
     obj._ck_channels = {}
     obj._ck_chan_count = {}
     obj._ck_early = {}
@@ -836,33 +837,47 @@ def _when_true(obj, fn, args, kwargs):
 
 
 def _after_entry(obj):
-    # @when calls whose condition has become true, in arrival order.
-    progress = True
-    while progress and obj._ck_when_by_value:
-        progress = False
-        for fn in obj._ck_when_eq_fns:
-            held = obj._ck_when_by_value.get((fn, getattr(obj, fn._ck_when_eq[0])))
-            if held:
-                args, kwargs, fut, bcast = held.pop(0)
-                if not held:
-                    del obj._ck_when_by_value[(fn, getattr(obj, fn._ck_when_eq[0]))]
-                _run(obj, fn, args, kwargs, fut, bcast)
-                progress = True
-                break
-    progress = True
-    while progress and obj._ck_when:
-        progress = False
-        for i, (name, args, kwargs, fut, bcast) in enumerate(obj._ck_when):
-            fn = getattr(type(obj), name)
-            if _when_true(obj, fn, args, kwargs):
-                del obj._ck_when[i]
-                _run(obj, fn, args, kwargs, fut, bcast)
-                progress = True
-                break
-    if obj._ck_waiting:
-        waiting, obj._ck_waiting = obj._ck_waiting, []
-        for g in waiting:
-            _resume(g)
+    """Runs what a change of the chare's state may have released: held @when calls (in
+    arrival order) and coroutines in Chare.wait. Not re-entered for one chare: what runs
+    here changes the state again, and this loop looks again until nothing moves."""
+    if obj._ck_busy:
+        return
+    obj._ck_busy = True
+    try:
+        progress = True
+        while progress:
+            progress = False
+            if obj._ck_when_by_value:
+                for fn in obj._ck_when_eq_fns:
+                    key = (fn, getattr(obj, fn._ck_when_eq[0]))
+                    held = obj._ck_when_by_value.get(key)
+                    if held:
+                        args, kwargs, fut, bcast = held.pop(0)
+                        if not held:
+                            del obj._ck_when_by_value[key]
+                        _run(obj, fn, args, kwargs, fut, bcast)
+                        progress = True
+                        break
+                if progress:
+                    continue
+            if obj._ck_when:
+                for i, (name, args, kwargs, fut, bcast) in enumerate(obj._ck_when):
+                    fn = getattr(type(obj), name)
+                    if _when_true(obj, fn, args, kwargs):
+                        del obj._ck_when[i]
+                        _run(obj, fn, args, kwargs, fut, bcast)
+                        progress = True
+                        break
+                if progress:
+                    continue
+            if obj._ck_waiting:
+                waiting, obj._ck_waiting = obj._ck_waiting, []
+                for g in waiting:
+                    _resume(g)
+                # A waiter whose condition is still false queued itself again.
+                progress = len(obj._ck_waiting) < len(waiting)
+    finally:
+        obj._ck_busy = False
 
 
 def _reply(fut, obj, value, bcast):
