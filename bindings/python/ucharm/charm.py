@@ -613,7 +613,8 @@ class Chare:
         """Waits (in a coroutine) until the expression `cond` over self is true; it is
         checked after each entry method of this chare."""
         code = compile(cond, "<wait>", "eval")
-        while not eval(code, {"self": self}):
+        scope = sys.modules[type(self).__module__].__dict__  # the program's globals, as for @when
+        while not eval(code, scope, {"self": self}):
             self._ck_waiting.append(getcurrent())
             _suspend("Chare.wait()")
 
