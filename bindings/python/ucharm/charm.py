@@ -837,6 +837,27 @@ def _when_true(obj, fn, args, kwargs):
     return eval(fn._ck_when, sys.modules[type(obj).__module__].__dict__, ns)
 
 
+def _next_released(obj):
+    """The first held @when call whose condition is now true, taken off its list:
+    (fn, args, kwargs, fut, bcast), or None."""
+    if obj._ck_when_by_value:
+        for fn in obj._ck_when_eq_fns:
+            key = (fn, getattr(obj, fn._ck_when_eq[0]))
+            held = obj._ck_when_by_value.get(key)
+            if held:
+                args, kwargs, fut, bcast = held.pop(0)
+                if not held:
+                    del obj._ck_when_by_value[key]
+                return fn, args, kwargs, fut, bcast
+    if obj._ck_when:
+        for i, (name, args, kwargs, fut, bcast) in enumerate(obj._ck_when):
+            fn = getattr(type(obj), name)
+            if _when_true(obj, fn, args, kwargs):
+                del obj._ck_when[i]
+                return fn, args, kwargs, fut, bcast
+    return None
+
+
 def _after_entry(obj):
     """Runs what a change of the chare's state may have released: held @when calls (in
     arrival order) and coroutines in Chare.wait. Not re-entered for one chare: what runs
@@ -848,29 +869,11 @@ def _after_entry(obj):
         progress = True
         while progress:
             progress = False
-            if obj._ck_when_by_value:
-                for fn in obj._ck_when_eq_fns:
-                    key = (fn, getattr(obj, fn._ck_when_eq[0]))
-                    held = obj._ck_when_by_value.get(key)
-                    if held:
-                        args, kwargs, fut, bcast = held.pop(0)
-                        if not held:
-                            del obj._ck_when_by_value[key]
-                        _run(obj, fn, args, kwargs, fut, bcast)
-                        progress = True
-                        break
-                if progress:
-                    continue
-            if obj._ck_when:
-                for i, (name, args, kwargs, fut, bcast) in enumerate(obj._ck_when):
-                    fn = getattr(type(obj), name)
-                    if _when_true(obj, fn, args, kwargs):
-                        del obj._ck_when[i]
-                        _run(obj, fn, args, kwargs, fut, bcast)
-                        progress = True
-                        break
-                if progress:
-                    continue
+            held = _next_released(obj)
+            if held is not None:
+                _run(obj, *held)
+                progress = True
+                continue
             if obj._ck_waiting:
                 waiting, obj._ck_waiting = obj._ck_waiting, []
                 for g in waiting:
