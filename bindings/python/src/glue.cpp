@@ -17,8 +17,10 @@ std::string combine(const std::string& a, const std::string& b) {
 }
 void reduction_done(std::string result) { g_hooks.reduction_done(result); }
 
-struct PyMain : ck::MainChare<PyMain> {
-  explicit PyMain(const ck::MainArgs& a) { g_hooks.start(a.argc, a.argv); }
+// The main chare is a PyChare: a Python main chare class's object is bound to it, so
+// that its constructor runs before the core sends the readonly values (set meanwhile).
+struct PyMain : PyChare {
+  explicit PyMain(const ck::MainArgs& a) { obj = g_hooks.start(this, a.argc, a.argv); }
 };
 }  // namespace
 
@@ -93,10 +95,18 @@ int value_kind(void* msg) {
 
 namespace ucharm::py {
 namespace {
-ck::readonly<std::string> g_readonly;
+// The Python side's readonly value; unpacking it (on PEs other than 0) tells Python.
+struct PyReadonly : ck::detail::ReadonlyBase {
+  std::string value;
+  void pup(PUP::er& p) override {
+    p | value;
+    if (p.isUnpacking() && g_hooks.readonly_arrived) g_hooks.readonly_arrived(value);
+  }
+};
+PyReadonly g_readonly;
 }
 const ck::CollectionRef& chare_ref(PyChare* c) { return c->ckRef(); }
 const ck::Index& chare_index(PyChare* c) { return c->ckIndex(); }
-void set_readonly(std::string value) { g_readonly = value; }
-const std::string& get_readonly() { return *g_readonly; }
+void set_readonly(std::string value) { g_readonly.value = std::move(value); }
+const std::string& get_readonly() { return g_readonly.value; }
 }  // namespace ucharm::py

@@ -19,7 +19,11 @@ struct Hooks {
   // new reference.
   void* (*construct)(void* chare, const char* blob, std::size_t len);
   void (*invoke)(void* obj, void* msg);                     // takes msg
-  void (*start)(int argc, char** argv);                     // PE 0, once, after start-up
+  // PE 0, once, after start-up, inside the main chare's constructor: runs the program's
+  // main; returns the Python main chare (a new reference) or null for a main function.
+  void* (*start)(void* chare, int argc, char** argv);
+  // Other PEs: the readonly value (start-up data of PE 0) has arrived, before any message.
+  void (*readonly_arrived)(const std::string& value);
   void (*future_value)(std::uint32_t id, void* msg);        // takes msg
   // Combines two pickled contributions into one.
   void (*combine)(const std::string& a, const std::string& b, std::string& out);
@@ -33,6 +37,9 @@ class PyChare : public ck::ChareBase {
   explicit PyChare(std::string blob);
   ~PyChare() override;
   void* obj = nullptr;  // the Python object (a strong reference)
+
+ protected:
+  PyChare() = default;  // the main chare: its Python object comes from the start hook
 };
 
 int start(int argc, char** argv);

@@ -65,7 +65,8 @@ cdef extern from "glue.h" namespace "ucharm::py":
     cdef cppclass Hooks:
         void* (*construct)(void*, const char*, size_t) noexcept
         void (*invoke)(void*, void*) noexcept
-        void (*start)(int, char**) noexcept
+        void* (*start)(void*, int, char**) noexcept
+        void (*readonly_arrived)(const string&) noexcept
         void (*future_value)(uint32_t, void*) noexcept
         void (*combine)(const string&, const string&, string&) noexcept
         void (*reduction_done)(const string&) noexcept
@@ -288,12 +289,24 @@ cdef void h_invoke(void* obj, void* msg) noexcept:
             name = t[1] if fn is not None else None
             _fatal(f"in entry method {type(o).__name__}.{name}" if name else "in an entry method")
 
-cdef void h_start(int argc, char** argv) noexcept:
+cdef void* h_start(void* chare, int argc, char** argv) noexcept:
     try:
-        _py.start([argv[i].decode() for i in range(argc)])
+        obj = _py.start(<uintptr_t>chare, [argv[i].decode() for i in range(argc)])
+        if obj is None:
+            return NULL
+        Py_INCREF(obj)
+        return <void*>obj
     except BaseException as e:
         if not _py.handle_exit(e):
             _fatal("in the main function")
+    return NULL
+
+cdef void h_readonly_arrived(const string& value) noexcept:
+    try:
+        _py.readonly_arrived(PyBytes_FromStringAndSize(value.data(), value.size()))
+    except BaseException as e:
+        if not _py.handle_exit(e):
+            _fatal("while setting the readonly values")
 
 cdef void h_future_value(uint32_t fid, void* msg) noexcept:
     cdef Message m = wrap(msg)
@@ -361,6 +374,7 @@ def set_python(py):
     h.construct = h_construct
     h.invoke = h_invoke
     h.start = h_start
+    h.readonly_arrived = h_readonly_arrived
     h.future_value = h_future_value
     h.combine = h_combine
     h.reduction_done = h_reduction_done

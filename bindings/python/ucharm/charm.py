@@ -405,7 +405,8 @@ class ElementProxy(Proxy):
         self._cls, self._ref, self._idx = cls, ref, idx  # idx: None, ("pe", n) or a tuple
 
     def _key(self):
-        return (self._ref, self._idx)
+        # The collection id, not the reference's bytes (their padding is not defined).
+        return (_core.ref_id(self._ref), self._idx)
 
     def _ck_call(self, name, args, kwargs, want):
         fut = None
@@ -418,6 +419,12 @@ class ElementProxy(Proxy):
 
     def ckLocal(self):
         return _local.get((_core.ref_id(self._ref), _norm(self._idx)))
+
+    def __getitem__(self, idx):
+        # A singleton chare's proxy indexed by its only index, as in charm4py.
+        if self._idx is None and idx in (0, (0,)):
+            return self
+        raise TypeError(f"{self!r} is the proxy of one element: it cannot be indexed by {idx!r}")
 
     def __reduce__(self):
         return (ElementProxy, (self._cls, self._ref, self._idx))
@@ -434,7 +441,7 @@ class CollectionProxy(Proxy):
         self._elems = {}  # index -> ElementProxy (`self.thisProxy[i].m()` in a loop)
 
     def _key(self):
-        return self._ref
+        return _core.ref_id(self._ref)
 
     def _count(self):
         if self._kind == "group":
@@ -582,8 +589,13 @@ class Chare:
             tgt = target
         elif target is not None:
             raise TypeError(f"contribute: the target must be a Future or a proxy method, not {target!r}")
-        if self._ck_kind == "chare":
-            raise RuntimeError("contribute() is for group and array elements, not singleton chares")
+        if self._ck_kind == "chare":  # the only contributor: the result is its own
+            target_, value, empty = _finish(pickle.dumps((reducer, tgt, data), _P))
+            if root_fid >= 0:
+                _send_future(root_pe, root_fid, value)
+            elif tgt is not None:
+                tgt() if empty else tgt(value)
+            return
         if self._ck_kind == "array" and self.thisProxy._shape is None:
             # An array filled by ckInsert: the core's reduction tree needs the element count
             # of every PE, which only ckDoneInserting's total gives; the contributions go to
@@ -608,6 +620,20 @@ class Chare:
 
     def _ck_allreduce_done(self, value=None):
         self._ck_allreduce.pop(0).send(value)
+
+    def AtSync(self):
+        """charm4py's load-balancing point. ucharm does not migrate chares yet: this is a
+        barrier over the collection, then resumeFromSync() runs on every element."""
+        self.contribute(None, None, _Method(self.thisProxy, "_ck_resume_from_sync"))
+
+    def _ck_resume_from_sync(self):
+        self.resumeFromSync()
+
+    def resumeFromSync(self):
+        pass
+
+    def migrate(self, toPe):
+        raise NotImplementedError("Chare.migrate: ucharm does not migrate chares yet")
 
     def wait(self, cond):
         """Waits (in a coroutine) until the expression `cond` over self is true; it is
@@ -732,6 +758,11 @@ def _map_pe(map_id, index, npes):
 _creations = {}
 
 
+def _construct_main(ptr, cls, argv):
+    """The main chare class's object, bound to the C++ main chare."""
+    return _construct(ptr, pickle.dumps((cls, [argv], "chare", None), _P))
+
+
 def _construct(ptr, blob):
     cls, args, kind, creation = pickle.loads(blob)
     shape = None
@@ -755,7 +786,7 @@ def _construct(ptr, blob):
     obj._ck_chan_count = {}
     obj._ck_early = {}
     if kind == "chare":
-        obj.thisIndex = None
+        obj.thisIndex = (0,)  # charm4py's singleton chares are one-element arrays
         obj.thisProxy = ElementProxy(cls, ref, None)
         key = None
     elif kind == "group":
@@ -1003,6 +1034,7 @@ class Channel:
             raise TypeError("Channel(self, remote=...): remote must be the proxy of one element")
         self._chare = chare
         self._remote = remote
+        self.remote = remote  # charm4py's public name
         my_key = chare._ck_self._idx
         peer_base = (_core.ref_id(remote._ref), _norm(remote._idx), port)
         # Several channels between the same two chares pair up in creation order: the n-th
@@ -1190,9 +1222,30 @@ class CharmRemote(Chare):
         sys.modules[module_name].__dict__.update(values)
 
     @coro
-    def _pool_run(self, func, chunk, items, fut):
+    def _pool_run(self, func, chunk, items, fut, futs):
         # A coroutine: tasks may themselves wait (nested charm.pool.map, futures).
-        fut.send((chunk, [func(x) for x in items]))
+        if futs is not None:  # one future per item
+            for x, f in zip(items, futs):
+                try:
+                    f.send(func(x))
+                except Exception as e:
+                    f.send(_RemoteException(e, traceback.format_exc()))
+            return
+        try:
+            fut.send((chunk, [func(x) for x in items]))
+        except Exception as e:
+            fut.send((chunk, _RemoteException(e, traceback.format_exc())))
+
+    @coro
+    def _pool_task(self, func, args, fut):
+        try:
+            value = func(*args)
+        except Exception as e:
+            if fut is None:
+                raise
+            value = _RemoteException(e, traceback.format_exc())
+        if fut is not None:
+            fut.send(value)
 
     def _ck_readonlies(self, values):
         readonlies.__dict__.update(values)
@@ -1265,34 +1318,72 @@ class CharmRemote(Chare):
 
 
 class _Pool:
-    def map(self, func, iterable, chunksize=1, ncores=-1):
-        return self.map_async(func, iterable, chunksize, ncores).get()
+    """charm.pool: tasks spread over PEs 1.. (PE 0 too when it is alone), run as
+    coroutines (a task may itself use the pool or wait). A task's exception reaches the
+    caller's get()."""
 
-    def map_async(self, func, iterable, chunksize=1, ncores=-1):
-        items = list(iterable)
+    def __init__(self):
+        self._next = 0
+
+    def _workers(self, ncores):
         n = _core.num_pes()
         workers = list(range(1, n)) if n > 1 else [0]
-        if ncores > 0:
-            workers = workers[:ncores]
-        chunks = [items[i:i + chunksize] for i in range(0, len(items), max(1, chunksize))]
-        fut = _PoolFuture(len(chunks))
-        for k, c in enumerate(chunks):
-            charm.thisProxy[workers[k % len(workers)]]._pool_run(func, k, c, fut)
+        return workers[:ncores] if ncores > 0 else workers
+
+    def map(self, func, iterable, chunksize=1, ncores=-1, allow_nested=False):
+        return self.map_async(func, iterable, chunksize, ncores).get()
+
+    def map_async(self, func, iterable, chunksize=1, ncores=-1, multi_future=False, allow_nested=False):
+        items = list(iterable)
+        workers = self._workers(ncores)
+        step = max(1, chunksize)
+        starts = range(0, len(items), step)
+        if multi_future:
+            futs = [Future() for _ in items]
+            for k, i in enumerate(starts):
+                charm.thisProxy[workers[k % len(workers)]]._pool_run(func, k, items[i:i + step], None,
+                                                                     futs[i:i + step])
+            return futs
+        fut = _PoolFuture(len(starts))
+        for k, i in enumerate(starts):
+            charm.thisProxy[workers[k % len(workers)]]._pool_run(func, k, items[i:i + step], fut, None)
+        return fut
+
+    def submit(self, tasks, chunksize=1, ncores=-1, allow_nested=False):
+        """tasks: (function, argument) pairs; the list of function(argument)."""
+        return self.map(_apply_pair, tasks, chunksize, ncores)
+
+    def submit_async(self, tasks, chunksize=1, ncores=-1, multi_future=False, allow_nested=False):
+        return self.map_async(_apply_pair, tasks, chunksize, ncores, multi_future)
+
+    def Task(self, func, args=(), ret=False, awaitable=False):
+        """func(*args) on some PE; a Future of its result with ret=True (or awaitable=True)."""
+        workers = self._workers(-1)
+        pe = workers[self._next % len(workers)]
+        self._next += 1
+        fut = Future() if (ret or awaitable) else None
+        charm.thisProxy[pe]._pool_task(func, list(args), fut)
         return fut
 
 
 class _PoolFuture(Future):
+    """The chunks' results, in order, as one list; a task's exception is raised by get()."""
+
     def get(self):
-        parts = super().get() if self._n != 1 else [super().get()]
         if self._n == 0:
             return []
+        parts = super().get() if self._n != 1 else [super().get()]
         out = []
         for _, res in sorted(parts, key=lambda p: p[0]):
+            if isinstance(res, _RemoteException):
+                raise res.exc
             out.extend(res)
         return out
 
-    def ready(self):
-        return len(self._vals) >= self._n
+
+def _apply_pair(task):
+    func, arg = task
+    return func(arg)
 
 
 class _Readonlies:
@@ -1311,12 +1402,15 @@ readonlies = _Readonlies()
 _ro_dirty = set()
 
 
+_in_start = False  # PE 0's start hook is running: the readonly values go with the core's
+
+
 def _flush_readonlies():
     # Sent before the creation, broadcast or message that follows (_core calls this before
     # anything leaves PE 0 while values are pending). Broadcasts and creations leave PE 0
     # along the same tree, whose links keep order: every PE has the values before it builds
     # an element or runs a broadcast sent after them.
-    if _ro_dirty and _core.my_pe() == 0 and charm._remote is not None:
+    if _ro_dirty and _core.my_pe() == 0 and charm._remote is not None and not _in_start:
         values = {k: readonlies.__dict__[k] for k in _ro_dirty}
         _ro_dirty.clear()
         charm._remote._ck_readonlies(values)
@@ -1342,6 +1436,30 @@ class Options:
     interactive = type("InteractiveOptions", (), {"verbose": 1, "broadcast_imports": True})
 
 
+# Charm++'s load-balancing options, which charm4py programs pass: ucharm does not migrate
+# chares yet, so they are taken off the command line (with a note) instead of being
+# refused as unknown runtime options.
+_LB_FLAGS = {"+LBOff", "+LBOn", "+LBCommOff", "+LBDebug", "+LBPrintSummary", "+LBTestPESpeed"}
+_LB_WITH_VALUE = {"+LBPeriod", "+balancer", "+LBObjOnly"}
+
+
+def _strip_lb_options(argv):
+    out, dropped, i = [], [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a in _LB_FLAGS or a.startswith("+balancer="):
+            dropped.append(a)
+        elif a in _LB_WITH_VALUE:
+            dropped += argv[i:i + 2]
+            i += 1
+        else:
+            out.append(a)
+        i += 1
+    if dropped and os.environ.get("PMIX_RANK", "0") in ("0", ""):
+        sys.stderr.write(f"ucharm: load balancing is not supported yet; ignoring {' '.join(dropped)}\n")
+    return out
+
+
 class _Charm:
     Future = Future  # charm.Future(), as in charm4py
 
@@ -1359,7 +1477,7 @@ class _Charm:
             raise TypeError("charm.start(main): give the main function or the main chare class")
         self._entry = entry
         _core.set_python(_Hooks)
-        _core.start(list(sys.argv))
+        _core.start(_strip_lb_options(list(sys.argv)))
 
     def exit(self, exit_code=0):
         sys.stdout.flush()
@@ -1386,7 +1504,7 @@ class _Charm:
     @property
     def thisProxy(self):
         if self._remote is None:
-            self._remote = pickle.loads(_core.get_readonly())
+            raise RuntimeError("charm.thisProxy is known once charm.start() has started the runtime")
         return self._remote
 
     # -- waiting
@@ -1438,6 +1556,12 @@ class _Charm:
     def printStats(self):
         print(f"ucharm: PE {_core.my_pe()}: no statistics are kept (charm.printStats)", flush=True)
 
+    def LBTurnInstrumentOn(self):
+        pass  # no load balancing yet: nothing to instrument
+
+    def LBTurnInstrumentOff(self):
+        pass
+
     def waitQD(self):
         f = Future()
         self.startQD(f)
@@ -1463,17 +1587,33 @@ class _Hooks:
     handle_exit = staticmethod(_handle_exit)
 
     @staticmethod
-    def start(argv):
-        # PE 0, once: the runtime's group, then the program's main.
+    def start(ptr, argv):
+        # PE 0, once, inside the C++ main chare's constructor: the runtime's group, then the
+        # program's main until it first waits. What the readonlies hold by then goes to
+        # every PE with the core's readonly values, before any other message is handled.
+        global _in_start
         remote = Group(CharmRemote)
         charm._remote = remote
-        _core.set_readonly(pickle.dumps(remote, _P))
         sys.argv[:] = argv
         entry = charm._entry
-        if isinstance(entry, type) and issubclass(entry, Chare):
-            Chare(entry, onPE=0, args=[argv])
-        else:
-            _spawn(_main_body, entry, argv)
+        _in_start = True
+        obj = None
+        try:
+            if isinstance(entry, type) and issubclass(entry, Chare):
+                obj = _construct_main(ptr, entry, argv)
+            else:
+                _spawn(_main_body, entry, argv)
+        finally:
+            _in_start = False
+        _core.set_readonly(pickle.dumps((remote, dict(vars(readonlies))), _P))
+        _ro_dirty.clear()
+        return obj
+
+    @staticmethod
+    def readonly_arrived(blob):
+        remote, values = pickle.loads(blob)
+        charm._remote = remote
+        readonlies.__dict__.update(values)
 
     @staticmethod
     def future_value(fid, msg):

@@ -45,7 +45,7 @@ def main(args):
     # Singleton chares, placed and anywhere.
     s = Chare(Single, onPE=last, args=[1, "two"])
     charm.awaitCreation(s)
-    assert s.info(ret=True).get() == (last, 1, "two", None)
+    assert s.info(ret=True).get() == (last, 1, "two", (0,))  # a singleton is a one-element array (charm4py)
     anywhere = Chare(Single, args=[3, 4])
     pe, a, b, _ = anywhere.info(ret=True).get()
     assert (a, b) == (3, 4) and 0 <= pe < n

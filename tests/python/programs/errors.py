@@ -130,8 +130,13 @@ def main(args):
         a.contribute_mixed(f)
         f.get()
     elif case == "contribute_in_singleton_chare":
+        # charm4py: a singleton chare is a one-element array; its reduction is its own value
         c = Chare(Target, onPE=last)
-        c.contribute_alone(Future())
+        f = Future()
+        c.contribute_alone(f)
+        assert f.get() == 1
+        print("ok")
+        charm.exit()
     elif case == "raise_ret":
         try:
             g[last].explode(ret=True).get()
