@@ -7,3 +7,8 @@ from conftest import PES, check_ok, run
 @pytest.mark.parametrize("pes", PES)
 def test_update_globals_pool_await_creation(pes):
     check_ok(run("globals_pool.py", pes))
+
+
+@pytest.mark.parametrize("pes", [1, 2, 4, 8])
+def test_readonlies(pes):
+    check_ok(run("readonlies.py", pes))

@@ -1247,8 +1247,11 @@ class CharmRemote(Chare):
         if fut is not None:
             fut.send(value)
 
-    def _ck_readonlies(self, values):
-        readonlies.__dict__.update(values)
+    def _ck_readonlies(self, values, version):
+        global _ro_version
+        if _core.my_pe() != 0 and version > _ro_version:
+            _ro_version = version
+            readonlies.__dict__.update(values)
 
     # Reductions over arrays filled by ckInsert (on PE 0): (collection, round) -> parts.
     def _ck_inserted_total(self, coll, total):
@@ -1406,14 +1409,22 @@ _in_start = False  # PE 0's start hook is running: the readonly values go with t
 
 
 def _flush_readonlies():
-    # Sent before the creation, broadcast or message that follows (_core calls this before
-    # anything leaves PE 0 while values are pending). Broadcasts and creations leave PE 0
-    # along the same tree, whose links keep order: every PE has the values before it builds
-    # an element or runs a broadcast sent after them.
+    # Called before anything leaves PE 0 while values set after start-up are pending (the
+    # ones set before travel with the core's readonly values). They go to every PE twice:
+    # point to point (links keep order, so a message PE 0 sends next arrives after them)
+    # and along the broadcast tree (so does a broadcast PE 0 sends next); a version number
+    # makes the second copy a no-op.
+    global _ro_version
     if _ro_dirty and _core.my_pe() == 0 and charm._remote is not None and not _in_start:
         values = {k: readonlies.__dict__[k] for k in _ro_dirty}
         _ro_dirty.clear()
-        charm._remote._ck_readonlies(values)
+        _ro_version += 1
+        for pe in range(_core.num_pes()):
+            charm._remote[pe]._ck_readonlies(values, _ro_version)
+        charm._remote._ck_readonlies(values, _ro_version)
+
+
+_ro_version = 0  # PE 0: updates sent; other PEs: the newest applied
 
 
 class Options:
