@@ -180,17 +180,26 @@ cdef void* build(bytes head, list bufs) except NULL:
     cdef size_t off = 16 + 8 * nb + hl
     cdef size_t total
     cdef Py_buffer view
-    cdef list lens = []
+    cdef list lens
     cdef Py_ssize_t k
     cdef uint64_t* words
     cdef char* p
+    cdef void* msg
+    if nb == 0:  # the common small call: no out-of-band buffers
+        msg = raw_alloc(16 + hl)
+        words = <uint64_t*>raw_payload(msg)
+        words[0] = hl
+        words[1] = 0
+        memcpy(raw_payload(msg) + 16, PyBytes_AS_STRING(head), hl)
+        return msg
+    lens = []
     off = (off + 15) & ~<size_t>15
     total = off
     for k in range(nb):
         n = len(bufs[k]) if isinstance(bufs[k], (bytes, bytearray)) else memoryview(bufs[k]).nbytes
         lens.append(n)
         total += (<size_t>n + 15) & ~<size_t>15
-    cdef void* msg = raw_alloc(total)
+    msg = raw_alloc(total)
     p = raw_payload(msg)
     words = <uint64_t*>p
     words[0] = hl
@@ -265,10 +274,15 @@ cdef void h_invoke(void* obj, void* msg) noexcept:
     cdef Message m = wrap(msg)
     cdef object o = <object>obj
     cdef tuple t
+    cdef uint64_t* words = <uint64_t*>raw_payload(msg)
     fn = None
+    bufs = None
     try:
-        head, bufs = parse(m, False)
-        t = _loads(head, buffers=bufs)
+        if words[1] == 0:  # no out-of-band buffers: unpickle a copy of the small head
+            t = _loads(PyBytes_FromStringAndSize(raw_payload(msg) + 16, words[0]))
+        else:
+            head, bufs = parse(m, False)
+            t = _loads(head, buffers=bufs)
         if t[0] == 1:  # channel data
             _py.channel_message(o, t, m)
             return
@@ -460,14 +474,14 @@ cdef class BoundEntry:
     reduction target or callback. Plain calls to one element are built here, in C."""
     cdef readonly object proxy
     cdef readonly str name
-    cdef bytes ref
+    cdef CollectionRef ref
     cdef Index idx
     cdef bint element
 
     def __init__(self, proxy, str name):
         self.proxy = proxy
         self.name = name
-        self.ref = proxy._ref
+        self.ref = to_ref(proxy._ref)
         self.element = hasattr(proxy, "_idx")
         if self.element:
             self.idx = wire_index(proxy._idx)
@@ -489,7 +503,7 @@ cdef class BoundEntry:
                 bufs = [b.raw() for b in bufs]
             except BufferError:  # a non-contiguous buffer: charm.py pickles it in band
                 return self.proxy._ck_call(self.name, args, kwargs, False)
-        c_send(to_ref(self.ref), self.idx, build(head, bufs))
+        c_send(self.ref, self.idx, build(head, bufs))
 
     def __reduce__(self):
         return (BoundEntry, (self.proxy, self.name))
