@@ -36,7 +36,3 @@ def test_broadcasts_reach_exactly_the_elements_inserted_before(pes):
     # it can arrive first.
     check_ok(run("dynamic_array_epochs.py", pes))
 
-
-@pytest.mark.parametrize("pes", [1, 2])
-def test_reductions_over_inserted_elements(pes):
-    check_ok(run("dynamic_array_reduction.py", pes))

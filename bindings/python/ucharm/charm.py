@@ -49,11 +49,6 @@ def _dumps_checked(obj, what):
 
 
 # ---- coroutines -------------------------------------------------------------------------
-def _in_coroutine():
-    g = getcurrent()
-    return getattr(g, "_ck_coro", False)
-
-
 def _suspend(what):
     """Suspends the running coroutine until _resume(it); returns what _resume passes."""
     g = getcurrent()

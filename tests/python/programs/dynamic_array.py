@@ -37,6 +37,13 @@ def main(args):
     a.report(f, 2)
     got = sorted(f.get())
     assert got == sorted(((i, j), 2 * (10 * i + j)) for i, j in idx2), got
+    # Reductions over an array filled by ckInsert, after ckDoneInserting (charm4py has them).
+    f = Future()
+    a.total(f)
+    assert f.get() == sum(10 * i + j for i, j in idx2)
+    f = Future()
+    a.collect(f)
+    assert f.get() == [10 * i + j for i, j in sorted(idx2)], "gather is ordered by index"
     for i, j in idx2:
         assert a[i, j].where(ret=True).get()[:2] == ((i, j), 10 * i + j)
     pes = {a[i, j].where(ret=True).get()[2] for i, j in idx2}

@@ -1,7 +1,6 @@
 # Bad input: each case (argv[1]) must end the job with a clear message on stderr naming
 # the cause (test_errors.py checks the text), never hang. 'raise_ret*' are the good
 # cases: an exception in a ret=True call is re-raised by get() in the caller.
-import sys
 import threading
 
 import numpy as np

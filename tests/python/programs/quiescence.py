@@ -1,6 +1,6 @@
 # charm.waitQD(): returns once no message is in flight anywhere, i.e. after every hop of
 # message chains that nobody waits for.
-from ucharm import charm, Chare, Array, Group
+from ucharm import charm, Chare, Array
 
 HOPS = 60
 
