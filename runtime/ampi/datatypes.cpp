@@ -484,7 +484,20 @@ bool type_committed(MPI_Datatype t) {
   return p->predefined || p->committed;
 }
 
-bool type_facts(MPI_Datatype t, TypeFacts& out) {
+namespace {
+std::array<TypeFacts, kPredefined> make_predefined_facts() {
+  std::array<TypeFacts, kPredefined> f{};
+  for (int t = 0; t < kPredefined; ++t) {
+    const Layout l = basic_layout(t);
+    f[static_cast<std::size_t>(t)] = TypeFacts{l.size, l.lb, l.contiguous};
+  }
+  return f;
+}
+}  // namespace
+// Filled when the library loads, before any rank runs.
+const std::array<TypeFacts, UCHARM_MPI_PREDEFINED_TYPES> detail::predefined_facts = make_predefined_facts();
+
+bool detail::derived_type_facts(MPI_Datatype t, TypeFacts& out) {
   Type* p = live(t);
   if (!p || t == MPI_UB || t == MPI_LB || !(p->predefined || p->committed)) return false;
   out.size = p->l.size;

@@ -11,6 +11,7 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -49,7 +50,18 @@ struct TypeFacts {
   bool contiguous = false;
 };
 // False (facts untouched) when t is not usable for communication (see type_committed).
-bool type_facts(MPI_Datatype t, TypeFacts& out);
+// Predefined types are answered from a table here: this is on every message's path.
+namespace detail {
+extern const std::array<TypeFacts, UCHARM_MPI_PREDEFINED_TYPES> predefined_facts;
+bool derived_type_facts(MPI_Datatype t, TypeFacts& out);
+}  // namespace detail
+inline bool type_facts(MPI_Datatype t, TypeFacts& out) {
+  if (t > MPI_DATATYPE_NULL && t < UCHARM_MPI_PREDEFINED_TYPES && t != MPI_UB && t != MPI_LB) {
+    out = detail::predefined_facts[static_cast<std::size_t>(t)];
+    return true;
+  }
+  return detail::derived_type_facts(t, out);
+}
 // Packs `count` elements at `buf` into `out` (count * type_size bytes, dense).
 void type_pack(const void* buf, int count, MPI_Datatype t, void* out);
 // Unpacks `bytes` (at most count * type_size, a whole number of basic elements) from `in`
@@ -115,7 +127,19 @@ int coll_allgather(const void* sendbuf, int count, MPI_Datatype t, void* recvbuf
 
 // ---- the calling rank (rank.cpp) ------------------------------------------------------------
 class Rank;              // rank.h: one MPI rank, a chare array element running main
-Rank* current_rank();    // the calling rank; stops the job when called outside one
+// The rank whose thread runs now; nullptr in the scheduler and its handlers. rank.cpp sets
+// it whenever a rank's thread starts or resumes and clears it when it suspends, so that
+// every MPI call finds its rank with one load (non-SMP: one PE per process).
+struct Running {
+  Rank* rank = nullptr;
+};
+extern Running g_running;
+[[noreturn]] void outside_rank();  // stops the job: an MPI call outside a rank's thread
+// The calling rank; stops the job when called outside one.
+inline Rank* current_rank() {
+  if (Rank* r = g_running.rank) [[likely]] return r;
+  outside_rank();
+}
 int world_rank();        // of the calling rank
 int world_size();
 CommTable& my_comms();   // the calling rank's table
@@ -124,11 +148,15 @@ bool cuda_loaded();      // the CUDA driver is loaded: buffers may be device mem
 // `p` is CUDA device memory (p2p.cpp; no query at all without the CUDA driver loaded).
 bool is_device(const void* p);
 std::size_t direct_min();  // +ampi-direct-min: contiguous host sends this large go zero-copy
+std::size_t rank_stack_size();  // +ampi-stacksize: every thread of a rank gets this much
 // The calling thread waits until CthAwaken (suspend) or lets others run (yield). Ranks
 // sharing a PE share its OS thread, and so the current CUDA context: each rank gets its
 // own back when it runs again, as a process would.
 void rank_suspend();
 void rank_yield();
+// rank_wait(done) (rank.h): waits running the scheduler's steps on the rank's own stack.
+// A polling call (Test, Iprobe) that found nothing: one scheduler step, or a yield.
+void rank_poll();
 
 // ---- point-to-point inside the runtime (p2p.cpp) ----------------------------------------------
 // The MPI semantics without error handlers or argument checks (callers check): what the

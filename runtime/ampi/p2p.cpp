@@ -174,21 +174,19 @@ void proc_null_status(MPI_Status* st) {
 // which takes host memory as well) rather than copied into the message: device buffers
 // (unless +ampi-staging), and contiguous host data of +ampi-direct-min bytes or more. The
 // send then completes when the transfer has left the buffer.
-bool goes_direct(int count, MPI_Datatype t, bool on_device) {
+bool goes_direct(int count, const TypeFacts& f, bool on_device) {
   if (count <= 0) return false;
   if (on_device) return !staging_forced();
-  TypeFacts f;
-  if (!type_facts(t, f) || !f.contiguous) return false;
+  if (!f.contiguous) return false;
   const std::size_t bytes = static_cast<std::size_t>(count) * f.size;
   return direct_min() > 0 && bytes >= direct_min();
 }
 
 // `on_device`: buf is device memory (the caller asked the memory-type cache once);
 // `device`: goes_direct said so (the data goes as a transfer, `device_req` completes then).
-void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx,
-                MPI_Request sync_req, MPI_Request device_req, bool on_device, bool device) {
-  TypeFacts f;
-  type_facts(t, f);
+// `f`: the facts of t.
+void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFacts& f, int dest, int tag, Comm& c,
+                Ctx ctx, MPI_Request sync_req, MPI_Request device_req, bool on_device, bool device) {
   const std::size_t bytes = static_cast<std::size_t>(count) * f.size;
   const int dest_world = c.members[static_cast<std::size_t>(dest)];
   const char* base = static_cast<const char*>(buf) + f.lb;
@@ -215,13 +213,17 @@ void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, int dest, i
   ck::raw_send<MsgEntry>(r->array_ref(), ck::index(dest_world), msg);
 }
 
-// Suspends the calling thread until request h completes.
+// The calling thread waits until request h completes.
 void wait_one(P2p& p, MPI_Request h) {
-  while (!p.req(h).complete) {
-    p.req(h).waiter = CthSelf();
-    rank_suspend();
-  }
-  p.req(h).waiter = nullptr;
+  Request& q = p.req(h);  // stable: requests live in a deque that only grows
+  if (q.complete) return;
+  CthThread self = CthSelf();
+  rank_wait([&q, self] {
+    if (q.complete) return true;
+    q.waiter = self;  // complete() clears it when it wakes us
+    return false;
+  });
+  q.waiter = nullptr;
 }
 
 }  // namespace
@@ -262,9 +264,11 @@ void P2p::complete(MPI_Request h) {
   }
   if (CthThread w = q.waiter) {
     q.waiter = nullptr;
-    // From a handler, the waiting rank runs at once (no trip through the queue).
-    if (CthSelf()) CthAwaken(w);
-    else CthResume(w);
+    // From a handler, the waiting rank runs at once (no trip through the queue); from the
+    // waiting thread itself (a handler it runs while it waits: rank_wait) nothing to do.
+    CthThread self = CthSelf();
+    if (!self) CthResume(w);
+    else if (w != self) CthAwaken(w);
   }
 }
 
@@ -352,13 +356,14 @@ void on_message(Rank* r, void* msg) {
   p.push_unexpected(msg);
   if (CthThread w = p.probe_waiter) {
     p.probe_waiter = nullptr;
-    CthAwaken(w);
+    if (w != CthSelf()) CthAwaken(w);
   }
 }
 
 // ---- the runtime's point-to-point ------------------------------------------------------------------
-int isend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx, MPI_Request* req) {
-  Rank* r = current_rank();
+namespace {
+int isend_with(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFacts& f, int dest, int tag, Comm& c,
+               Ctx ctx, MPI_Request* req) {
   P2p& p = r->p2p();
   if (dest == MPI_PROC_NULL) {
     MPI_Request h = p.alloc(ReqKind::Send);
@@ -368,44 +373,30 @@ int isend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c
     return MPI_SUCCESS;
   }
   const bool on_device = count > 0 && is_device(buf);
-  const bool device = goes_direct(count, t, on_device);
+  const bool device = goes_direct(count, f, on_device);
   MPI_Request h = p.alloc(ReqKind::Send);
   empty_status(&p.req(h).status);
-  start_send(r, buf, count, t, dest, tag, c, ctx, 0, device ? h : 0, on_device, device);
+  start_send(r, buf, count, t, f, dest, tag, c, ctx, 0, device ? h : 0, on_device, device);
   if (!device) p.req(h).complete = true;  // the data is in the message: the buffer is free
   *req = h;
   return MPI_SUCCESS;
 }
 
-int send(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx) {
+int send_with(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFacts& f, int dest, int tag, Comm& c,
+              Ctx ctx) {
   if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
-  Rank* r = current_rank();
   const bool on_device = count > 0 && is_device(buf);
-  if (goes_direct(count, t, on_device)) {  // the buffer is busy until the transfer is done
+  if (goes_direct(count, f, on_device)) {  // the buffer is busy until the transfer is done
     MPI_Request h;
-    isend(buf, count, t, dest, tag, c, ctx, &h);
+    isend_with(r, buf, count, t, f, dest, tag, c, ctx, &h);
     return wait_all(1, &h, nullptr);
   }
-  start_send(r, buf, count, t, dest, tag, c, ctx, 0, 0, on_device, false);
+  start_send(r, buf, count, t, f, dest, tag, c, ctx, 0, 0, on_device, false);
   return MPI_SUCCESS;
 }
 
-int issend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx, MPI_Request* req) {
-  if (dest == MPI_PROC_NULL) return isend(buf, count, t, dest, tag, c, ctx, req);
-  Rank* r = current_rank();
-  P2p& p = r->p2p();
-  MPI_Request h = p.alloc(ReqKind::Send);
-  empty_status(&p.req(h).status);
-  // Completes on the receiver's acknowledgement, which comes after the data left (device
-  // data: the receiver posts its receive when it matches; the ack follows from there).
-  const bool on_device = count > 0 && is_device(buf);
-  start_send(r, buf, count, t, dest, tag, c, ctx, h, 0, on_device, goes_direct(count, t, on_device));
-  *req = h;
-  return MPI_SUCCESS;
-}
-
-int irecv(void* buf, int count, MPI_Datatype t, int src, int tag, Comm& c, Ctx ctx, MPI_Request* req) {
-  Rank* r = current_rank();
+int irecv_with(Rank* r, void* buf, int count, MPI_Datatype t, const TypeFacts& f, int src, int tag, Comm& c,
+               Ctx ctx, MPI_Request* req) {
   P2p& p = r->p2p();
   MPI_Request h = p.alloc(ReqKind::Recv);
   Request& q = p.req(h);
@@ -422,9 +413,9 @@ int irecv(void* buf, int count, MPI_Datatype t, int src, int tag, Comm& c, Ctx c
   q.tag = tag;
   q.comm = c.handle;
   q.context = c.ctx(ctx);
-  type_facts(t, q.facts);
+  q.facts = f;
   q.device = count > 0 && is_device(buf);
-  if (q.device && !q.facts.contiguous)
+  if (q.device && !f.contiguous)
     CkAbort("AMPI: a receive into a device buffer with a non-contiguous datatype (%s) is not supported",
             type_name(t).c_str());
   std::int32_t u = p.find_unexpected(q.context, src, tag);
@@ -433,10 +424,59 @@ int irecv(void* buf, int count, MPI_Datatype t, int src, int tag, Comm& c, Ctx c
   return MPI_SUCCESS;
 }
 
-int recv(void* buf, int count, MPI_Datatype t, int src, int tag, Comm& c, Ctx ctx, MPI_Status* st) {
+// A blocking receive: its status into *st (when not null); returns the status's error.
+int recv_with(Rank* r, void* buf, int count, MPI_Datatype t, const TypeFacts& f, int src, int tag, Comm& c, Ctx ctx,
+              MPI_Status* st) {
   MPI_Request h;
-  irecv(buf, count, t, src, tag, c, ctx, &h);
-  return wait_all(1, &h, st);
+  irecv_with(r, buf, count, t, f, src, tag, c, ctx, &h);
+  P2p& p = r->p2p();
+  wait_one(p, h);
+  Request& q = p.req(h);
+  const int rc = q.status.MPI_ERROR;
+  if (st) *st = q.status;
+  p.release(h);
+  return rc;
+}
+}  // namespace
+
+int isend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx, MPI_Request* req) {
+  TypeFacts f;
+  type_facts(t, f);
+  return isend_with(current_rank(), buf, count, t, f, dest, tag, c, ctx, req);
+}
+
+int send(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx) {
+  TypeFacts f;
+  type_facts(t, f);
+  return send_with(current_rank(), buf, count, t, f, dest, tag, c, ctx);
+}
+
+int issend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx, MPI_Request* req) {
+  if (dest == MPI_PROC_NULL) return isend(buf, count, t, dest, tag, c, ctx, req);
+  Rank* r = current_rank();
+  P2p& p = r->p2p();
+  MPI_Request h = p.alloc(ReqKind::Send);
+  empty_status(&p.req(h).status);
+  // Completes on the receiver's acknowledgement, which comes after the data left (device
+  // data: the receiver posts its receive when it matches; the ack follows from there).
+  const bool on_device = count > 0 && is_device(buf);
+  TypeFacts f;
+  type_facts(t, f);
+  start_send(r, buf, count, t, f, dest, tag, c, ctx, h, 0, on_device, goes_direct(count, f, on_device));
+  *req = h;
+  return MPI_SUCCESS;
+}
+
+int irecv(void* buf, int count, MPI_Datatype t, int src, int tag, Comm& c, Ctx ctx, MPI_Request* req) {
+  TypeFacts f;
+  type_facts(t, f);
+  return irecv_with(current_rank(), buf, count, t, f, src, tag, c, ctx, req);
+}
+
+int recv(void* buf, int count, MPI_Datatype t, int src, int tag, Comm& c, Ctx ctx, MPI_Status* st) {
+  TypeFacts f;
+  type_facts(t, f);
+  return recv_with(current_rank(), buf, count, t, f, src, tag, c, ctx, st);
 }
 
 int wait_all(int n, MPI_Request* reqs, MPI_Status* statuses) {
@@ -465,10 +505,12 @@ struct Task {
 void task_main(void* a) {
   Task t = *static_cast<Task*>(a);
   delete static_cast<Task*>(a);
+  g_running.rank = t.rank;
   int rc = t.body(t.arg);
   P2p& p = t.rank->p2p();
   p.req(t.req).status.MPI_ERROR = rc;
   p.complete(t.req);
+  g_running.rank = nullptr;  // the thread ends here
 }
 }  // namespace
 
@@ -477,7 +519,9 @@ MPI_Request start_task(int (*body)(void*), void* arg) {
   P2p& p = r->p2p();
   MPI_Request h = p.alloc(ReqKind::Task);
   empty_status(&p.req(h).status);
-  CthThread t = CthCreate(task_main, new Task{r, h, body, arg}, std::size_t{1} << 20);
+  // The rank's stack size (mapped lazily): a task may go as deep as the rank, e.g. into
+  // UCX's endpoint creation on a first message to a PE, deeper still in a sanitizer build.
+  CthThread t = CthCreate(task_main, new Task{r, h, body, arg}, rank_stack_size());
   CthSetData(t, r);
   CthAwaken(t);
   return h;
@@ -491,11 +535,11 @@ using namespace ampi;
 namespace {
 
 // Argument checks shared by the point-to-point calls; MPI_SUCCESS or the error's return.
-int check_buffer(MPI_Comm comm, const char* fn, Comm* c, const void* buf, int count, MPI_Datatype t) {
-  if (!c) return error(comm, MPI_ERR_COMM, fn, "invalid communicator %d", comm);
-  if (count < 0) return error(comm, MPI_ERR_COUNT, fn, "negative count %d", count);
-  TypeFacts f;
-  if (!type_facts(t, f))
+// `f`: the facts of t, for the call to use.
+int check_buffer(MPI_Comm comm, const char* fn, Comm* c, const void* buf, int count, MPI_Datatype t, TypeFacts& f) {
+  if (!c) [[unlikely]] return error(comm, MPI_ERR_COMM, fn, "invalid communicator %d", comm);
+  if (count < 0) [[unlikely]] return error(comm, MPI_ERR_COUNT, fn, "negative count %d", count);
+  if (!type_facts(t, f)) [[unlikely]]
     return error(comm, MPI_ERR_TYPE, fn, "%s %s", type_valid(t) ? "uncommitted datatype" : "invalid datatype",
                  type_name(t).c_str());
   if (count > 0 && !buf && f.size > 0 && f.lb == 0)
@@ -504,9 +548,9 @@ int check_buffer(MPI_Comm comm, const char* fn, Comm* c, const void* buf, int co
 }
 
 int check_send(const char* fn, const void* buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
-               Comm*& c) {
+               Comm*& c, TypeFacts& f) {
   c = comm_get(comm);
-  if (int rc = check_buffer(comm, fn, c, buf, count, t)) return rc;
+  if (int rc = check_buffer(comm, fn, c, buf, count, t, f)) return rc;
   if (dest != MPI_PROC_NULL && (dest < 0 || dest >= c->size()))
     return error(comm, MPI_ERR_RANK, fn, "destination rank %d is out of range [0, %d)", dest, c->size());
   if (tag < 0 || tag > UCHARM_MPI_TAG_UB) return error(comm, MPI_ERR_TAG, fn, "invalid tag %d", tag);
@@ -514,9 +558,9 @@ int check_send(const char* fn, const void* buf, int count, MPI_Datatype t, int d
 }
 
 int check_recv(const char* fn, const void* buf, int count, MPI_Datatype t, int src, int tag, MPI_Comm comm,
-               Comm*& c) {
+               Comm*& c, TypeFacts& f) {
   c = comm_get(comm);
-  if (int rc = check_buffer(comm, fn, c, buf, count, t)) return rc;
+  if (int rc = check_buffer(comm, fn, c, buf, count, t, f)) return rc;
   if (src != MPI_PROC_NULL && src != MPI_ANY_SOURCE && (src < 0 || src >= c->size()))
     return error(comm, MPI_ERR_RANK, fn, "source rank %d is out of range [0, %d)", src, c->size());
   if (tag != MPI_ANY_TAG && (tag < 0 || tag > UCHARM_MPI_TAG_UB))
@@ -530,20 +574,22 @@ int check_recv(const char* fn, const void* buf, int count, MPI_Datatype t, int s
 int checked_send(const char* fn, const void* buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
                  bool buffered = false) {
   Comm* c;
-  if (int rc = check_send(fn, buf, count, t, dest, tag, comm, c)) return rc;
-  if (!buffered || dest == MPI_PROC_NULL) return ampi::send(buf, count, t, dest, tag, *c, Ctx::P2P);
-  start_send(current_rank(), buf, count, t, dest, tag, *c, Ctx::P2P, 0, 0, count > 0 && is_device(buf), false);
+  TypeFacts f;
+  if (int rc = check_send(fn, buf, count, t, dest, tag, comm, c, f)) [[unlikely]] return rc;
+  if (!buffered || dest == MPI_PROC_NULL) return send_with(current_rank(), buf, count, t, f, dest, tag, *c, Ctx::P2P);
+  start_send(current_rank(), buf, count, t, f, dest, tag, *c, Ctx::P2P, 0, 0, count > 0 && is_device(buf), false);
   return MPI_SUCCESS;
 }
 int checked_isend(const char* fn, const void* buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
                   MPI_Request* request, bool buffered = false) {
   Comm* c;
-  if (int rc = check_send(fn, buf, count, t, dest, tag, comm, c)) return rc;
-  if (!buffered || dest == MPI_PROC_NULL) return ampi::isend(buf, count, t, dest, tag, *c, Ctx::P2P, request);
+  TypeFacts f;
+  if (int rc = check_send(fn, buf, count, t, dest, tag, comm, c, f)) [[unlikely]] return rc;
+  if (!buffered || dest == MPI_PROC_NULL) return isend_with(current_rank(), buf, count, t, f, dest, tag, *c, Ctx::P2P, request);
   P2p& p = current_rank()->p2p();
   MPI_Request h = p.alloc(ReqKind::Send);
   empty_status(&p.req(h).status);
-  start_send(current_rank(), buf, count, t, dest, tag, *c, Ctx::P2P, 0, 0, count > 0 && is_device(buf), false);
+  start_send(current_rank(), buf, count, t, f, dest, tag, *c, Ctx::P2P, 0, 0, count > 0 && is_device(buf), false);
   p.req(h).complete = true;
   *request = h;
   return MPI_SUCCESS;
@@ -580,7 +626,7 @@ bool inactive(P2p& p, MPI_Request h) {
 
 // Lets the scheduler run (messages arrive, other ranks run) and comes back: what a polling
 // call (Test, Iprobe) does when it finds nothing, so that polling loops make progress.
-void poll_yield() { rank_yield(); }
+void poll_yield() { rank_poll(); }
 
 int check_request(P2p& p, MPI_Request h, const char* fn) {
   if (h != MPI_REQUEST_NULL && !p.valid(h))
@@ -596,9 +642,17 @@ int check_requests(P2p& p, int n, const MPI_Request* reqs, const char* fn) {
 
 // The calling thread waits until one of the active requests completes.
 void wait_for_any(P2p& p, int n, const MPI_Request* reqs) {
-  for (int i = 0; i < n; ++i)
-    if (!inactive(p, reqs[i])) p.req(reqs[i]).waiter = CthSelf();
-  rank_suspend();
+  CthThread self = CthSelf();
+  rank_wait([&] {
+    bool any = false;
+    for (int i = 0; i < n; ++i) {
+      if (inactive(p, reqs[i])) continue;
+      Request& q = p.req(reqs[i]);
+      if (q.complete) any = true;
+      else q.waiter = self;  // the first to complete clears its own and wakes us
+    }
+    return any;
+  });
   for (int i = 0; i < n; ++i)
     if (!inactive(p, reqs[i])) p.req(reqs[i]).waiter = nullptr;
 }
@@ -685,7 +739,8 @@ int PMPI_Bsend(const void* buf, int count, MPI_Datatype datatype, int dest, int 
 
 int PMPI_Ssend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
   Comm* c;
-  if (int rc = check_send("MPI_Ssend", buf, count, datatype, dest, tag, comm, c)) return rc;
+  TypeFacts f;
+  if (int rc = check_send("MPI_Ssend", buf, count, datatype, dest, tag, comm, c, f)) return rc;
   MPI_Request h;
   ampi::issend(buf, count, datatype, dest, tag, *c, Ctx::P2P, &h);
   return wait_all(1, &h, nullptr);
@@ -709,34 +764,42 @@ int PMPI_Ibsend(const void* buf, int count, MPI_Datatype datatype, int dest, int
 int PMPI_Issend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                 MPI_Request* request) {
   Comm* c;
-  if (int rc = check_send("MPI_Issend", buf, count, datatype, dest, tag, comm, c)) return rc;
+  TypeFacts f;
+  if (int rc = check_send("MPI_Issend", buf, count, datatype, dest, tag, comm, c, f)) return rc;
   return ampi::issend(buf, count, datatype, dest, tag, *c, Ctx::P2P, request);
 }
 
 int PMPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status* status) {
   Comm* c;
-  if (int rc = check_recv("MPI_Recv", buf, count, datatype, source, tag, comm, c)) return rc;
+  TypeFacts f;
+  if (int rc = check_recv("MPI_Recv", buf, count, datatype, source, tag, comm, c, f)) [[unlikely]] return rc;
   MPI_Status st;
-  ampi::recv(buf, count, datatype, source, tag, *c, Ctx::P2P, &st);
+  if (recv_with(current_rank(), buf, count, datatype, f, source, tag, *c, Ctx::P2P, &st) != MPI_SUCCESS) [[unlikely]] {
+    if (status) *status = st;
+    return status_error("MPI_Recv", comm, st);
+  }
   if (status) *status = st;
-  return status_error("MPI_Recv", comm, st);
+  return MPI_SUCCESS;
 }
 
 int PMPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                MPI_Request* request) {
   Comm* c;
-  if (int rc = check_recv("MPI_Irecv", buf, count, datatype, source, tag, comm, c)) return rc;
-  return ampi::irecv(buf, count, datatype, source, tag, *c, Ctx::P2P, request);
+  TypeFacts f;
+  if (int rc = check_recv("MPI_Irecv", buf, count, datatype, source, tag, comm, c, f)) [[unlikely]] return rc;
+  return irecv_with(current_rank(), buf, count, datatype, f, source, tag, *c, Ctx::P2P, request);
 }
 
 int PMPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
   Comm* c;
-  if (int rc = check_send("MPI_Sendrecv", sendbuf, sendcount, sendtype, dest, sendtag, comm, c)) return rc;
-  if (int rc = check_recv("MPI_Sendrecv", recvbuf, recvcount, recvtype, source, recvtag, comm, c)) return rc;
+  TypeFacts sf, rf;
+  if (int rc = check_send("MPI_Sendrecv", sendbuf, sendcount, sendtype, dest, sendtag, comm, c, sf)) return rc;
+  if (int rc = check_recv("MPI_Sendrecv", recvbuf, recvcount, recvtype, source, recvtag, comm, c, rf)) return rc;
   MPI_Request r[2];
-  ampi::irecv(recvbuf, recvcount, recvtype, source, recvtag, *c, Ctx::P2P, &r[0]);
-  ampi::isend(sendbuf, sendcount, sendtype, dest, sendtag, *c, Ctx::P2P, &r[1]);
+  Rank* rank = current_rank();
+  irecv_with(rank, recvbuf, recvcount, recvtype, rf, source, recvtag, *c, Ctx::P2P, &r[0]);
+  isend_with(rank, sendbuf, sendcount, sendtype, sf, dest, sendtag, *c, Ctx::P2P, &r[1]);
   MPI_Status st[2];
   wait_all(2, r, st);
   if (status) *status = st[0];
@@ -746,8 +809,9 @@ int PMPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int
 int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
                           int recvtag, MPI_Comm comm, MPI_Status* status) {
   Comm* c;
-  if (int rc = check_send("MPI_Sendrecv_replace", buf, count, datatype, dest, sendtag, comm, c)) return rc;
-  if (int rc = check_recv("MPI_Sendrecv_replace", buf, count, datatype, source, recvtag, comm, c)) return rc;
+  TypeFacts f;
+  if (int rc = check_send("MPI_Sendrecv_replace", buf, count, datatype, dest, sendtag, comm, c, f)) return rc;
+  if (int rc = check_recv("MPI_Sendrecv_replace", buf, count, datatype, source, recvtag, comm, c, f)) return rc;
   // The outgoing data must not be overwritten by the incoming: a send copied into its
   // message is safe; one that goes as a transfer (device or large host data) would only
   // leave once the peer receives, and the peer may be waiting for us the same way, so it is
@@ -755,9 +819,7 @@ int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest,
   MPI_Request r[2];
   const bool on_device = count > 0 && is_device(buf);
   std::vector<char> copy;
-  if (goes_direct(count, datatype, on_device)) {
-    TypeFacts f;
-    type_facts(datatype, f);
+  if (goes_direct(count, f, on_device)) {
     copy.resize(static_cast<std::size_t>(count) * f.size);
     if (on_device) copy_any(copy.data(), static_cast<const char*>(buf) + f.lb, copy.size());
     else type_pack(buf, count, datatype, copy.data());
@@ -966,7 +1028,8 @@ int PMPI_Status_set_cancelled(MPI_Status* status, int flag) {
 // ---- probe ----------------------------------------------------------------------------------------------
 int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
   Comm* c;
-  if (int rc = check_recv("MPI_Iprobe", nullptr, 0, MPI_BYTE, source, tag, comm, c)) return rc;
+  TypeFacts f;
+  if (int rc = check_recv("MPI_Iprobe", nullptr, 0, MPI_BYTE, source, tag, comm, c, f)) return rc;
   if (source == MPI_PROC_NULL) {
     *flag = 1;
     proc_null_status(status);
@@ -985,17 +1048,21 @@ int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* statu
 
 int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
   Comm* c;
-  if (int rc = check_recv("MPI_Probe", nullptr, 0, MPI_BYTE, source, tag, comm, c)) return rc;
+  TypeFacts f;
+  if (int rc = check_recv("MPI_Probe", nullptr, 0, MPI_BYTE, source, tag, comm, c, f)) return rc;
   if (source == MPI_PROC_NULL) {
     proc_null_status(status);
     return MPI_SUCCESS;
   }
   P2p& p = current_rank()->p2p();
   std::int32_t u;
-  while ((u = p.find_unexpected(c->ctx(Ctx::P2P), source, tag)) < 0) {
-    p.probe_waiter = CthSelf();
-    rank_suspend();
-  }
+  CthThread self = CthSelf();
+  rank_wait([&] {
+    if ((u = p.find_unexpected(c->ctx(Ctx::P2P), source, tag)) >= 0) return true;
+    p.probe_waiter = self;  // a new arrival clears it, waking us
+    return false;
+  });
+  p.probe_waiter = nullptr;
   fill_status_from_msg(status, p.unexpected_msg(u));
   return MPI_SUCCESS;
 }
@@ -1028,7 +1095,8 @@ namespace {
 int init_persistent(const char* fn, bool is_send, bool sync, const void* buf, int count, MPI_Datatype t, int peer,
                     int tag, MPI_Comm comm, MPI_Request* request) {
   Comm* c;
-  if (int rc = is_send ? check_send(fn, buf, count, t, peer, tag, comm, c) : check_recv(fn, buf, count, t, peer, tag, comm, c))
+  TypeFacts f;
+  if (int rc = is_send ? check_send(fn, buf, count, t, peer, tag, comm, c, f) : check_recv(fn, buf, count, t, peer, tag, comm, c, f))
     return rc;
   P2p& p = current_rank()->p2p();
   MPI_Request h = p.alloc(is_send ? ReqKind::Send : ReqKind::Recv);
@@ -1089,8 +1157,10 @@ int PMPI_Start(MPI_Request* request) {
       return MPI_SUCCESS;
     }
     const bool on_device = q.count > 0 && is_device(q.sbuf);
-    const bool device = goes_direct(q.count, q.type, on_device);
-    start_send(r, q.sbuf, q.count, q.type, q.peer, q.tag, *c, Ctx::P2P, q.sync ? h : 0, device && !q.sync ? h : 0,
+    TypeFacts f;
+    type_facts(q.type, f);
+    const bool device = goes_direct(q.count, f, on_device);
+    start_send(r, q.sbuf, q.count, q.type, f, q.peer, q.tag, *c, Ctx::P2P, q.sync ? h : 0, device && !q.sync ? h : 0,
                on_device, device);
     if (!q.sync && !device) p.req(h).complete = true;
     return MPI_SUCCESS;

@@ -158,11 +158,13 @@ void Rank::start() {
 
 void Rank::thread_main(void* arg) {
   Rank* self = static_cast<Rank*>(arg);
+  g_running.rank = self;
   // A rank starts as a process does: no CUDA context current (not another rank's).
   if (const CudaContext& c = process().cuda; c.set) c.set(nullptr);
   MainFn fn = process().program->main_for(process().program->context, self->thisIndex);
   if (!fn) CkAbort("rank %d: the program's main could not be loaded (see above)", self->thisIndex);
   self->finish(fn(static_cast<int>(self->argv_.size() - 1), self->argv_.data()));
+  g_running.rank = nullptr;  // the thread ends here
 }
 
 void Rank::finish(int code) {
@@ -170,12 +172,11 @@ void Rank::finish(int code) {
   contribute(code & 0xff, ck::Reducer::max, ck::CkCallback::to<&Main::done>(main_));
 }
 
-Rank* current_rank() {
-  auto* r = static_cast<Rank*>(CthGetData(CthSelf()));
-  if (!r)
-    CkAbort("an MPI function was called outside an MPI rank's thread: was the program built with ampicc or "
-            "ucharm_add_ampi_executable (which start the ranks)?");
-  return r;
+Running g_running;
+
+void outside_rank() {
+  CkAbort("an MPI function was called outside an MPI rank's thread: was the program built with ampicc or "
+          "ucharm_add_ampi_executable (which start the ranks)?");
 }
 int world_rank() { return current_rank()->world_rank(); }
 int world_size() { return current_rank()->world_size(); }
@@ -183,23 +184,35 @@ CommTable& my_comms() { return current_rank()->comms(); }
 bool staging_forced() { return process().options.staging; }
 bool cuda_loaded() { return process().cuda.get != nullptr; }
 std::size_t direct_min() { return process().options.direct_min; }
+std::size_t rank_stack_size() { return process().options.stack; }
 
 namespace {
+// Around a switch away from the calling rank's thread: while others run, no rank is the
+// running one; back here, this thread's rank is again, with its CUDA context.
 template <class Wait>
-void keep_cuda_context(Wait wait) {
+void switch_away(Wait wait) {
+  Rank* self = g_running.rank;
+  g_running.rank = nullptr;
   const CudaContext& c = process().cuda;
-  if (!c.get) return wait();
-  void* ctx = nullptr;
-  c.get(&ctx);
-  wait();
-  void* now = nullptr;
-  c.get(&now);
-  if (now != ctx) c.set(ctx);
+  if (!c.get) {
+    wait();
+  } else {
+    void* ctx = nullptr;
+    c.get(&ctx);
+    wait();
+    void* now = nullptr;
+    c.get(&now);
+    if (now != ctx) c.set(ctx);
+  }
+  g_running.rank = self;
 }
 }  // namespace
 
-void rank_suspend() { keep_cuda_context([] { CthSuspend(); }); }
-void rank_yield() { keep_cuda_context([] { CthYield(); }); }
+void rank_suspend() { switch_away([] { CthSuspend(); }); }
+void rank_yield() { switch_away([] { CthYield(); }); }
+void rank_poll() {
+  if (!CsdScheduleStepInThread()) rank_yield();
+}
 
 }  // namespace ampi
 
@@ -227,6 +240,7 @@ extern "C" {
     if (auto* r = static_cast<Rank*>(CthGetData(t)); r && r->finalized && !r->exited) {
       r->exited = true;
       r->finish(code);
+      g_running.rank = nullptr;
       for (;;) CthSuspend();  // this rank is done; its thread never runs again
     }
   libc_exit(code);

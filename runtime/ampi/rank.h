@@ -9,6 +9,17 @@
 
 namespace ampi {
 
+// The calling rank's thread waits until `done()` is true. It runs the scheduler's steps
+// itself while it can (no switch to the scheduler and back for each message: the handler
+// that completes its wait runs on its own stack) and suspends when the scheduler must run
+// (another thread to resume, or the PE idle long enough to sleep). Whoever makes done()
+// true must CthAwaken the thread unless it is the running one (see P2p::complete).
+template <class Done>
+void rank_wait(Done&& done) {
+  while (!done())
+    if (!CsdScheduleStepInThread()) rank_suspend();
+}
+
 class Main;
 
 struct RankArgs {

@@ -432,6 +432,37 @@ void CsdScheduleStep() {
   s.idle_since_ns = 0;
 }
 
+bool CsdScheduleStepInThread() {
+  PeState& s = pe_state();
+  if (s.stop_scheduler || s.exiting) return false;
+  if (++s.since_poll >= kPollEvery) {
+    s.since_poll = 0;
+    lrts::LrtsProgress();
+  }
+  if (void* msg = s.queue.peek()) {
+    // A thread's resumption runs on the scheduler's stack: the waiting thread yields to it
+    // (it may be another rank of this PE, or this very thread, awakened).
+    if (hdr(msg)->handler == s.h_thread_resume) return false;
+    s.queue.pop();
+    s.idle_since_ns = 0;
+    dispatch(msg);
+    return true;
+  }
+  s.since_poll = 0;
+  if (lrts::LrtsProgress() > 0) {
+    s.idle_since_ns = 0;
+    return true;
+  }
+  // Idle: the same spin as the scheduler's, then back to it, which sleeps.
+  if ((++s.idle_polls & 63) != 0) return true;
+  auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  if (s.idle_since_ns == 0) {
+    s.idle_since_ns = now;
+    return true;
+  }
+  return now - s.idle_since_ns < static_cast<long long>(s.options.idle_spin_us) * 1000;
+}
+
 void CsdScheduler(int maxmsgs) {
   PeState& s = pe_state();
   s.stop_scheduler = false;

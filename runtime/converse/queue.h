@@ -21,6 +21,7 @@ class Ring {
     buf_[tail_++ & (buf_.size() - 1)] = p;
   }
   void* pop() { return buf_[head_++ & (buf_.size() - 1)]; }
+  void* front() const { return buf_[head_ & (buf_.size() - 1)]; }
 
  private:
   void grow() {
@@ -55,6 +56,12 @@ class MsgQueue {
       return m;
     }
     return fifo_.empty() ? nullptr : fifo_.pop();
+  }
+  // What pop() would return, left in the queue; nullptr when empty.
+  void* peek() const {
+    if (!expedited_.empty()) return expedited_.front();
+    if (!heap_.empty() && (heap_.front().prio < 0 || fifo_.empty())) return heap_.front().msg;
+    return fifo_.empty() ? nullptr : fifo_.front();
   }
   bool empty() const { return expedited_.empty() && fifo_.empty() && heap_.empty(); }
   std::size_t size() const { return expedited_.size() + fifo_.size() + heap_.size(); }

@@ -98,6 +98,13 @@ inline void CsdSchedulePoll() { CsdScheduler(0); }
 void CsdExitScheduler();
 // One scheduling step: run one message, or progress the network, or idle briefly.
 void CsdScheduleStep();
+// A scheduling step taken by a user-level thread that waits (a blocking MPI call) instead
+// of suspending: runs the next message on this thread's stack, or progresses the network.
+// Handlers it runs must not resume threads directly (CthAwaken, never CthResume). Returns
+// false, having done nothing, when the thread should suspend instead: the next message
+// resumes a thread (only the scheduler may run that), the scheduler was asked to stop, or
+// the PE has been idle past its spin time (the scheduler then sleeps).
+bool CsdScheduleStepInThread();
 // Runs the scheduler until `cond()` is true.
 template <class Cond>
 void CsdScheduleUntil(Cond&& cond) {
