@@ -97,6 +97,11 @@ TEST_P(ConverseJob, ThreadSuspendedUntilAMessageAwakensIt) {
   expect_ok(r, "thread ok");
 }
 
+TEST_P(ConverseJob, ThreadTakesSchedulerStepsWhileItWaits) {
+  Result r = job(n(), {"threadstep"});
+  expect_ok(r, "threadstep ok");
+}
+
 TEST_P(ConverseJob, AsyncSendCompletesAndReleasesTheBuffer) {
   Result r = job(n(), {"async"});
   expect_ok(r, "async ok");

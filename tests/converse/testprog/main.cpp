@@ -20,6 +20,7 @@ namespace storm { void start(const Args&); }
 namespace bcast { void start(const Args&); }
 namespace barrier { void start(const Args&); }
 namespace thread { void start(const Args&); }
+namespace threadstep { void start(const Args&); }
 namespace queue { void start(const Args&); }
 namespace async { void start(const Args&); }
 namespace device { void start(const Args&); }
@@ -65,6 +66,7 @@ constexpr Mode kModes[] = {
     {"bcast", bcast::start},
     {"barrier", barrier::start},
     {"thread", thread::start},
+    {"threadstep", threadstep::start},
     {"queue", queue::start},
     {"async", async::start},
     {"device", device::start},
