@@ -163,7 +163,17 @@ void Rank::thread_main(void* arg) {
   if (const CudaContext& c = process().cuda; c.set) c.set(nullptr);
   MainFn fn = process().program->main_for(process().program->context, self->thisIndex);
   if (!fn) CkAbort("rank %d: the program's main could not be loaded (see above)", self->thisIndex);
-  self->finish(fn(static_cast<int>(self->argv_.size() - 1), self->argv_.data()));
+  const int code = fn(static_cast<int>(self->argv_.size() - 1), self->argv_.data());
+  if (self->initialized && !self->finalized) {
+    // The others may wait for it forever: end the job, as mpirun does for a process that
+    // exits between MPI_Init and MPI_Finalize.
+    std::fprintf(stderr,
+                 "ucharm AMPI: rank %d returned from main (code %d) without calling MPI_Finalize: ending the job\n",
+                 self->thisIndex, code);
+    std::fflush(stderr);
+    CkExit((code & 0xff) != 0 ? code & 0xff : 1);
+  }
+  self->finish(code);
   g_running.rank = nullptr;  // the thread ends here
 }
 

@@ -3,10 +3,14 @@
  *   err_exit exit     rank 1 (rank 0 when alone) calls exit(5) inside the job: exit code 5
  *   err_exit return   rank 1 (rank 0 when alone) returns 3 from main after MPI_Finalize,
  *                     the others return 0: exit code 3
+ *   err_exit nofinalize  rank 1 (rank 0 when alone) returns 6 from main without calling
+ *                     MPI_Finalize while the others wait in a barrier: the job ends with 6
+ *                     (OpenMPI's mpirun ends it too, reporting the rank) and does not hang
  *   err_exit unimpl   rank 0 calls MPI_Win_create (not implemented by ucharm's AMPI): a
  *                     non-zero exit and a message naming MPI_Win_create (ucharm only; a
  *                     full MPI exits 0 here)
- * The other ranks wait in a barrier the failing rank never reaches (abort, exit). */
+ * The other ranks wait in a barrier the failing rank never reaches (abort, exit,
+ * nofinalize). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +35,9 @@ int main(int argc, char** argv) {
   } else if (strcmp(mode, "return") == 0) {
     MPI_Finalize();
     return rank == chosen ? 3 : 0;
+  } else if (strcmp(mode, "nofinalize") == 0) {
+    if (rank == chosen) return 6;
+    MPI_Barrier(MPI_COMM_WORLD);
   } else if (strcmp(mode, "unimpl") == 0) {
     if (rank == 0) {
       static int base[4];
@@ -39,7 +46,7 @@ int main(int argc, char** argv) {
       MPI_Win_free(&win);
     }
   } else {
-    if (rank == 0) fprintf(stderr, "err_exit: mode abort|exit|return|unimpl\n");
+    if (rank == 0) fprintf(stderr, "err_exit: mode abort|exit|return|nofinalize|unimpl\n");
     MPI_Finalize();
     return 2;
   }
