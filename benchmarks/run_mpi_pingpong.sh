@@ -3,6 +3,7 @@
 # OSU-style MPI latency on ucharm's AMPI (osu_mpi_ampi) and the same program on the system
 # OpenMPI (osu_mpi_ompi) over ucharm's UCX (pml ucx); medians of the repetitions and ratios.
 #   benchmarks/run_mpi_pingpong.sh [build-dir] [repeats]
+# On the GPU machine: source tools/device-env.sh; UCX_ROOT=$ucx bash benchmarks/run_mpi_pingpong.sh $build
 # OMPI_PML=ob1 uses OpenMPI's shared-memory transport (ob1 + vader) instead of pml ucx.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -13,7 +14,8 @@ run="$build/tools/ucharmrun/ucharmrun"
 pp="$build/benchmarks/converse_pingpong"
 ampi="$build/benchmarks/mpi/osu_mpi_ampi"
 ompi="$build/benchmarks/mpi/osu_mpi_ompi"
-ucx_root=$(sed -n 's/^UCHARM_UCX_ROOT:PATH=//p' "$build/CMakeCache.txt")
+# UCX_ROOT: where the build's UCX is (the device machine's pack has no CMakeCache.txt).
+ucx_root=${UCX_ROOT:-$(sed -n 's/^UCHARM_UCX_ROOT:PATH=//p' "$build/CMakeCache.txt")}
 
 # OpenMPI's pml ucx refuses shared memory unless told any transport and device will do;
 # LD_LIBRARY_PATH (passed to the ranks with -x) makes it load ucharm's UCX, not Debian's.
