@@ -22,24 +22,51 @@
 
 namespace ampi {
 
-using MsgEntry = ck::RawEntry<Rank, &on_message>;
-
 namespace {
+
+// ---- routing -----------------------------------------------------------------------------------
+// Point-to-point traffic is AMPI's hot path: its messages skip the core's entry-method
+// layer (envelope, collection and element lookup, quiescence counts) and go as Converse
+// messages with one handler, the destination rank in the header. Each PE knows which PE
+// holds every rank (the rank array's map, asked once) and which ranks it holds itself.
+// Converse keeps the messages of a pair of PEs in order, as the core's path did. Migration
+// (a later issue) would update `pe` and forward what reaches the old PE.
+struct Routes {
+  std::vector<int> pe;                  // by world rank: the PE that holds it
+  std::vector<Rank*> local;             // by world rank: the rank, if it lives on this PE
+  std::vector<std::pair<int, void*>> early;  // messages for ranks not built here yet, in order
+};
+Routes g_routes;  // this PE's (non-SMP: one PE per process)
+
+void on_wire(void* msg);
+using WireHandler = ck::ConverseHandler<&on_wire>;
+
+inline char* payload(void* msg) { return CmiMsgPayload(msg); }
+inline std::size_t payload_length(void* msg) { return CmiMsgSize(msg) - CmiMsgHeaderSizeBytes; }
+inline void* wire_alloc(std::size_t len) {
+  void* m = CmiAlloc(CmiMsgHeaderSizeBytes + len);
+  CmiSetHandler(m, WireHandler::handler());
+  return m;
+}
+inline void wire_send(int dest_world, void* msg) {
+  CmiSyncSendAndFree(g_routes.pe[static_cast<std::size_t>(dest_world)], CmiMsgSize(msg), msg);
+}
+
 
 constexpr std::uint32_t kInternalFlags = kSyncAck;
 
-inline WireHeader& wire(void* msg) { return *reinterpret_cast<WireHeader*>(ck::raw_payload(msg)); }
+inline WireHeader& wire(void* msg) { return *reinterpret_cast<WireHeader*>(payload(msg)); }
 inline bool has_ext(std::uint32_t flags) { return (flags & (kSync | kSyncAck | kDevice)) != 0; }
 inline WireExt& ext(void* msg) {
-  return *reinterpret_cast<WireExt*>(ck::raw_payload(msg) + sizeof(WireHeader));
+  return *reinterpret_cast<WireExt*>(payload(msg) + sizeof(WireHeader));
 }
 inline std::size_t data_offset(std::uint32_t flags) {
   return sizeof(WireHeader) + (has_ext(flags) ? sizeof(WireExt) : 0);
 }
-inline char* data_of(void* msg) { return ck::raw_payload(msg) + data_offset(wire(msg).flags); }
+inline char* data_of(void* msg) { return payload(msg) + data_offset(wire(msg).flags); }
 inline std::size_t data_bytes(void* msg) {
   const WireHeader& h = wire(msg);
-  return (h.flags & kDevice) ? ext(msg).bytes : ck::raw_length(msg) - data_offset(h.flags);
+  return (h.flags & kDevice) ? ext(msg).bytes : payload_length(msg) - data_offset(h.flags);
 }
 
 inline bool matches(const WireHeader& h, std::uint32_t context, int src, int tag) {
@@ -66,19 +93,18 @@ void copy_any(void* dst, const void* src, std::size_t n) {
 
 // The message that completes a device transfer's request on this rank (runs here later).
 void* completion_msg(Rank* r, MPI_Request req) {
-  void* m = ck::raw_alloc(sizeof(WireHeader) + sizeof(WireExt));
-  wire(m) = WireHeader{0, 0, 0, kSyncAck};
+  void* m = wire_alloc(sizeof(WireHeader) + sizeof(WireExt));
+  wire(m) = WireHeader{0, 0, 0, kSyncAck, r->world_rank(), 0};
   ext(m) = WireExt{0, 0, r->world_rank(), req};
-  ck::raw_prepare_local<MsgEntry>(r->array_ref(), ck::index(r->world_rank()), m);
   return m;
 }
 
 // Acknowledges a matched Ssend: the sender's request completes.
 void send_ack(Rank* r, Request& q) {
-  void* ack = ck::raw_alloc(sizeof(WireHeader) + sizeof(WireExt));
-  wire(ack) = WireHeader{0, 0, 0, kSyncAck};
+  void* ack = wire_alloc(sizeof(WireHeader) + sizeof(WireExt));
+  wire(ack) = WireHeader{0, 0, 0, kSyncAck, q.ack_world, 0};
   ext(ack) = WireExt{0, 0, r->world_rank(), q.ack_req};
-  ck::raw_send<MsgEntry>(r->array_ref(), ck::index(q.ack_world), ack);
+  wire_send(q.ack_world, ack);
   q.ack_world = -1;
 }
 
@@ -195,22 +221,21 @@ void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeF
             type_name(t).c_str());
   std::uint32_t flags = (sync_req ? kSync : 0u) | (device ? kDevice : 0u);
   const std::size_t inline_bytes = device ? 0 : bytes;
-  void* msg = ck::raw_alloc(data_offset(flags) + inline_bytes);
-  wire(msg) = WireHeader{c.ctx(ctx), c.rank, tag, flags};
+  void* msg = wire_alloc(data_offset(flags) + inline_bytes);
+  wire(msg) = WireHeader{c.ctx(ctx), c.rank, tag, flags, dest_world, 0};
   if (has_ext(flags)) ext(msg) = WireExt{bytes, 0, r->world_rank(), sync_req};
   if (device) {
     CmiDeviceBuffer db;
     db.ptr = base;
     db.size = bytes;
-    const int pe = ck::detail::home_pe(r->array_ref(), ck::index(dest_world));
-    CmiSendDevice(pe, db, device_req ? completion_msg(r, device_req) : nullptr);
+    CmiSendDevice(g_routes.pe[static_cast<std::size_t>(dest_world)], db, device_req ? completion_msg(r, device_req) : nullptr);
     ext(msg).device_tag = db.tag;
   } else if (bytes) {
     if (on_device) copy_any(data_of(msg), base, bytes);  // +ampi-staging: through host memory
     else if (f.contiguous) std::memcpy(data_of(msg), base, bytes);
     else type_pack(buf, count, t, data_of(msg));
   }
-  ck::raw_send<MsgEntry>(r->array_ref(), ck::index(dest_world), msg);
+  wire_send(dest_world, msg);
 }
 
 // The calling thread waits until request h completes.
@@ -357,6 +382,36 @@ void on_message(Rank* r, void* msg) {
   if (CthThread w = p.probe_waiter) {
     p.probe_waiter = nullptr;
     if (w != CthSelf()) CthAwaken(w);
+  }
+}
+
+namespace {
+void on_wire(void* msg) {
+  const auto dest = static_cast<std::size_t>(wire(msg).dest);
+  Rank* r = dest < g_routes.local.size() ? g_routes.local[dest] : nullptr;
+  if (!r) [[unlikely]] {  // its PE's creation message has not come yet (another PE was faster)
+    g_routes.early.emplace_back(static_cast<int>(dest), msg);
+    return;
+  }
+  on_message(r, msg);
+}
+}  // namespace
+
+void route_add(Rank* r) {
+  Routes& t = g_routes;
+  const auto n = static_cast<std::size_t>(r->world_size());
+  if (t.pe.size() != n) {
+    t.pe.resize(n);
+    for (std::size_t i = 0; i < n; ++i) t.pe[i] = ck::detail::home_pe(r->array_ref(), ck::index(static_cast<int>(i)));
+    t.local.assign(n, nullptr);
+  }
+  t.local[static_cast<std::size_t>(r->world_rank())] = r;
+  // What came for it before it existed, in arrival order.
+  std::vector<std::pair<int, void*>> early;
+  early.swap(t.early);
+  for (auto& [dest, msg] : early) {
+    if (dest == r->world_rank()) on_message(r, msg);
+    else t.early.emplace_back(dest, msg);
   }
 }
 

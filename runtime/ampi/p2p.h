@@ -10,7 +10,8 @@
 
 namespace ampi {
 
-// What travels in front of every message's data (ck raw payload).
+// What travels in front of every message's data (a Converse message's payload; see
+// "routing" in p2p.cpp).
 enum MsgFlag : std::uint32_t {
   kSync = 1u << 0,     // Ssend: the receiver acknowledges the match (ext.sender_req)
   kSyncAck = 1u << 1,  // the acknowledgement: completes request ext.sender_req here
@@ -21,6 +22,8 @@ struct WireHeader {
   std::int32_t src;  // the sender's rank in the communicator
   std::int32_t tag;
   std::uint32_t flags;
+  std::int32_t dest;  // the receiving rank (world): it picks the rank on the destination PE
+  std::uint32_t reserved;
 };
 // Present when flags has kSync, kSyncAck or kDevice.
 struct WireExt {
@@ -29,7 +32,7 @@ struct WireExt {
   std::int32_t sender_world;  // kSync: who to acknowledge
   std::int32_t sender_req;    // kSync / kSyncAck: the sender's request
 };
-static_assert(sizeof(WireHeader) == 16 && sizeof(WireExt) == 24);
+static_assert(sizeof(WireHeader) == 24 && sizeof(WireExt) == 24);
 
 enum class ReqKind : std::uint8_t { Free, Send, Recv, Task };
 
@@ -99,7 +102,12 @@ class P2p {
   std::int32_t unexp_head_ = -1, unexp_tail_ = -1, unexp_free_ = -1;
 };
 
-// The raw entry that receives every MPI message of a rank.
+// Receives every MPI message of rank r.
 void on_message(Rank* r, void* msg);
+
+// Routing (p2p.cpp): point-to-point messages go straight to the destination rank's PE as
+// Converse messages with their own handler, past the core's entry path. A rank registers
+// itself on its PE when it is built (messages that came before are delivered then).
+void route_add(Rank* r);
 
 }  // namespace ampi

@@ -145,6 +145,7 @@ Rank::Rank(RankArgs a) : main_(a.main), world_size_(a.world_size) {
   for (char** a = process().argv; *a; ++a) args_.emplace_back(*a);
   for (std::string& s : args_) argv_.push_back(s.data());
   argv_.push_back(nullptr);
+  route_add(this);  // last: messages that came before it are delivered now
 }
 
 void Rank::start() {

@@ -167,6 +167,20 @@ void broadcast_readonlies() {
 }
 
 // ---- start-up -----------------------------------------------------------------------------------
+// The Converse handlers of layers above (ck::ConverseHandler), in name order: every PE runs
+// the same binary, so each gets the same handler index everywhere.
+void register_layer_handlers() {
+  Registry& r = registry();
+  std::vector<int> converse_index(r.handlers.size());
+  for (std::size_t i = 0; i < r.handlers.size(); ++i) converse_index[i] = CmiRegisterHandler(r.handlers[i]);
+  std::vector<std::uint32_t*> done;  // a slot named by two registrations is mapped once
+  for (auto& [reg, fn] : r.handlers_in) {
+    if (std::find(done.begin(), done.end(), reg.slot) != done.end()) continue;
+    done.push_back(reg.slot);
+    *reg.slot = static_cast<std::uint32_t>(converse_index[*reg.slot]);
+  }
+}
+
 void core_start(int argc, char** argv) {
   Core& k = core();
   k.h_core = CmiRegisterHandler(core_handler);
@@ -186,6 +200,7 @@ void core_start(int argc, char** argv) {
   k.h_device_sent = CmiRegisterHandler(device_sent_handler);
   k.h_device_arrived = CmiRegisterHandler(device_arrived_handler);
   assign_indices();
+  register_layer_handlers();
   if (CmiMyPe() != 0) return;  // the rest waits for the readonly values
   // The main chare: collection 0, a singleton on PE 0, built before anything else runs.
   CollectionRef ref;

@@ -28,10 +28,12 @@ struct Registry {
   std::vector<std::pair<Registered, CtorInfo>> ctors_in;
   std::vector<std::pair<Registered, int (*)(const Index&, const Index&, int)>> maps_in;
   std::vector<std::pair<Registered, UserCombine>> reducers_in;
+  std::vector<std::pair<Registered, void (*)(void*)>> handlers_in;
   std::vector<EntryInfo> entries;
   std::vector<CtorInfo> ctors;
   std::vector<int (*)(const Index&, const Index&, int)> maps;
   std::vector<UserCombine> reducers;
+  std::vector<void (*)(void*)> handlers;  // Converse handlers of layers above (ck::ConverseHandler)
   std::vector<ReadonlyBase*> readonlies;  // static-initialisation order: the same binary everywhere
 };
 Registry& registry();

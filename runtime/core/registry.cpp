@@ -39,6 +39,7 @@ void assign_indices() {
   assign(r.ctors_in, r.ctors);
   assign(r.maps_in, r.maps);
   assign(r.reducers_in, r.reducers);
+  assign(r.handlers_in, r.handlers);
   g_entries = r.entries.data();
 }
 
@@ -67,6 +68,9 @@ void register_ctor(const char* name, Constructor c, const std::type_info* cls, s
 }
 void register_map(const char* name, int (*fn)(const Index&, const Index&, int), std::uint32_t* slot) {
   registry().maps_in.push_back({{name, slot}, fn});
+}
+void register_converse_handler(const char* name, void (*fn)(void*), std::uint32_t* slot) {
+  registry().handlers_in.push_back({{name, slot}, fn});
 }
 void register_reducer(const char* name, UserCombine fn, std::uint32_t* slot) {
   registry().reducers_in.push_back({{name, slot}, fn});

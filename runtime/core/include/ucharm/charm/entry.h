@@ -90,6 +90,7 @@ struct EntryInfo {
 void register_entry(const EntryInfo& info, std::uint32_t* slot);
 void register_ctor(const char* name, Constructor c, const std::type_info* cls, std::uint32_t* slot);
 void register_map(const char* name, int (*fn)(const Index&, const Index&, int), std::uint32_t* slot);
+void register_converse_handler(const char* name, void (*fn)(void*), std::uint32_t* slot);
 
 template <auto X>
 struct NameTag {};

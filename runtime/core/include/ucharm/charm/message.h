@@ -135,6 +135,22 @@ const bool RawEntry<C, F>::registered = [] {
   return true;
 }();
 
+// A Converse handler that the core registers on every PE at start-up, at the same index
+// everywhere: for layers on the core that route some of their messages themselves, past
+// the entry-method path (AMPI's point-to-point). Such messages are Converse messages
+// (CmiAlloc, CmiSetHandler(m, ConverseHandler<F>::index()), CmiSyncSendAndFree): no
+// envelope, no location lookup, not counted by quiescence detection.
+template <void (*F)(void*)>
+struct ConverseHandler : detail::Registration<ConverseHandler<F>> {
+  static const bool registered;
+  static int handler() { return static_cast<int>(ConverseHandler::id()); }
+};
+template <void (*F)(void*)>
+const bool ConverseHandler<F>::registered = [] {
+  detail::register_converse_handler(detail::name_of<F>(), F, &ConverseHandler<F>::index);
+  return true;
+}();
+
 // A message with room for `len` payload bytes (at raw_payload) for a raw entry.
 inline void* raw_alloc(std::size_t len) {
   return CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(detail::Envelope) + len);
