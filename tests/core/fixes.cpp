@@ -62,6 +62,14 @@ struct Sparse : ck::ArrayElement<Sparse> {
   void ping(int v);
 };
 
+// ---- ck::ConverseHandler: plain Converse handlers of a layer above the core -------------------
+// Two of them: each PE answers through the entry path with which one ran, so a wrong index
+// (not the same on every PE, or two handlers' slots swapped) shows.
+void on_handler_a(void* msg);
+void on_handler_b(void* msg);
+using HandlerA = ck::ConverseHandler<&on_handler_a>;
+using HandlerB = ck::ConverseHandler<&on_handler_b>;
+
 struct Main : ck::MainChare<Main> {
   std::string mode;
   int pending = 0, sent_x = 0, sent_y = 0, sent_z = 0, got = 0;
@@ -77,7 +85,30 @@ struct Main : ck::MainChare<Main> {
     else if (mode == "qd_reduction") qd_reduction();
     else if (mode == "many_chares") many_chares();
     else if (mode == "undelivered") undelivered();
+    else if (mode == "converse_handler") converse_handler();
     else CkAbort("unknown mode '%s'", mode.c_str());
+  }
+
+  // -- converse_handler: a message to every PE under each handler; 2 * PEs answers.
+  int handler_answers[2] = {0, 0};
+  void converse_handler() {
+    expect(HandlerA::handler() >= 0 && HandlerB::handler() >= 0 && HandlerA::handler() != HandlerB::handler(),
+           "two registered Converse handlers have distinct indices");
+    for (int pe = 0; pe < CkNumPes(); ++pe)
+      for (int h : {HandlerA::handler(), HandlerB::handler()}) {
+        void* m = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(int));
+        CmiSetHandler(m, h);
+        *reinterpret_cast<int*>(CmiMsgPayload(m)) = pe;
+        CmiSyncSendAndFree(pe, CmiMsgHeaderSizeBytes + sizeof(int), m);
+      }
+  }
+  void handler_ran(int which, int pe) {
+    expect(which == 0 || which == 1, "answer names a handler");
+    ++handler_answers[which];
+    if (handler_answers[0] + handler_answers[1] < 2 * CkNumPes()) return;
+    expect(handler_answers[0] == CkNumPes() && handler_answers[1] == CkNumPes(), "each handler ran once per PE");
+    (void)pe;
+    finish("converse_handler");
   }
 
   // -- devbuf_reuse: buffer X goes out twice; then Y and Z each once. Every send runs its
@@ -224,6 +255,15 @@ void DevSink::take(ck::CkDeviceBuffer b, int tag) {
     if (got[i] != pattern_of(tag, i)) CkAbort("device data of send %d corrupted at byte %zu", tag, i);
   mainProxy->send<&Main::devbuf_got>(tag);
 }
+
+void answer_handler(void* msg, int which) {
+  const int pe = *reinterpret_cast<int*>(CmiMsgPayload(msg));
+  CmiFree(msg);
+  expect(pe == CkMyPe(), "a Converse handler's message reached the PE it was sent to");
+  mainProxy->send<&Main::handler_ran>(which, pe);
+}
+void on_handler_a(void* msg) { answer_handler(msg, 0); }
+void on_handler_b(void* msg) { answer_handler(msg, 1); }
 
 void SetVec::run() {
   contribute(setvec_ints(thisIndex), ck::Reducer::set, ck::CkCallback::to<&Main::set_ints>(*mainProxy));

@@ -54,7 +54,7 @@ TEST_P(Fixes, ModePasses) {
 // in order (a 4 MiB partial overtaken and lost to QD's accounting); it runs at 16 too.
 INSTANTIATE_TEST_SUITE_P(
     Core, Fixes,
-    ::testing::Combine(::testing::Values("devbuf_reuse", "set_vector", "many_chares", "qd_reduction"),
+    ::testing::Combine(::testing::Values("devbuf_reuse", "set_vector", "many_chares", "qd_reduction", "converse_handler"),
                        ::testing::Values(1, 2, 4, 8, 16)),
     [](const auto& info) { return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "pe"; });
 
