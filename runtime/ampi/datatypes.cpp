@@ -1126,14 +1126,6 @@ int PMPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count* true_lb, MPI_C
   return MPI_SUCCESS;
 }
 
-int PMPI_Get_elements_x(const MPI_Status* status, MPI_Datatype datatype, MPI_Count* count) {
-  if (!count) return error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_elements_x", "count is NULL");
-  int n = 0;
-  if (int rc = PMPI_Get_elements(status, datatype, &n)) return rc;
-  *count = n;
-  return MPI_SUCCESS;
-}
-
 int PMPI_Status_set_elements_x(MPI_Status* status, MPI_Datatype datatype, MPI_Count count) {
   const char* fn = "MPI_Status_set_elements_x";
   if (int rc = check_type(datatype, fn)) return rc;
