@@ -964,5 +964,197 @@ int PMPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
   return MPI_SUCCESS;
 }
 
+
+// The v and w variants copy their count, displacement and type arrays: the task may run
+// after the call returns (MPI lets the caller reuse nothing before completion, but copies
+// cost little next to the messages and keep the task independent of the caller's stack).
+int PMPI_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                  const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+  const char* fn = "MPI_Igatherv";
+  Comm* c = nullptr;
+  if (int e = args_gather(comm, fn, c, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, root,
+                          true))
+    return e;
+  if (int e = check_request(comm, fn, request)) return e;
+  std::vector<int> rc, dp;
+  if (c->rank == root) {
+    rc.assign(recvcounts, recvcounts + c->size());
+    dp.assign(displs, displs + c->size());
+  }
+  *request = spawn([=, rc = std::move(rc), dp = std::move(dp), cc = *c, tag = coll_tag(*c)]() mutable {
+    return gather_alg(sendbuf, sendcount, sendtype, recvbuf, 0, rc.empty() ? nullptr : rc.data(),
+                      dp.empty() ? nullptr : dp.data(), recvtype, root, cc, tag);
+  });
+  return MPI_SUCCESS;
+}
+
+int PMPI_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                   void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+  const char* fn = "MPI_Iscatterv";
+  Comm* c = nullptr;
+  if (int e = args_scatter(comm, fn, c, sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
+                           true))
+    return e;
+  if (int e = check_request(comm, fn, request)) return e;
+  std::vector<int> sc, dp;
+  if (c->rank == root) {
+    sc.assign(sendcounts, sendcounts + c->size());
+    dp.assign(displs, displs + c->size());
+  }
+  *request = spawn([=, sc = std::move(sc), dp = std::move(dp), cc = *c, tag = coll_tag(*c)]() mutable {
+    return scatter_alg(sendbuf, 0, sc.empty() ? nullptr : sc.data(), dp.empty() ? nullptr : dp.data(), sendtype,
+                       recvbuf, recvcount, recvtype, root, cc, tag);
+  });
+  return MPI_SUCCESS;
+}
+
+int PMPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                     const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  const char* fn = "MPI_Iallgatherv";
+  Comm* c = nullptr;
+  if (int e = args_allgather(comm, fn, c, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype,
+                             true))
+    return e;
+  if (int e = check_request(comm, fn, request)) return e;
+  std::vector<int> rc(recvcounts, recvcounts + c->size()), dp(displs, displs + c->size());
+  *request = spawn([=, rc = std::move(rc), dp = std::move(dp), cc = *c, tag = coll_tag(*c)]() mutable {
+    return allgather_alg(sendbuf, sendcount, sendtype, recvbuf, 0, rc.data(), dp.data(), recvtype, cc, tag);
+  });
+  return MPI_SUCCESS;
+}
+
+int PMPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                    void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                    MPI_Request* request) {
+  const char* fn = "MPI_Ialltoallv";
+  Comm* c = comm_get(comm);
+  if (!c) return bad_comm(comm, fn);
+  const int n = c->size();
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  if (!in_place) {
+    if (int e = check_side_vw(comm, fn, true, n, sendcounts, sdispls, sendtype, nullptr, false)) return e;
+  }
+  if (int e = no_in_place(comm, fn, "recvbuf", recvbuf)) return e;
+  if (int e = check_side_vw(comm, fn, false, n, recvcounts, rdispls, recvtype, nullptr, false)) return e;
+  if (int e = check_request(comm, fn, request)) return e;
+  std::vector<int> sc, sd, rc(recvcounts, recvcounts + n), rd(rdispls, rdispls + n);
+  if (!in_place) {
+    sc.assign(sendcounts, sendcounts + n);
+    sd.assign(sdispls, sdispls + n);
+  }
+  *request = spawn([=, sc = std::move(sc), sd = std::move(sd), rc = std::move(rc), rd = std::move(rd), cc = *c,
+                    tag = coll_tag(*c)]() mutable {
+    const auto u = [](int i) { return static_cast<std::size_t>(i); };
+    return alltoall_alg(
+        in_place, [&](int i) { return Block{elem(sendbuf, sd[u(i)], sendtype), sc[u(i)], sendtype}; },
+        [&](int i) { return Block{elem(recvbuf, rd[u(i)], recvtype), rc[u(i)], recvtype}; }, cc, tag);
+  });
+  return MPI_SUCCESS;
+}
+
+int PMPI_Ialltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
+                    void* recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
+                    MPI_Comm comm, MPI_Request* request) {
+  const char* fn = "MPI_Ialltoallw";
+  Comm* c = comm_get(comm);
+  if (!c) return bad_comm(comm, fn);
+  const int n = c->size();
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  if (!in_place) {
+    if (int e = check_side_vw(comm, fn, true, n, sendcounts, sdispls, MPI_DATATYPE_NULL, sendtypes, true)) return e;
+  }
+  if (int e = no_in_place(comm, fn, "recvbuf", recvbuf)) return e;
+  if (int e = check_side_vw(comm, fn, false, n, recvcounts, rdispls, MPI_DATATYPE_NULL, recvtypes, true)) return e;
+  if (int e = check_request(comm, fn, request)) return e;
+  std::vector<int> sc, sd, rc(recvcounts, recvcounts + n), rd(rdispls, rdispls + n);
+  std::vector<MPI_Datatype> st, rt(recvtypes, recvtypes + n);
+  if (!in_place) {
+    sc.assign(sendcounts, sendcounts + n);
+    sd.assign(sdispls, sdispls + n);
+    st.assign(sendtypes, sendtypes + n);
+  }
+  *request = spawn([=, sc = std::move(sc), sd = std::move(sd), st = std::move(st), rc = std::move(rc),
+                    rd = std::move(rd), rt = std::move(rt), cc = *c, tag = coll_tag(*c)]() mutable {
+    const auto u = [](int i) { return static_cast<std::size_t>(i); };
+    // Displacements are in bytes.
+    return alltoall_alg(
+        in_place, [&](int i) { return Block{static_cast<const char*>(sendbuf) + sd[u(i)], sc[u(i)], st[u(i)]}; },
+        [&](int i) { return Block{static_cast<const char*>(recvbuf) + rd[u(i)], rc[u(i)], rt[u(i)]}; }, cc, tag);
+  });
+  return MPI_SUCCESS;
+}
+
+// Ireduce_scatter(_block): the blocking algorithm (reduce to rank 0, then scatter) in a task.
+static int ireduce_scatter_start(MPI_Comm comm, const char* fn, Comm& c, const void* sendbuf, void* recvbuf,
+                          std::vector<int> counts, MPI_Datatype datatype, MPI_Op op, MPI_Request* request) {
+  if (int e = check_type(comm, fn, "datatype", datatype)) return e;
+  if (int e = check_op(comm, fn, op)) return e;
+  if (int e = no_in_place(comm, fn, "recvbuf", recvbuf)) return e;
+  if (int e = check_request(comm, fn, request)) return e;
+  std::vector<int> displs(counts.size());
+  long long total = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    displs[i] = static_cast<int>(total);
+    total += counts[i];
+  }
+  if (total > 0x7fffffff) return error(comm, MPI_ERR_COUNT, fn, "the sum of the counts (%lld) is too large", total);
+  if (int e = check_alias(comm, fn, sendbuf, recvbuf, static_cast<int>(total))) return e;
+  const int tag_reduce = coll_tag(c), tag_scatter = coll_tag(c);
+  *request = spawn([=, counts = std::move(counts), displs = std::move(displs), cc = c]() mutable {
+    const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    Scratch full(cc.rank == 0 ? static_cast<int>(total) : 0, datatype);
+    int e = reduce_host(in, full.get(), static_cast<int>(total), datatype, op, 0, cc, tag_reduce);
+    if (!e)
+      e = scatter_alg(full.get(), 0, counts.data(), displs.data(), datatype, recvbuf,
+                      counts[static_cast<std::size_t>(cc.rank)], datatype, 0, cc, tag_scatter);
+    return e;
+  });
+  return MPI_SUCCESS;
+}
+
+int PMPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
+                         MPI_Comm comm, MPI_Request* request) {
+  const char* fn = "MPI_Ireduce_scatter";
+  Comm* c = comm_get(comm);
+  if (!c) return bad_comm(comm, fn);
+  if (int e = check_counts(comm, fn, "recvcounts", recvcounts, c->size())) return e;
+  return ireduce_scatter_start(comm, fn, *c, sendbuf, recvbuf, std::vector<int>(recvcounts, recvcounts + c->size()),
+                               datatype, op, request);
+}
+
+int PMPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
+                               MPI_Comm comm, MPI_Request* request) {
+  const char* fn = "MPI_Ireduce_scatter_block";
+  Comm* c = comm_get(comm);
+  if (!c) return bad_comm(comm, fn);
+  if (int e = check_count(comm, fn, "recvcount", recvcount)) return e;
+  return ireduce_scatter_start(comm, fn, *c, sendbuf, recvbuf,
+                               std::vector<int>(static_cast<std::size_t>(c->size()), recvcount), datatype, op, request);
+}
+
+static int iscan_start(MPI_Comm comm, const char* fn, const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
+                MPI_Op op, bool exclusive, MPI_Request* request) {
+  Comm* c = nullptr;
+  if (int e = args_reduce(comm, fn, c, sendbuf, recvbuf, count, datatype, op, 0, false)) return e;
+  if (int e = check_request(comm, fn, request)) return e;
+  if (on_device(sendbuf) || on_device(recvbuf))
+    return error(comm, MPI_ERR_BUFFER, fn, "device (CUDA) buffers are not supported by %s yet", fn);
+  const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+  *request = spawn([=, cc = *c, tag = coll_tag(*c)]() mutable {
+    return scan_alg(in, recvbuf, count, datatype, op, exclusive, cc, tag);
+  });
+  return MPI_SUCCESS;
+}
+
+int PMPI_Iscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+               MPI_Request* request) {
+  return iscan_start(comm, "MPI_Iscan", sendbuf, recvbuf, count, datatype, op, false, request);
+}
+
+int PMPI_Iexscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                 MPI_Request* request) {
+  return iscan_start(comm, "MPI_Iexscan", sendbuf, recvbuf, count, datatype, op, true, request);
+}
+
 }  // extern "C"
 #pragma GCC visibility pop

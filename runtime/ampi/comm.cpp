@@ -1377,5 +1377,71 @@ int PMPI_Info_get_valuelen(MPI_Info info, const char* key, int* valuelen, int* f
   return MPI_SUCCESS;
 }
 
+
+// ---- MPI-3 communicator additions --------------------------------------------------------
+// Info hints are accepted and ignored (MPI allows an implementation to ignore any hint).
+int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm) {
+  (void)info;
+  return PMPI_Comm_dup(comm, newcomm);
+}
+
+// The duplicate is made at once (a collective over comm, as Comm_dup); the request is
+// already complete. Correct for every program that calls Comm_idup on all members before
+// waiting on anything that another member completes only after its own Comm_idup.
+int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
+  if (!request) return null_arg(comm, "MPI_Comm_idup", "request");
+  if (int e = PMPI_Comm_dup(comm, newcomm)) return e;
+  *request = start_task(+[](void*) -> int { return MPI_SUCCESS; }, nullptr);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
+  (void)info;
+  if (!comm_get(comm)) return bad_comm(comm, "MPI_Comm_set_info");
+  return MPI_SUCCESS;
+}
+
+// No hint is kept, so the info in use is empty.
+int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info* info_used) {
+  if (!comm_get(comm)) return bad_comm(comm, "MPI_Comm_get_info");
+  if (!info_used) return null_arg(comm, "MPI_Comm_get_info", "info_used");
+  return PMPI_Info_create(info_used);
+}
+
+// Handles are ints, the same in C and Fortran.
+int PMPI_Comm_c2f(MPI_Comm comm) { return comm; }
+MPI_Comm PMPI_Comm_f2c(int comm) { return comm; }
+int PMPI_Type_c2f(MPI_Datatype datatype) { return datatype; }
+MPI_Datatype PMPI_Type_f2c(int datatype) { return datatype; }
+int PMPI_Group_c2f(MPI_Group group) { return group; }
+MPI_Group PMPI_Group_f2c(int group) { return group; }
+int PMPI_Request_c2f(MPI_Request request) { return request; }
+MPI_Request PMPI_Request_f2c(int request) { return request; }
+int PMPI_Op_c2f(MPI_Op op) { return op; }
+MPI_Op PMPI_Op_f2c(int op) { return op; }
+int PMPI_Info_c2f(MPI_Info info) { return info; }
+MPI_Info PMPI_Info_f2c(int info) { return info; }
+int PMPI_Errhandler_c2f(MPI_Errhandler errhandler) { return errhandler; }
+MPI_Errhandler PMPI_Errhandler_f2c(int errhandler) { return errhandler; }
+int PMPI_Win_c2f(MPI_Win win) { return win; }
+MPI_Win PMPI_Win_f2c(int win) { return win; }
+int PMPI_File_c2f(MPI_File file) { return file; }
+MPI_File PMPI_File_f2c(int file) { return file; }
+int PMPI_Message_c2f(MPI_Message message) { return message; }
+MPI_Message PMPI_Message_f2c(int message) { return message; }
+
+// Kept here, not in datatypes.cpp: the datatype unit test links that file without p2p.cpp.
+int PMPI_Get_elements_x(const MPI_Status* status, MPI_Datatype datatype, MPI_Count* count) {
+  if (!count) return null_arg(MPI_COMM_WORLD, "MPI_Get_elements_x", "count");
+  int n = 0;
+  if (int rc = PMPI_Get_elements(status, datatype, &n)) return rc;
+  *count = n;
+  return MPI_SUCCESS;
+}
+
+// Addresses are plain byte addresses (MPI_Get_address returns the pointer's value).
+MPI_Aint PMPI_Aint_add(MPI_Aint base, MPI_Aint disp) { return base + disp; }
+MPI_Aint PMPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2) { return addr1 - addr2; }
+
 }  // extern "C"
 #pragma GCC visibility pop

@@ -703,10 +703,12 @@ int make_indexed(int count, const int* blocklengths, const Disp* displacements, 
   // MPI's argument order: count, then blocklength(s), then integer displacements; byte
   // displacements are addresses.
   Recipe r{combiner, {count}, {}, {oldtype}};
-  if (combiner == MPI_COMBINER_INDEXED_BLOCK) r.ints.push_back(count > 0 ? blocklengths[0] : 0);
+  if (combiner == MPI_COMBINER_INDEXED_BLOCK || combiner == MPI_COMBINER_HINDEXED_BLOCK)
+    r.ints.push_back(count > 0 ? blocklengths[0] : 0);
   else r.ints.insert(r.ints.end(), blocklengths, blocklengths + count);
   for (int i = 0; i < count; ++i) {
-    if (combiner == MPI_COMBINER_HINDEXED) r.addrs.push_back(static_cast<MPI_Aint>(displacements[i]));
+    if (combiner == MPI_COMBINER_HINDEXED || combiner == MPI_COMBINER_HINDEXED_BLOCK)
+      r.addrs.push_back(static_cast<MPI_Aint>(displacements[i]));
     else r.ints.push_back(static_cast<int>(displacements[i]));
   }
   return new_handle(b.finish(false), std::move(r), newtype, fn);
@@ -1107,6 +1109,66 @@ int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int* size)
                  type_name(datatype).c_str(), need);
   *size = static_cast<int>(need);
   return MPI_SUCCESS;
+}
+
+
+// ---- MPI-3 additions -----------------------------------------------------------------------
+int PMPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint array_of_displacements[],
+                                    MPI_Datatype oldtype, MPI_Datatype* newtype) {
+  const char* fn = "MPI_Type_create_hindexed_block";
+  if (int rc = check_count(count, fn)) return rc;
+  if (blocklength < 0) return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "blocklength is negative (%d)", blocklength);
+  std::vector<int> lengths(static_cast<std::size_t>(count), blocklength);
+  return make_indexed(count, lengths.data(), array_of_displacements, 1, oldtype, newtype, fn,
+                      MPI_COMBINER_HINDEXED_BLOCK);
+}
+
+int PMPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count* lb, MPI_Count* extent) {
+  MPI_Aint l = 0, e = 0;
+  if (int rc = get_extent(datatype, &l, &e, false, "MPI_Type_get_extent_x")) return rc;
+  if (lb) *lb = l;
+  if (extent) *extent = e;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count* true_lb, MPI_Count* true_extent) {
+  MPI_Aint l = 0, e = 0;
+  if (int rc = get_extent(datatype, &l, &e, true, "MPI_Type_get_true_extent_x")) return rc;
+  if (true_lb) *true_lb = l;
+  if (true_extent) *true_extent = e;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Status_set_elements_x(MPI_Status* status, MPI_Datatype datatype, MPI_Count count) {
+  const char* fn = "MPI_Status_set_elements_x";
+  if (int rc = check_type(datatype, fn)) return rc;
+  if (int rc = check_ptr(status, fn, "status")) return rc;
+  status->ucharm_bytes = static_cast<long long>(type_size(datatype)) * count;
+  return MPI_SUCCESS;
+}
+
+// The predefined C type of a type class and size (MPI_TYPECLASS_*), as Fortran's
+// SELECTED_*_KIND helpers need.
+int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype* datatype) {
+  const char* fn = "MPI_Type_match_size";
+  if (int rc = check_ptr(datatype, fn, "datatype")) return rc;
+  static constexpr MPI_Datatype kReal[] = {MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE};
+  static constexpr MPI_Datatype kInt[] = {MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T};
+  static constexpr MPI_Datatype kComplex[] = {MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX};
+  auto pick = [&](const auto& list) -> int {
+    for (MPI_Datatype t : list)
+      if (static_cast<int>(type_size(t)) == size) {
+        *datatype = t;
+        return MPI_SUCCESS;
+      }
+    return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "no predefined type of class %d has size %d", typeclass, size);
+  };
+  switch (typeclass) {
+    case MPI_TYPECLASS_REAL: return pick(kReal);
+    case MPI_TYPECLASS_INTEGER: return pick(kInt);
+    case MPI_TYPECLASS_COMPLEX: return pick(kComplex);
+    default: return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "unknown type class %d", typeclass);
+  }
 }
 
 }  // extern "C"
