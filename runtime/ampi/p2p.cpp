@@ -561,6 +561,7 @@ void task_main(void* a) {
   Task t = *static_cast<Task*>(a);
   delete static_cast<Task*>(a);
   g_running.rank = t.rank;
+  t.rank->load_getopt();  // the rank's, not the last running rank's (switch_away saves it back)
   int rc = t.body(t.arg);
   P2p& p = t.rank->p2p();
   p.req(t.req).status.MPI_ERROR = rc;

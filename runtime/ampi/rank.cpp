@@ -160,6 +160,7 @@ void Rank::start() {
 void Rank::thread_main(void* arg) {
   Rank* self = static_cast<Rank*>(arg);
   g_running.rank = self;
+  self->load_getopt();  // a fresh getopt state, as a new process has
   // A rank starts as a process does: no CUDA context current (not another rank's).
   if (const CudaContext& c = process().cuda; c.set) c.set(nullptr);
   MainFn fn = process().program->main_for(process().program->context, self->thisIndex);
@@ -185,6 +186,14 @@ void Rank::finish(int code) {
 
 Running g_running;
 
+void Rank::save_getopt() { getopt_ = Getopt{optind, opterr, optopt, optarg}; }
+void Rank::load_getopt() {
+  optind = getopt_.ind;
+  opterr = getopt_.err;
+  optopt = getopt_.opt;
+  optarg = getopt_.arg;
+}
+
 void outside_rank() {
   CkAbort("an MPI function was called outside an MPI rank's thread: was the program built with ampicc or "
           "ucharm_add_ampi_executable (which start the ranks)?");
@@ -204,6 +213,7 @@ template <class Wait>
 void switch_away(Wait wait) {
   Rank* self = g_running.rank;
   g_running.rank = nullptr;
+  if (self) self->save_getopt();
   const CudaContext& c = process().cuda;
   if (!c.get) {
     wait();
@@ -216,6 +226,7 @@ void switch_away(Wait wait) {
     if (now != ctx) c.set(ctx);
   }
   g_running.rank = self;
+  if (self) self->load_getopt();
 }
 }  // namespace
 

@@ -42,6 +42,14 @@ class Rank : public ck::ArrayElement<Rank> {
   bool finalized = false;
   bool exited = false;  // exit() after MPI_Finalize
   void finish(int code);  // main returned (or exit() after MPI_Finalize): contributes the code
+  // libc's getopt state (optind, optarg, optopt, opterr) is one per process, but each rank
+  // parses its own argv: the running rank's copy is in libc's variables, the others' here.
+  struct Getopt {
+    int ind = 1, err = 1, opt = '?';
+    char* arg = nullptr;
+  };
+  void save_getopt();
+  void load_getopt();
 
  private:
   static void thread_main(void* self);
@@ -51,6 +59,7 @@ class Rank : public ck::ArrayElement<Rank> {
   P2p p2p_;
   std::vector<std::string> args_;  // this rank's private copy of the command line
   std::vector<char*> argv_;
+  Getopt getopt_;
 };
 
 }  // namespace ampi
