@@ -348,6 +348,22 @@ std::int32_t P2p::find_unexpected(std::uint32_t context, int src, int tag) const
   return -1;
 }
 
+MPI_Message P2p::keep_matched(void* msg, MPI_Comm comm) {
+  std::size_t i = 0;
+  while (i < matched_.size() && matched_[i].msg) ++i;
+  if (i == matched_.size()) matched_.emplace_back();
+  matched_[i] = Matched{msg, comm};
+  return static_cast<MPI_Message>(i + 2);
+}
+
+void* P2p::take_matched(MPI_Message m, MPI_Comm* comm) {
+  if (m < 2 || static_cast<std::size_t>(m - 2) >= matched_.size()) return nullptr;
+  Matched& k = matched_[static_cast<std::size_t>(m - 2)];
+  void* msg = std::exchange(k.msg, nullptr);
+  *comm = k.comm;
+  return msg;
+}
+
 void* P2p::take_unexpected(std::int32_t i) {
   Unexpected& u = unexpected_[static_cast<std::size_t>(i)];
   if (u.prev >= 0) unexpected_[static_cast<std::size_t>(u.prev)].next = u.next;
@@ -450,8 +466,9 @@ int send_with(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFac
   return MPI_SUCCESS;
 }
 
+// `matched`: a message MPI_Mprobe took (MPI_Mrecv): received as is, no matching.
 int irecv_with(Rank* r, void* buf, int count, MPI_Datatype t, const TypeFacts& f, int src, int tag, Comm& c,
-               Ctx ctx, MPI_Request* req) {
+               Ctx ctx, MPI_Request* req, void* matched = nullptr) {
   P2p& p = r->p2p();
   MPI_Request h = p.alloc(ReqKind::Recv);
   Request& q = p.req(h);
@@ -473,6 +490,10 @@ int irecv_with(Rank* r, void* buf, int count, MPI_Datatype t, const TypeFacts& f
   if (q.device && !f.contiguous)
     CkAbort("AMPI: a receive into a device buffer with a non-contiguous datatype (%s) is not supported",
             type_name(t).c_str());
+  if (matched) {
+    deliver(r, h, matched);
+    return MPI_SUCCESS;
+  }
   std::int32_t u = p.find_unexpected(q.context, src, tag);
   if (u >= 0) deliver(r, h, p.take_unexpected(u));
   else p.post(h);
@@ -1121,6 +1142,97 @@ int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
   p.probe_waiter = nullptr;
   fill_status_from_msg(status, p.unexpected_msg(u));
   return MPI_SUCCESS;
+}
+
+// Matched probes: the message leaves the unexpected queue at the probe, so that no other
+// receive (another thread of the rank, a wildcard) can take it before MPI_Mrecv.
+int PMPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message, MPI_Status* status) {
+  Comm* c;
+  TypeFacts f;
+  if (int rc = check_recv("MPI_Improbe", nullptr, 0, MPI_BYTE, source, tag, comm, c, f)) return rc;
+  if (source == MPI_PROC_NULL) {
+    *flag = 1;
+    *message = MPI_MESSAGE_NO_PROC;
+    proc_null_status(status);
+    return MPI_SUCCESS;
+  }
+  P2p& p = current_rank()->p2p();
+  std::int32_t u = p.find_unexpected(c->ctx(Ctx::P2P), source, tag);
+  if (u < 0) {
+    poll_yield();
+    u = p.find_unexpected(c->ctx(Ctx::P2P), source, tag);
+  }
+  *flag = u >= 0;
+  if (u < 0) return MPI_SUCCESS;
+  fill_status_from_msg(status, p.unexpected_msg(u));
+  *message = p.keep_matched(p.take_unexpected(u), comm);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status) {
+  Comm* c;
+  TypeFacts f;
+  if (int rc = check_recv("MPI_Mprobe", nullptr, 0, MPI_BYTE, source, tag, comm, c, f)) return rc;
+  if (source == MPI_PROC_NULL) {
+    *message = MPI_MESSAGE_NO_PROC;
+    proc_null_status(status);
+    return MPI_SUCCESS;
+  }
+  P2p& p = current_rank()->p2p();
+  std::int32_t u;
+  CthThread self = CthSelf();
+  rank_wait([&] {
+    if ((u = p.find_unexpected(c->ctx(Ctx::P2P), source, tag)) >= 0) return true;
+    p.probe_waiter = self;
+    return false;
+  });
+  p.probe_waiter = nullptr;
+  fill_status_from_msg(status, p.unexpected_msg(u));
+  *message = p.keep_matched(p.take_unexpected(u), comm);
+  return MPI_SUCCESS;
+}
+
+namespace {
+// Starts the receive of a matched message into request *request (MPI_Mrecv/Imrecv).
+int start_mrecv(const char* fn, void* buf, int count, MPI_Datatype datatype, MPI_Message* message,
+                MPI_Request* request) {
+  Rank* r = current_rank();
+  P2p& p = r->p2p();
+  if (*message == MPI_MESSAGE_NO_PROC) {
+    *message = MPI_MESSAGE_NULL;
+    Comm* world = comm_get(MPI_COMM_WORLD);
+    TypeFacts f;
+    type_facts(MPI_BYTE, f);
+    return irecv_with(r, buf, count, datatype, f, MPI_PROC_NULL, 0, *world, Ctx::P2P, request);
+  }
+  MPI_Comm comm = MPI_COMM_NULL;
+  void* msg = p.take_matched(*message, &comm);
+  if (!msg) return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "message handle %d names no message taken by MPI_Mprobe/MPI_Improbe (already received?)", *message);
+  Comm* c = comm_get(comm);
+  TypeFacts f;
+  if (int rc = check_buffer(comm, fn, c, buf, count, datatype, f)) {
+    *message = p.keep_matched(msg, comm);  // still the program's to receive
+    return rc;
+  }
+  *message = MPI_MESSAGE_NULL;
+  return irecv_with(r, buf, count, datatype, f, wire(msg).src, wire(msg).tag, *c, Ctx::P2P, request, msg);
+}
+}  // namespace
+
+int PMPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message, MPI_Request* request) {
+  return start_mrecv("MPI_Imrecv", buf, count, datatype, message, request);
+}
+
+int PMPI_Mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message, MPI_Status* status) {
+  MPI_Request h;
+  if (int rc = start_mrecv("MPI_Mrecv", buf, count, datatype, message, &h)) return rc;
+  P2p& p = current_rank()->p2p();
+  wait_one(p, h);
+  const MPI_Comm comm = p.req(h).comm;
+  MPI_Status st;
+  const int err = finish(p, &h, &st);
+  if (status) *status = st;
+  return err ? status_error("MPI_Mrecv", comm, st) : MPI_SUCCESS;
 }
 
 int PMPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count) {

@@ -94,12 +94,23 @@ class P2p {
 
   CthThread probe_waiter = nullptr;  // a thread in MPI_Probe, woken by every new arrival
 
+  // Messages taken by MPI_Mprobe/Improbe until MPI_Mrecv/Imrecv: handles from 2 up (0 is
+  // MPI_MESSAGE_NULL, 1 MPI_MESSAGE_NO_PROC).
+  MPI_Message keep_matched(void* msg, MPI_Comm comm);
+  // The message and its communicator; nullptr when `m` names none.
+  void* take_matched(MPI_Message m, MPI_Comm* comm);
+
  private:
   std::deque<Request> reqs_;  // stable addresses; handle = index + 1
   std::vector<MPI_Request> free_reqs_;
   MPI_Request posted_head_ = 0, posted_tail_ = 0;
   std::vector<Unexpected> unexpected_;  // nodes; a free list through `next`
   std::int32_t unexp_head_ = -1, unexp_tail_ = -1, unexp_free_ = -1;
+  struct Matched {
+    void* msg = nullptr;
+    MPI_Comm comm = MPI_COMM_NULL;
+  };
+  std::vector<Matched> matched_;  // by handle - 2; free ones have msg == nullptr
 };
 
 // Receives every MPI message of rank r.
