@@ -3,6 +3,10 @@
  *   fault abort      MPI_Abort(MPI_COMM_WORLD, 3) while the others block in Recv: exit code 3
  *   fault segv       raise(SIGSEGV) while the others block in Recv: a non-zero exit
  *   fault exit       exit(4) before MPI_Finalize while the others block in Barrier: exit code 4
+ *   fault exit0      exit(0) there: a non-zero exit (OpenMPI: 1, "exited without finalize")
+ *   fault coll_segv  raise(SIGSEGV) in the middle of back-to-back collectives: non-zero
+ *   fault coll_abort MPI_Abort(MPI_COMM_WORLD, 3) there: exit code 3
+ *   fault truncate   an MPI_ERR_TRUNCATE (fatal) on one rank while the others block: non-zero
  *   fault nofin_recv returns 0 from main without MPI_Finalize while the others block in
  *                    Recv: a non-zero exit (OpenMPI: "exited without calling finalize")
  *   fault nofin_barrier   the same, the others in a Barrier
@@ -44,8 +48,8 @@ int main(int argc, char** argv) {
   } else if (strcmp(mode, "segv") == 0) {
     if (rank == failing) raise(SIGSEGV);
     MPI_Recv(&v, 1, MPI_INT, failing, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  } else if (strcmp(mode, "exit") == 0) {
-    if (rank == failing) exit(4);
+  } else if (strcmp(mode, "exit") == 0 || strcmp(mode, "exit0") == 0) {
+    if (rank == failing) exit(strcmp(mode, "exit") == 0 ? 4 : 0);
     MPI_Barrier(MPI_COMM_WORLD);
   } else if (strcmp(mode, "nofin_recv") == 0 || strcmp(mode, "nofin_return5") == 0) {
     if (rank == failing) return strcmp(mode, "nofin_recv") == 0 ? 0 : 5;
@@ -56,6 +60,30 @@ int main(int argc, char** argv) {
   } else if (strcmp(mode, "return6") == 0) {
     MPI_Finalize();
     return rank == failing ? 6 : 0;
+  } else if (strcmp(mode, "coll_segv") == 0 || strcmp(mode, "coll_abort") == 0) {
+    /* Back-to-back collectives; the failing rank fails in iteration 50. */
+    for (int it = 0; it < 100; it++) {
+      if (rank == failing && it == 50) {
+        if (mode[5] == 's') raise(SIGSEGV);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+      }
+      int x = it, y = -1;
+      MPI_Bcast(&x, 1, MPI_INT, it % size, MPI_COMM_WORLD);
+      MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+      if (y != it * size) {
+        fprintf(stderr, "fault: Allreduce gave %d\n", y);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+    }
+  } else if (strcmp(mode, "truncate") == 0) {
+    /* An MPI error (MPI_ERRORS_ARE_FATAL) on one rank while the others block. */
+    if (rank == failing) {
+      int big[4] = {1, 2, 3, 4};
+      MPI_Request q;
+      MPI_Isend(big, 4, MPI_INT, rank, 5, MPI_COMM_WORLD, &q);
+      MPI_Recv(&v, 1, MPI_INT, rank, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    MPI_Recv(&v, 1, MPI_INT, failing, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   } else if (strcmp(mode, "storm_abort") == 0) {
     /* 100 messages to every rank, then receive; the failing rank aborts half-way. */
     enum { kMsgs = 100 };
