@@ -1,6 +1,6 @@
 /* Many ranks (under ucharm: many per PE, e.g. +vp 64 on 2 PEs): a token passed around the
- * ring several times (blocking Send/Recv, Ssend, and a 300 KB message), an Allreduce, and
- * Comm_split into many colors (and a split of a split) with an Allreduce and a ring in each.
+ * ring several times (blocking Send/Recv, Ssend, and a 300 KB message), an Allreduce,
+ * Allgather, Alltoall and Gather, and Comm_split into many colors (and a split of a split) with an Allreduce and a ring in each.
  * Any number of ranks >= 1. */
 #include "check.h"
 
@@ -49,6 +49,30 @@ int main(int argc, char** argv) {
   long long mine = t.rank + 1, sum = 0;
   CHECK_MPI(&t, MPI_Allreduce(&mine, &sum, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
   CHECK_EQ(&t, sum, (long long)t.size * (t.size + 1) / 2);
+
+  /* Collectives where every rank talks to every rank (or to one root): n receives posted
+   * at once on one rank. */
+  t.section = "all_to_all";
+  int* all = malloc(sizeof(int) * t.size);
+  int* outv = malloc(sizeof(int) * t.size);
+  int me = t.rank * 3 + 1;
+  CHECK_MPI(&t, MPI_Allgather(&me, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD));
+  int bad = 0;
+  for (int q = 0; q < t.size; q++) bad += all[q] != q * 3 + 1;
+  CHECK(&t, bad == 0, "Allgather: %d wrong", bad);
+  for (int q = 0; q < t.size; q++) outv[q] = t.rank * 100000 + q;
+  CHECK_MPI(&t, MPI_Alltoall(outv, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD));
+  bad = 0;
+  for (int q = 0; q < t.size; q++) bad += all[q] != q * 100000 + t.rank;
+  CHECK(&t, bad == 0, "Alltoall: %d wrong", bad);
+  CHECK_MPI(&t, MPI_Gather(&me, 1, MPI_INT, all, 1, MPI_INT, t.size - 1, MPI_COMM_WORLD));
+  if (t.rank == t.size - 1) {
+    bad = 0;
+    for (int q = 0; q < t.size; q++) bad += all[q] != q * 3 + 1;
+    CHECK(&t, bad == 0, "Gather: %d wrong", bad);
+  }
+  free(all);
+  free(outv);
 
   /* Colors rank % 7, keys reversed; then each split halved again. */
   t.section = "split";
