@@ -1,7 +1,7 @@
 /* Churn: communicators created and freed in a loop (Comm_dup, Comm_split, Comm_create) with
  * traffic on each, many nonblocking collectives outstanding at once (completed in a seeded
  * order, some with Test loops), and persistent requests restarted many times.
- *   churn_storm [ITERS]   default 100
+ *   churn_storm [ITERS]   default 60
  * Any number of ranks >= 1. */
 #include "check.h"
 
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   struct tctx t;
   tctx_init(&t, "churn_storm");
-  int iters = 100;
+  int iters = 60;
   for (int i = 1; i < argc; i++)
     if (argv[i][0] >= '0' && argv[i][0] <= '9') iters = atoi(argv[i]);
   test_comm_churn(&t, iters);

@@ -7,6 +7,11 @@
  *   fault coll_segv  raise(SIGSEGV) in the middle of back-to-back collectives: non-zero
  *   fault coll_abort MPI_Abort(MPI_COMM_WORLD, 3) there: exit code 3
  *   fault truncate   an MPI_ERR_TRUNCATE (fatal) on one rank while the others block: non-zero
+ *   fault abort_all  every rank calls MPI_Abort(MPI_COMM_WORLD, 3) at once: exit code 3
+ *   fault abort_sub  MPI_Abort(c, 3) on a communicator holding the failing rank only: 3
+ *   fault big_segv   raise(SIGSEGV) with 400 KB messages in flight around a ring: non-zero
+ *   fault big_exit   exit(4) there: exit code 4
+ *   fault big_abort  MPI_Abort(MPI_COMM_WORLD, 3) there: exit code 3
  *   fault nofin_recv returns 0 from main without MPI_Finalize while the others block in
  *                    Recv: a non-zero exit (OpenMPI: "exited without calling finalize")
  *   fault nofin_barrier   the same, the others in a Barrier
@@ -84,6 +89,32 @@ int main(int argc, char** argv) {
       MPI_Recv(&v, 1, MPI_INT, rank, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
     MPI_Recv(&v, 1, MPI_INT, failing, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else if (strcmp(mode, "abort_all") == 0) {
+    MPI_Abort(MPI_COMM_WORLD, 3); /* every rank at once */
+  } else if (strcmp(mode, "abort_sub") == 0) {
+    /* MPI_Abort on a communicator of the failing rank alone still ends the whole job. */
+    MPI_Comm self_comm;
+    MPI_Comm_split(MPI_COMM_WORLD, rank == failing, 0, &self_comm);
+    if (rank == failing) MPI_Abort(self_comm, 3);
+    MPI_Recv(&v, 1, MPI_INT, failing, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else if (strcmp(mode, "big_segv") == 0 || strcmp(mode, "big_exit") == 0 || strcmp(mode, "big_abort") == 0) {
+    /* Large (zero-copy) messages in flight both ways when the failing rank dies. */
+    enum { kN = 400 * 1024 };
+    char* out = calloc(kN, 1);
+    char* in = calloc(kN, 1);
+    MPI_Request q[2];
+    int peer = (rank + 1) % size, from = (rank + size - 1) % size;
+    for (int it = 0; it < 20; it++) {
+      if (rank == failing && it == 10) {
+        MPI_Isend(out, kN, MPI_BYTE, peer, it, MPI_COMM_WORLD, &q[0]);
+        if (mode[4] == 's') raise(SIGSEGV);
+        if (mode[4] == 'a') MPI_Abort(MPI_COMM_WORLD, 3);
+        exit(4);
+      }
+      MPI_Irecv(in, kN, MPI_BYTE, from, it, MPI_COMM_WORLD, &q[0]);
+      MPI_Isend(out, kN, MPI_BYTE, peer, it, MPI_COMM_WORLD, &q[1]);
+      MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+    }
   } else if (strcmp(mode, "storm_abort") == 0) {
     /* 100 messages to every rank, then receive; the failing rank aborts half-way. */
     enum { kMsgs = 100 };
