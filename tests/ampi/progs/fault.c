@@ -15,7 +15,8 @@
  *   fault nofin_recv returns 0 from main without MPI_Finalize while the others block in
  *                    Recv: a non-zero exit (OpenMPI: "exited without calling finalize")
  *   fault nofin_barrier   the same, the others in a Barrier
- *   fault nofin_return5   returns 5 without MPI_Finalize, the others in Recv: non-zero
+ *   fault nofin_return5   returns 5 without MPI_Finalize, the others in Recv: exit code 5
+ *   fault nofin_all  every rank returns 0 without MPI_Finalize: exit code 1
  *   fault return6    every rank calls MPI_Finalize, the failing rank returns 6: exit code 6
  *   fault storm_abort     every rank floods the others, then the failing rank aborts with
  *                    code 3 while the others are receiving: exit code 3
@@ -59,6 +60,8 @@ int main(int argc, char** argv) {
   } else if (strcmp(mode, "nofin_recv") == 0 || strcmp(mode, "nofin_return5") == 0) {
     if (rank == failing) return strcmp(mode, "nofin_recv") == 0 ? 0 : 5;
     MPI_Recv(&v, 1, MPI_INT, failing, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else if (strcmp(mode, "nofin_all") == 0) {
+    return 0; /* every rank: OpenMPI still fails the job (code 1) */
   } else if (strcmp(mode, "nofin_barrier") == 0) {
     if (rank == failing) return 0;
     MPI_Barrier(MPI_COMM_WORLD);
