@@ -1,19 +1,20 @@
 /* How a job ends when one rank fails while the others block (in a Recv from it, or in a
  * Barrier it never reaches). The failing rank is the last one (needs 2 ranks or more).
  *   fault abort      MPI_Abort(MPI_COMM_WORLD, 3) while the others block in Recv: exit code 3
- *   fault segv       raise(SIGSEGV) while the others block in Recv: a non-zero exit
+ *   fault segv       raise(SIGSEGV) while the others block in Recv: exit code 139 (128 + 11)
  *   fault exit       exit(4) before MPI_Finalize while the others block in Barrier: exit code 4
- *   fault exit0      exit(0) there: a non-zero exit (OpenMPI: 1, "exited without finalize")
- *   fault coll_segv  raise(SIGSEGV) in the middle of back-to-back collectives: non-zero
+ *   fault exit0      exit(0) there: exit code 1 (OpenMPI: "exiting improperly")
+ *   fault coll_segv  raise(SIGSEGV) in the middle of back-to-back collectives: 139
  *   fault coll_abort MPI_Abort(MPI_COMM_WORLD, 3) there: exit code 3
  *   fault truncate   an MPI_ERR_TRUNCATE (fatal) on one rank while the others block: non-zero
+ *                    (ucharm: 1)
  *   fault abort_all  every rank calls MPI_Abort(MPI_COMM_WORLD, 3) at once: exit code 3
  *   fault abort_sub  MPI_Abort(c, 3) on a communicator holding the failing rank only: 3
- *   fault big_segv   raise(SIGSEGV) with 400 KB messages in flight around a ring: non-zero
+ *   fault big_segv   raise(SIGSEGV) with 400 KB messages in flight around a ring: 139
  *   fault big_exit   exit(4) there: exit code 4
  *   fault big_abort  MPI_Abort(MPI_COMM_WORLD, 3) there: exit code 3
  *   fault nofin_recv returns 0 from main without MPI_Finalize while the others block in
- *                    Recv: a non-zero exit (OpenMPI: "exited without calling finalize")
+ *                    Recv: exit code 1 (OpenMPI: "exited without calling finalize")
  *   fault nofin_barrier   the same, the others in a Barrier
  *   fault nofin_return5   returns 5 without MPI_Finalize, the others in Recv: exit code 5
  *   fault nofin_all  every rank returns 0 without MPI_Finalize: exit code 1
