@@ -253,17 +253,26 @@ extern "C" {
 
 // exit() from a rank that has called MPI_Finalize ends that rank only, as it would end only
 // its own process under mpirun: like a return from main with that code. Anywhere else
-// (before MPI_Finalize: the job ends with that code, as OpenMPI aborts it; outside the
+// (before MPI_Finalize: the job ends with that code, or 1 for exit(0), as OpenMPI aborts it; outside the
 // ranks: the runtime's own exits) it is libc's exit.
 [[noreturn]] void exit(int code) noexcept {
   using Exit = void (*)(int);
   static const Exit libc_exit = reinterpret_cast<Exit>(dlsym(RTLD_NEXT, "exit"));
   if (CthThread t = CthSelf())
-    if (auto* r = static_cast<Rank*>(CthGetData(t)); r && r->finalized && !r->exited) {
-      r->exited = true;
-      r->finish(code);
-      g_running.rank = nullptr;
-      for (;;) CthSuspend();  // this rank is done; its thread never runs again
+    if (auto* r = static_cast<Rank*>(CthGetData(t))) {
+      if (r->finalized && !r->exited) {
+        r->exited = true;
+        r->finish(code);
+        g_running.rank = nullptr;
+        for (;;) CthSuspend();  // this rank is done; its thread never runs again
+      }
+      if (r->initialized && !r->finalized && (code & 0xff) == 0) {
+        // The others are cut off mid-job: not a success (mpirun fails such a job too).
+        std::fprintf(stderr, "ucharm AMPI: rank %d called exit(0) before MPI_Finalize: ending the job with code 1\n",
+                     r->world_rank());
+        std::fflush(stderr);
+        code = 1;
+      }
     }
   libc_exit(code);
   __builtin_unreachable();

@@ -54,7 +54,7 @@ void unlink_recv(RequestState* r) {
 
 std::string describe_tag(std::uint64_t t) {
   if (tag::DeviceTag::is(t))
-    return fmt::format("GPU Messaging data from PE {} (counter {})", tag::DeviceTag::src_pe(t),
+    return fmt::format("device-transfer data from PE {} (counter {})", tag::DeviceTag::src_pe(t),
                        tag::DeviceTag::counter(t));
   return fmt::format("channel {} data (counter {})", tag::ChannelTag::channel_id(t), tag::ChannelTag::counter(t));
 }
@@ -74,7 +74,9 @@ void recv_finished(RequestState* r, ucs_status_t status, std::size_t length) {
     fatal(fmt::format("{} does not fit: the receive buffer holds {} bytes, the incoming data is "
                       "{} bytes", describe_tag(r->tag), r->capacity, length));
   if (status != UCS_OK) {
-    if (!m.shutting_down) fatal(fmt::format("{}: receive failed: {}", describe_tag(r->tag), ucs_status_string(status)));
+    // Most likely the sender died: let the launcher report that first.
+    if (!m.shutting_down)
+      failed_maybe_by_peer(fmt::format("{}: receive failed: {}", describe_tag(r->tag), ucs_status_string(status)));
     return;
   }
   trace("received", r->tag, length, MemoryType::Host);

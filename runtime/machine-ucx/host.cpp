@@ -462,7 +462,19 @@ void LrtsIdleWait(int timeout_ms) {
   Machine& m = M();
   if (m.gpu_inflight) return;  // completions come from polling CUDA events, not the fd
   ucs_status_t s = ucp_worker_arm(m.worker);
-  if (s == UCS_ERR_BUSY) return;  // events pending: the caller progresses again
+  if (s == UCS_ERR_BUSY) {
+    // Events pending: the caller progresses again. When this repeats with nothing for us
+    // (sends queued inside UCX to a peer whose FIFO is full: it is busy computing), the
+    // retries would take the core that peer needs (tests run 16 PEs on 2 cores); back off:
+    // 20 us doubling to 1 ms, restarted after a pause in the busy results.
+    const auto now = std::chrono::steady_clock::now();
+    if (now - m.last_busy_arm > std::chrono::milliseconds(5)) m.busy_backoff_us = 0;
+    m.last_busy_arm = now;
+    if (m.busy_backoff_us > 0) ::usleep(static_cast<useconds_t>(m.busy_backoff_us));
+    m.busy_backoff_us = m.busy_backoff_us == 0 ? 20 : std::min(m.busy_backoff_us * 2, 1000);
+    return;
+  }
+  m.busy_backoff_us = 0;
   check(s, "ucp_worker_arm");
   epoll_event ev[1];
   [[maybe_unused]] int n = ::epoll_wait(m.epoll_fd, ev, 1, timeout_ms);

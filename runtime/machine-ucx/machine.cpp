@@ -40,12 +40,24 @@ void check(ucs_status_t s, const char* what) {
   if (s != UCS_OK) fatal(fmt::format("{} failed: {}", what, ucs_status_string(s)));
 }
 
-void peer_lost(int pe, const char* why) {
+namespace {
+// The launcher's failure event runs on PMIx's thread and ends this process itself: give it
+// a second to say which process died (its report names the cause; ours would not).
+void wait_for_launcher() {
   Machine& m = M();
-  // The launcher's failure event runs on PMIx's thread and ends this process itself.
   if (m.boot && m.boot->launched())
     for (int i = 0; i < 100; ++i) ::usleep(10000);
-  m.hooks.peer_failed(pe, why);
+}
+}  // namespace
+
+void peer_lost(int pe, const char* why) {
+  wait_for_launcher();
+  M().hooks.peer_failed(pe, why);
+}
+
+void failed_maybe_by_peer(const std::string& what) {
+  wait_for_launcher();
+  fatal(what);
 }
 
 void request_init(void* request) { std::memset(request, 0, sizeof(RequestState)); }
@@ -53,13 +65,15 @@ void request_init(void* request) { std::memset(request, 0, sizeof(RequestState))
 // Messages that arrived after the receives were cancelled (sent before their senders
 // heard of the exit) wait in UCX's unexpected queue; take them, so that destroying the
 // worker does not warn about them.
-void discard_unexpected() {
+namespace {
+// Receives (and drops) every unexpected message whose tag matches `tag` under `mask`.
+void discard_matching(ucp_tag_t tag, ucp_tag_t mask) {
   Machine& m = M();
   std::vector<char> sink;
   for (;;) {
     ucp_worker_progress(m.worker);
     ucp_tag_recv_info_t info{};
-    ucp_tag_message_h msg = ucp_tag_probe_nb(m.worker, 0, 0, 1, &info);
+    ucp_tag_message_h msg = ucp_tag_probe_nb(m.worker, tag, mask, 1, &info);
     if (!msg) return;
     sink.resize(info.length);
     ucp_request_param_t p{};
@@ -67,6 +81,14 @@ void discard_unexpected() {
     p.memory_type = UCS_MEMORY_TYPE_HOST;
     wait_request(ucp_tag_msg_recv_nbx(m.worker, sink.data(), info.length, msg, &p), "ucp_tag_msg_recv_nbx");
   }
+}
+}  // namespace
+
+void discard_unexpected() { discard_matching(0, 0); }
+
+void drain_unexpected_transfers() {
+  discard_matching(tag::host_tag(tag::MsgType::Device), tag::kTypeMask);
+  discard_matching(tag::host_tag(tag::MsgType::Channel), tag::kTypeMask);
 }
 
 }  // namespace detail
@@ -175,10 +197,19 @@ void LrtsExit() {
   //    heard of the exit; the layer above drops what is delivered now). Then every PE
   //    is past that point.
   drop_backlogs();
-  while (m.pending_sends > 0)
+  // A device or zero-copy send completes only when its receiver takes it; exiting, no
+  // receiver will post one (e.g. MPI_Abort while a large MPI_Send waits for its match), so
+  // every PE takes what waits for it here, and its senders' sends complete.
+  while (m.pending_sends > 0) {
+    drain_unexpected_transfers();
     if (LrtsProgress() == 0) LrtsIdleWait(10);
+  }
   phase("own sends complete");
-  m.boot->fence(false, LrtsProgress);
+  // Others may still wait for their transfers to us: keep taking them until all are here.
+  m.boot->fence(false, [] {
+    drain_unexpected_transfers();
+    return LrtsProgress();
+  });
   phase("every PE is exiting");
   m.shutting_down = true;  // every PE is exiting: no more credit, no more deliveries
   ucp_request_param_t fp{};

@@ -7,6 +7,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -139,6 +140,9 @@ struct Machine {
   std::vector<int> repost;           // delivered slots waiting to be posted again
   int ucx_fd = -1, epoll_fd = -1;
   std::size_t pending_sends = 0;
+  // LrtsIdleWait's back-off while ucp_worker_arm keeps answering busy
+  int busy_backoff_us = 0;
+  std::chrono::steady_clock::time_point last_busy_arm{};
   // host path: order and flow control
   std::vector<Link> links;               // one per PE
   std::int64_t window_units = 0;         // credit a link may have in flight
@@ -175,6 +179,12 @@ inline Machine& M() { return g_machine; }
 // PE that died first, where UCX would name whichever peer this PE heard fail (often one
 // that was itself stopping because of the first).
 [[noreturn]] void peer_lost(int pe, const char* why);
+// A failure that a dead peer may have caused (which one is not known): gives the launcher
+// the time peer_lost gives it to report the death first, then stops with `what`.
+[[noreturn]] void failed_maybe_by_peer(const std::string& what);
+// Takes the device and channel transfers waiting in UCX's unexpected queue into a scratch
+// buffer: at exit nobody will post their receives, and their senders wait for them.
+void drain_unexpected_transfers();
 void check(ucs_status_t s, const char* what);
 
 // host.cpp: the host message path
