@@ -31,7 +31,7 @@ osu_args=(-t latency -m 8:8 -i "$iters" -x $((iters / 10)) -p 3)
 
 have() { [ -x "$1" ] || { echo "(skipping: $1 is not built)" >&2; return 1; }; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-converse_8b() { "$run" -n 2 --timeout 60 "$pp" --min 8 --max 8 --iters "$iters" | awk '!/^#/ {print $2}'; }
+converse_8b() { "$run" -n 2 --timeout 60 "$pp" --min 8 --max 8 --iters "$iters" | awk '$1 == 8 {print $2}'; }  # UCX may log to stdout
 ampi_8b() { "$run" -n 2 --timeout 60 "$ampi" "${osu_args[@]}" | awk '$1 == 8 {print $2}'; }
 ompi_8b() { timeout 60 "${ompi_cmd[@]}" "${osu_args[@]}" | awk '$1 == 8 {print $2}'; }
 
