@@ -1103,92 +1103,88 @@ int PMPI_Status_set_cancelled(MPI_Status* status, int flag) {
 }
 
 // ---- probe ----------------------------------------------------------------------------------------------
-int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
+namespace {
+constexpr std::int32_t kProbeProcNull = -2;
+// What the four probes share: checks the arguments (an error: *rc, and -1), then finds the
+// first matching unexpected message, waiting for one (`blocking`) or after one scheduler
+// step (else; -1 when none). kProbeProcNull for MPI_PROC_NULL.
+std::int32_t probe_find(const char* fn, int source, int tag, MPI_Comm comm, bool blocking, int* rc, P2p*& pp) {
   Comm* c;
   TypeFacts f;
-  if (int rc = check_recv("MPI_Iprobe", nullptr, 0, MPI_BYTE, source, tag, comm, c, f)) return rc;
-  if (source == MPI_PROC_NULL) {
-    *flag = 1;
-    proc_null_status(status);
-    return MPI_SUCCESS;
-  }
+  *rc = check_recv(fn, nullptr, 0, MPI_BYTE, source, tag, comm, c, f);
+  if (*rc) return -1;
+  if (source == MPI_PROC_NULL) return kProbeProcNull;
   P2p& p = current_rank()->p2p();
-  std::int32_t u = p.find_unexpected(c->ctx(Ctx::P2P), source, tag);
-  if (u < 0) {
+  pp = &p;
+  const std::uint32_t ctx = c->ctx(Ctx::P2P);
+  std::int32_t u = p.find_unexpected(ctx, source, tag);
+  if (u >= 0) return u;
+  if (!blocking) {
     poll_yield();
-    u = p.find_unexpected(c->ctx(Ctx::P2P), source, tag);
+    return p.find_unexpected(ctx, source, tag);
   }
-  *flag = u >= 0;
-  if (u >= 0) fill_status_from_msg(status, p.unexpected_msg(u));
-  return MPI_SUCCESS;
-}
-
-int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
-  Comm* c;
-  TypeFacts f;
-  if (int rc = check_recv("MPI_Probe", nullptr, 0, MPI_BYTE, source, tag, comm, c, f)) return rc;
-  if (source == MPI_PROC_NULL) {
-    proc_null_status(status);
-    return MPI_SUCCESS;
-  }
-  P2p& p = current_rank()->p2p();
-  std::int32_t u;
   CthThread self = CthSelf();
   rank_wait([&] {
-    if ((u = p.find_unexpected(c->ctx(Ctx::P2P), source, tag)) >= 0) return true;
+    if ((u = p.find_unexpected(ctx, source, tag)) >= 0) return true;
     p.probe_waiter = self;  // a new arrival clears it, waking us
     return false;
   });
   p.probe_waiter = nullptr;
-  fill_status_from_msg(status, p.unexpected_msg(u));
+  return u;
+}
+}  // namespace
+
+int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
+  int rc;
+  P2p* p = nullptr;
+  const std::int32_t u = probe_find("MPI_Iprobe", source, tag, comm, false, &rc, p);
+  if (rc) return rc;
+  *flag = u >= 0 || u == kProbeProcNull;
+  if (u == kProbeProcNull) proc_null_status(status);
+  else if (u >= 0) fill_status_from_msg(status, p->unexpected_msg(u));
+  return MPI_SUCCESS;
+}
+
+int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  int rc;
+  P2p* p = nullptr;
+  const std::int32_t u = probe_find("MPI_Probe", source, tag, comm, true, &rc, p);
+  if (rc) return rc;
+  if (u == kProbeProcNull) proc_null_status(status);
+  else fill_status_from_msg(status, p->unexpected_msg(u));
   return MPI_SUCCESS;
 }
 
 // Matched probes: the message leaves the unexpected queue at the probe, so that no other
 // receive (another thread of the rank, a wildcard) can take it before MPI_Mrecv.
 int PMPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message, MPI_Status* status) {
-  Comm* c;
-  TypeFacts f;
-  if (int rc = check_recv("MPI_Improbe", nullptr, 0, MPI_BYTE, source, tag, comm, c, f)) return rc;
-  if (source == MPI_PROC_NULL) {
-    *flag = 1;
+  int rc;
+  P2p* p = nullptr;
+  const std::int32_t u = probe_find("MPI_Improbe", source, tag, comm, false, &rc, p);
+  if (rc) return rc;
+  *flag = u >= 0 || u == kProbeProcNull;
+  if (u == kProbeProcNull) {
     *message = MPI_MESSAGE_NO_PROC;
     proc_null_status(status);
-    return MPI_SUCCESS;
+  } else if (u >= 0) {
+    fill_status_from_msg(status, p->unexpected_msg(u));
+    *message = p->keep_matched(p->take_unexpected(u), comm);
   }
-  P2p& p = current_rank()->p2p();
-  std::int32_t u = p.find_unexpected(c->ctx(Ctx::P2P), source, tag);
-  if (u < 0) {
-    poll_yield();
-    u = p.find_unexpected(c->ctx(Ctx::P2P), source, tag);
-  }
-  *flag = u >= 0;
-  if (u < 0) return MPI_SUCCESS;
-  fill_status_from_msg(status, p.unexpected_msg(u));
-  *message = p.keep_matched(p.take_unexpected(u), comm);
   return MPI_SUCCESS;
 }
 
 int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status) {
-  Comm* c;
-  TypeFacts f;
-  if (int rc = check_recv("MPI_Mprobe", nullptr, 0, MPI_BYTE, source, tag, comm, c, f)) return rc;
-  if (source == MPI_PROC_NULL) {
+  int rc;
+  P2p* p = nullptr;
+  const std::int32_t u = probe_find("MPI_Mprobe", source, tag, comm, true, &rc, p);
+  if (rc) return rc;
+  if (u == kProbeProcNull) {
     *message = MPI_MESSAGE_NO_PROC;
     proc_null_status(status);
     return MPI_SUCCESS;
   }
-  P2p& p = current_rank()->p2p();
-  std::int32_t u;
-  CthThread self = CthSelf();
-  rank_wait([&] {
-    if ((u = p.find_unexpected(c->ctx(Ctx::P2P), source, tag)) >= 0) return true;
-    p.probe_waiter = self;
-    return false;
-  });
-  p.probe_waiter = nullptr;
-  fill_status_from_msg(status, p.unexpected_msg(u));
-  *message = p.keep_matched(p.take_unexpected(u), comm);
+  fill_status_from_msg(status, p->unexpected_msg(u));
+  *message = p->keep_matched(p->take_unexpected(u), comm);
   return MPI_SUCCESS;
 }
 
