@@ -1,0 +1,158 @@
+// ucharmrun's command line: options, --help (which lists the exit codes) and messages.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "ucharmrun.h"
+
+namespace ucharmrun {
+
+const char* const kUsage = "Usage: ucharmrun -n N [options] [--] program [args...]";
+
+void say(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+namespace {
+
+constexpr int kMaxPes = 4096;
+
+const char* const kHelp = R"(ucharmrun: start a ucharm program on N local PEs under an embedded PMIx server.
+
+Usage: ucharmrun -n N [options] [--] program [args...]
+
+Options (before the program; everything from the program on is the program's):
+  -n N, --np N      number of PEs (processes), 1 to 4096 (required)
+  -p, --prefix      prefix each output line with "[rank] "
+  --no-bind         do not bind PEs to cores (UCHARM_BIND=0 for the ranks)
+  -v, --verbose     print the start-up banner (PEs, binding, UCX, transports)
+  --timeout S       stop the job after S seconds (a decimal number; 0: no limit)
+  -h, --help        print this help and exit
+  --                end of the launcher's options
+
+Exit codes:
+  0        every PE ended in order with code 0
+  1-255    the code of the first PE that failed (non-zero exit, or left without
+           finishing the job: then 1), or the code the program ended with (CmiExit)
+  128+S    the first PE that failed was killed by signal S (e.g. 137 for SIGKILL)
+  124      the job ran past --timeout
+  129 130 143  ucharmrun got SIGHUP, SIGINT or SIGTERM (128+signal) and stopped the job
+  141      ucharmrun's output pipe was closed (SIGPIPE); it stopped the job
+  2        bad ucharmrun command line (also the ranks' code for a bad +option)
+  125      ucharmrun itself failed (PMIx server, fork, temporary folder)
+  126      the program exists but cannot be executed
+  127      the program was not found
+Messages from ucharmrun itself start with "ucharmrun:".
+
+Signals: on SIGINT, SIGTERM or SIGHUP every PE gets SIGTERM, then SIGKILL 3 s later
+(a second signal: SIGKILL at once). PEs die with ucharmrun, even on kill -9.
+When a PE fails, the others are told (they print which PE died and exit); any still
+running 2 s later get SIGTERM, then SIGKILL 3 s after. The first cause (failure, timeout,
+signal) decides the exit code.
+Cleanup: ucharmrun keeps its PMIx files in $TMPDIR/ucharmrun.PID.XXXXXX and removes it
+when it ends; folders left by a ucharmrun that was killed are removed by the next one.
+)";
+
+// Strict decimal: digits only, no sign, no spaces, no overflow.
+std::optional<long long> parse_count(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  long long v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = std::min(v * 10 + (c - '0'), 1LL << 40);  // saturates: "too many", not a wrap
+  }
+  return v;
+}
+
+// Seconds as a plain decimal number: "30", "2.5", ".5".
+std::optional<double> parse_seconds(std::string_view s) {
+  size_t digits = 0, dots = 0;
+  for (char c : s) {
+    if (c >= '0' && c <= '9') ++digits;
+    else if (c == '.') ++dots;
+    else return std::nullopt;
+  }
+  if (digits == 0 || dots > 1 || s.size() > 20) return std::nullopt;
+  return std::strtod(std::string(s).c_str(), nullptr);
+}
+
+}  // namespace
+
+std::optional<Options> parse_command_line(int argc, char** argv) {
+  Options o;
+  bool have_np = false;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.size() < 2 || a[0] != '-') break;  // the program
+    // "--name=value", "-nVALUE" and "--name value" / "-n value".
+    std::string_view name = a;
+    std::optional<std::string_view> inline_value;
+    if (a.starts_with("--")) {
+      if (auto eq = a.find('='); eq != std::string_view::npos) {
+        name = a.substr(0, eq);
+        inline_value = a.substr(eq + 1);
+      }
+    } else if (a.size() > 2 && (a.starts_with("-n"))) {
+      name = a.substr(0, 2);
+      inline_value = a.substr(2);
+    }
+    auto value = [&](const char* what) -> std::string_view {
+      if (inline_value) return *inline_value;
+      if (i + 1 >= argc)
+        throw UsageError{fmt::format("{} needs a value ({})", name, what)};
+      return argv[++i];
+    };
+    auto flag = [&]() {
+      if (inline_value) throw UsageError{fmt::format("{} takes no value", name)};
+    };
+    if (name == "-n" || name == "--np") {
+      std::string_view v = value("a positive integer");
+      auto n = parse_count(v);
+      if (!n || *n < 1)
+        throw UsageError{fmt::format("{} expects a positive integer, got '{}'", name, v)};
+      if (*n > kMaxPes)
+        throw UsageError{fmt::format("{} expects at most {} PEs, got '{}'", name, kMaxPes, v)};
+      o.np = static_cast<int>(*n);
+      have_np = true;
+    } else if (name == "--timeout") {
+      std::string_view v = value("a number of seconds");
+      auto t = parse_seconds(v);
+      if (!t || *t > 1e9)
+        throw UsageError{fmt::format(
+            "--timeout expects a number of seconds from 0 to 1000000000, got '{}'", v)};
+      o.timeout = *t;
+    } else if (name == "-p" || name == "--prefix") {
+      flag();
+      o.prefix = true;
+    } else if (name == "--no-bind") {
+      flag();
+      o.no_bind = true;
+    } else if (name == "-v" || name == "--verbose") {
+      flag();
+      o.verbose = true;
+    } else if (name == "-h" || name == "--help") {
+      std::fputs(kHelp, stdout);
+      return std::nullopt;
+    } else {
+      throw UsageError{fmt::format("unknown option '{}'", a)};
+    }
+  }
+  if (!have_np) throw UsageError{"--np is required: give the number of PEs with -n N"};
+  if (i >= argc) throw UsageError{"no program given"};
+  o.command.assign(argv + i, argv + argc);
+  return o;
+}
+
+}  // namespace ucharmrun

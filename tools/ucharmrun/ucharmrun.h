@@ -1,0 +1,171 @@
+// ucharmrun's parts (internal to this folder): the command line (options.cpp), the job
+// folder (job_folder.cpp), the embedded PMIx server (pmix_server.cpp), starting the ranks
+// (launcher.cpp) and supervising them (supervision.cpp).
+#pragma once
+
+#include <pmix_common.h>
+#include <signal.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstddef>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ucharmrun {
+
+using Clock = std::chrono::steady_clock;
+
+// ---- exit codes and messages (options.cpp) ----------------------------------------------
+
+// ucharmrun's own exit codes (the job's code otherwise); `--help` lists them all.
+constexpr int kExitUsage = 2;          // bad ucharmrun command line
+constexpr int kExitTimeout = 124;      // --timeout reached
+constexpr int kExitLauncher = 125;     // ucharmrun itself failed
+constexpr int kExitCannotExec = 126;   // the program exists but cannot be executed
+constexpr int kExitNotFound = 127;     // the program was not found
+
+// Messages go out with plain writes: stderr may be a closed pipe, which must not throw.
+void say(const std::string& text);
+std::string errno_text(int err);
+
+// ucharmrun cannot start or run the job; `code` is its exit code.
+struct LaunchError {
+  std::string msg;
+  int code = kExitLauncher;
+};
+
+// ---- the command line (options.cpp) ----------------------------------------------------
+
+struct Options {
+  int np = 1;
+  bool prefix = false;
+  bool no_bind = false;
+  bool verbose = false;
+  double timeout = 0;  // seconds; 0: none
+  std::vector<std::string> command;
+};
+
+extern const char* const kUsage;
+
+struct UsageError {
+  std::string msg;
+};
+
+// Returns the options, or nothing when --help was printed; throws UsageError.
+std::optional<Options> parse_command_line(int argc, char** argv);
+
+// ---- the job folder (job_folder.cpp) ---------------------------------------------------
+
+// $TMPDIR/ucharmrun.PID.XXXXXX, holding the PMIx server's files, locked (flock) while the
+// launcher lives and removed when it ends; folders of killed launchers are removed first.
+class JobFolder {
+ public:
+  JobFolder() = default;
+  JobFolder(const JobFolder&) = delete;
+  JobFolder& operator=(const JobFolder&) = delete;
+  ~JobFolder() { remove(); }
+
+  void create(bool verbose);  // throws LaunchError
+  void remove();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// ---- the PMIx server (pmix_server.cpp) -------------------------------------------------
+
+// What PMIx told us about each rank; written on PMIx's thread, read by the main loop.
+struct ClientState {
+  bool connected = false;  // called PMIx_Init
+  bool finalized = false;  // called PMIx_Finalize: an orderly end, whatever the exit code
+  std::string abort_msg;   // called PMIx_Abort
+};
+
+// The embedded server (one per process, as libpmix allows): one job of np local ranks.
+class PmixServer {
+ public:
+  PmixServer() = default;
+  PmixServer(const PmixServer&) = delete;
+  PmixServer& operator=(const PmixServer&) = delete;
+  ~PmixServer() { shut_down(); }
+
+  void start(const std::string& tmpdir, int np);  // throws LaunchError
+  void register_job();                            // throws LaunchError
+  // Registers rank r and adds its PMIx variables to `env` (a malloc'd argv-style array).
+  void setup_client(int r, char*** env);
+  // Tells the other ranks that rank r failed, and why (a PMIx event).
+  void notify_failure(int r, const std::string& why);
+  ClientState client(int r) const;  // a snapshot
+  void shut_down();
+
+ private:
+  friend struct Upcalls;
+  mutable std::mutex mu_;  // guards clients_ (PMIx's thread writes it)
+  std::vector<ClientState> clients_;
+  int np_ = 0;
+  char nspace_[PMIX_MAX_NSLEN + 1] = {};
+  bool up_ = false, registered_ = false;
+};
+
+// ---- the job (launcher.cpp starts it, supervision.cpp watches it) ----------------------
+
+struct Rank {
+  pid_t pid = -1;
+  int out_fd = -1, err_fd = -1;
+  std::string out_partial, err_partial;
+  bool exited = false;
+  int status = 0;
+};
+
+class Launcher {
+ public:
+  explicit Launcher(Options o) : opt_(std::move(o)), ranks_(static_cast<size_t>(opt_.np)) {}
+  int run();
+
+ private:
+  // launcher.cpp: starting the job.
+  void resolve_program();
+  void block_signals();
+  void spawn(int r);
+  void shut_down();
+
+  // supervision.cpp: output, failures, signals, the stopping steps.
+  int supervise();
+  void forward(int r, int& fd, std::string& partial, FILE* to);
+  void emit(int r, const std::string& lines, FILE* to);
+  size_t running() const { return ranks_.size() - exited_; }
+  bool decide(int code);
+  void fail(int r, int status);
+  void signal_all(int sig);
+  void begin_stop();
+  void terminate_all();
+  void kill_all();
+  void on_signal(int sig);
+  void reap();
+
+  Options opt_;
+  std::vector<Rank> ranks_;
+  JobFolder folder_;
+  PmixServer server_;
+  std::string exec_path_;
+  sigset_t old_mask_{};
+  int sig_fd_ = -1;
+  size_t exited_ = 0;
+  bool got_signal_ = false;
+  // Stopping the job: the others were told (failure) -> SIGTERM -> SIGKILL.
+  enum class Stop { None, Told, Termed, Killed };
+  Stop stop_ = Stop::None;
+  std::optional<Clock::time_point> next_step_;
+  std::optional<int> exit_code_;      // decided by the first failure, timeout or signal
+  std::optional<int> orderly_code_;   // a non-zero code a rank ended in order with
+  std::optional<int> orderly_rank_;
+  std::optional<Clock::time_point> orderly_deadline_;
+};
+
+}  // namespace ucharmrun
