@@ -23,6 +23,8 @@ class ElementProxy {
   }
   // The element itself when it lives on this PE (nullptr otherwise).
   C* local() const { return static_cast<C*>(detail::local_branch(ref_, idx_)); }
+  // The PE that holds the element by its collection's map (where it is built).
+  int home_pe() const { return detail::home_pe(ref_, idx_); }
   const CollectionRef& ref() const { return ref_; }
   const Index& index() const { return idx_; }
   void pup(PUP::er& p) { p | ref_; p | idx_; p | opts_.priority; p | opts_.expedited; }
