@@ -1,12 +1,14 @@
-// Private to runtime/ampi: the pieces the sources share. One job per source file:
-//   rank.cpp        start-up, the rank chare array, options (+vp), Init/Finalize/Abort, exit codes
-//   errors.cpp      error handlers, error classes and strings, not-implemented functions
-//   p2p.cpp         messages, matching, requests, wait/test, probe, cancel, GPU buffers
-//   comm.cpp        communicators, groups, attributes, error handlers, topologies, info
-//   collectives.cpp collectives (blocking and nonblocking) over the internal point-to-point
-//   datatypes.cpp   the datatype table, pack/unpack, MPI_Type_*, MPI_Pack
-//   ops.cpp         predefined and user reduction operations
-//   loader.cpp      the program loader: one private copy of the program per rank (ampicc)
+// Private to runtime/ampi: the interfaces its folders share (laid out by MPI chapter; the
+// README's file table says which file does what):
+//   rank.cpp     start-up, the rank chare array, options (+vp), Init/Finalize/Abort, exit codes
+//   checks.*     the argument checks of every entry point
+//   errhan/      error handlers, error classes and strings, not-implemented functions
+//   pt2pt/       messages, matching, requests, wait/test, probe, persistent, GPU buffers
+//   comm/        communicators, groups, attributes, error handlers, topologies, info
+//   datatype/    the datatype table, layouts, pack/unpack, MPI_Type_*, MPI_Pack
+//   coll/        collectives (blocking and nonblocking) over the internal point-to-point
+//   ops.cpp      predefined and user reduction operations
+//   loader.cpp   the program loader: one private copy of the program per rank (ampicc)
 #pragma once
 
 #include <mpi.h>
@@ -20,7 +22,7 @@
 
 namespace ampi {
 
-// ---- errors (errors.cpp) -----------------------------------------------------------------
+// ---- errors (errhan/errors.cpp) -----------------------------------------------------------------
 // Stops the job: "MPI_X is not implemented by ucharm's AMPI".
 [[noreturn]] void not_implemented(const char* fn);
 // An error in MPI call `fn` (e.g. "MPI_Send") on `comm`: under MPI_ERRORS_ARE_FATAL (the
@@ -31,9 +33,11 @@ int error(MPI_Comm comm, int code, const char* fn, const char* fmt, ...) __attri
 // The name of an error class ("MPI_ERR_RANK").
 const char* error_class_name(int code);
 
-// ---- datatypes (datatypes.cpp) ------------------------------------------------------------
+// ---- datatypes (datatype/) ------------------------------------------------------------
 // A valid handle: predefined, or created and not yet freed (committed or not).
 bool type_valid(MPI_Datatype t);
+// A derived datatype the program freed with MPI_Type_free (for messages: not type_valid).
+bool type_freed(MPI_Datatype t);
 // Valid and usable for communication (predefined or committed).
 bool type_committed(MPI_Datatype t);
 // Bytes of data in one element (MPI_Type_size), and the extent (ub - lb).
@@ -72,6 +76,16 @@ std::string type_name(MPI_Datatype t);
 // Number of basic elements in `bytes` of packed data of type t (MPI_Get_elements);
 // -1 (MPI_UNDEFINED) when bytes is not a whole number of them.
 long long type_basic_elements(MPI_Datatype t, std::size_t bytes);
+// The one basic type of all of t's elements; MPI_DATATYPE_NULL when they are not one type.
+MPI_Datatype type_uniform_basic(MPI_Datatype t);
+// fn gets `reps` blocks of `n` consecutive items of `basic`, `stride` bytes apart from `offset` on.
+using TypeRunFn = void (*)(void* ctx, std::ptrdiff_t offset, std::size_t n, std::size_t reps, std::ptrdiff_t stride,
+                           MPI_Datatype basic);
+// Calls fn for the runs of `count` elements of t.
+void type_for_each_run(MPI_Datatype t, int count, TypeRunFn fn, void* ctx);
+// Keep a derived type alive while the runtime uses it (the program may free it meanwhile).
+void type_retain(MPI_Datatype t);
+void type_release(MPI_Datatype t);
 
 // ---- reduction operations (ops.cpp) --------------------------------------------------------
 bool op_valid(MPI_Op op);
@@ -82,7 +96,7 @@ bool op_commutative(MPI_Op op);
 // type it does not support, e.g. MPI_BAND on MPI_DOUBLE).
 int op_apply(MPI_Op op, const void* in, void* inout, int count, MPI_Datatype t);
 
-// ---- communicators (comm.cpp) ---------------------------------------------------------------
+// ---- communicators (comm/) ---------------------------------------------------------------
 // Matching contexts: every communicator has two, one for point-to-point (even) and one for
 // its collectives (odd), so runtime traffic never matches a user's receive.
 enum class Ctx : std::uint8_t { P2P = 0, Coll = 1 };
@@ -96,7 +110,7 @@ struct Comm {
   int size() const { return static_cast<int>(members.size()); }
   std::uint32_t ctx(Ctx c) const { return context + static_cast<std::uint32_t>(c); }
 };
-// A rank's communicators (and groups, keyvals, ...): comm.cpp defines it; each rank owns one.
+// A rank's communicators (and groups, keyvals, ...): comm/comms.h defines it; each rank owns one.
 struct CommTable;
 struct CommTableDeleter { void operator()(CommTable* t) const; };
 using CommTablePtr = std::unique_ptr<CommTable, CommTableDeleter>;
@@ -108,7 +122,7 @@ Comm* comm_get(MPI_Comm c);
 // predefined ones and invalid handles.
 MPI_Comm_errhandler_function* errhandler_function(MPI_Errhandler h);
 
-// ---- collectives inside the runtime (collectives.cpp) ------------------------------------
+// ---- collectives inside the runtime (coll/) ------------------------------------
 // The tag of the next collective on c (advances c.coll_seq): every member calls it once per
 // collective, in the same order, so concurrent collectives (a nonblocking one still running
 // when the next starts) never match each other's messages. Tags below kCollTagFree.
@@ -145,7 +159,7 @@ int world_size();
 CommTable& my_comms();   // the calling rank's table
 bool staging_forced();   // +ampi-staging: device buffers go through host memory
 bool cuda_loaded();      // the CUDA driver is loaded: buffers may be device memory
-// `p` is CUDA device memory (p2p.cpp; no query at all without the CUDA driver loaded).
+// `p` is CUDA device memory (pt2pt/transfer.cpp; no query at all without the CUDA driver loaded).
 bool is_device(const void* p);
 std::size_t direct_min();  // +ampi-direct-min: contiguous host sends this large go zero-copy
 std::size_t rank_stack_size();  // +ampi-stacksize: every thread of a rank gets this much
@@ -158,7 +172,7 @@ void rank_yield();
 // A polling call (Test, Iprobe) that found nothing: one scheduler step, or a yield.
 void rank_poll();
 
-// ---- point-to-point inside the runtime (p2p.cpp) ----------------------------------------------
+// ---- point-to-point inside the runtime (pt2pt/) ----------------------------------------------
 // The MPI semantics without error handlers or argument checks (callers check): what the
 // collectives and communicator code build on. `ctx` picks the matching context; `src` may be
 // MPI_ANY_SOURCE, `tag` MPI_ANY_TAG. Return MPI error codes.

@@ -16,13 +16,6 @@
 
 namespace ampi {
 
-// From datatypes.cpp (internal.h should list these).
-MPI_Datatype type_uniform_basic(MPI_Datatype t);
-// fn gets `reps` blocks of `n` consecutive items of `basic`, `stride` bytes apart from `offset` on.
-using TypeRunFn = void (*)(void* ctx, std::ptrdiff_t offset, std::size_t n, std::size_t reps, std::ptrdiff_t stride,
-                           MPI_Datatype basic);
-void type_for_each_run(MPI_Datatype t, int count, TypeRunFn fn, void* ctx);
-
 namespace {
 
 constexpr int kPredefinedOps = UCHARM_MPI_PREDEFINED_OPS;

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "internal.h"
-#include "p2p.h"
+#include "pt2pt/p2p.h"
 
 #include <ucharm/charm.h>
 

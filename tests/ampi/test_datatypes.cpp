@@ -1,6 +1,6 @@
-// Unit tests of runtime/ampi/datatypes.cpp and ops.cpp: predefined and derived datatypes
-// (sizes, bounds, pack/unpack), MPI_Pack/Unpack, reduction operations. Built from those two
-// sources with a test double of the error reporter (errors.cpp), so no runtime is needed.
+// Unit tests of runtime/ampi/datatype/ and ops.cpp: predefined and derived datatypes
+// (sizes, bounds, pack/unpack), MPI_Pack/Unpack, reduction operations. Built from those
+// sources (and checks.cpp) with a test double of the error reporter (errors.cpp), so no runtime is needed.
 #include <gtest/gtest.h>
 #include <mpi.h>
 

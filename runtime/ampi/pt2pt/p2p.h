@@ -11,7 +11,7 @@
 namespace ampi {
 
 // What travels in front of every message's data (a Converse message's payload; see
-// "routing" in p2p.cpp).
+// "routing" in transfer.cpp).
 enum MsgFlag : std::uint32_t {
   kSync = 1u << 0,     // Ssend: the receiver acknowledges the match (ext.sender_req)
   kSyncAck = 1u << 1,  // the acknowledgement: completes request ext.sender_req here
@@ -116,7 +116,7 @@ class P2p {
 // Receives every MPI message of rank r.
 void on_message(Rank* r, void* msg);
 
-// Routing (p2p.cpp): point-to-point messages go straight to the destination rank's PE as
+// Routing (transfer.cpp): point-to-point messages go straight to the destination rank's PE as
 // Converse messages with their own handler, past the core's entry path. A rank registers
 // itself on its PE when it is built (messages that came before are delivered then).
 void route_add(Rank* r);

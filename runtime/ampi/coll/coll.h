@@ -1,0 +1,236 @@
+// What the sources of coll/ share (private to coll/): temporaries laid out as a datatype
+// says, request arrays, the algorithms (algorithms.cpp), the argument checks shared by a
+// blocking collective and its nonblocking twin (args.cpp), and how an entry point ends:
+// the blocking call runs the algorithm now, the nonblocking one in a task (launch).
+#pragma once
+
+#include "checks.h"
+
+#include <memory>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace ampi::coll {
+
+// --- device buffers ------------------------------------------------------------------------
+// HOST STAGING: is_device (pt2pt/transfer.cpp) finds device buffers; the memory-type query is
+// cached and cheap for host memory. Device data reaches the host temporaries, and the
+// results go back, as messages to this rank itself (self_copy): the point-to-point layer
+// moves device memory, so no CUDA call is needed here.
+inline bool on_device(const void* p) { return p != MPI_IN_PLACE && is_device(p); }
+
+// --- layout temporaries --------------------------------------------------------------------
+// Bytes spanned by `count` elements of t, and where they start relative to the buffer.
+struct Span {
+  std::ptrdiff_t lo = 0;
+  std::size_t bytes = 0;
+};
+Span layout_span(int count, MPI_Datatype t);
+
+// Room for `count` elements of t laid out as the datatype says; get() is the buffer address
+// to pass with (count, t). Small ones live inline (an 8-byte Allreduce allocates nothing).
+class Scratch {
+ public:
+  Scratch() = default;
+  Scratch(int count, MPI_Datatype t) { reset(count, t); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  void reset(int count, MPI_Datatype t) {
+    const Span s = layout_span(count, t);
+    char* mem = inline_;
+    if (s.bytes > sizeof(inline_)) {
+      heap_.reset(new char[s.bytes]);
+      mem = heap_.get();
+    }
+    base_ = mem - s.lo;
+  }
+  void* get() const { return base_; }
+
+ private:
+  alignas(16) char inline_[128];
+  std::unique_ptr<char[]> heap_;
+  char* base_ = inline_;
+};
+
+inline char* elem(void* buf, std::ptrdiff_t i, MPI_Datatype t) { return static_cast<char*>(buf) + i * type_extent(t); }
+inline const char* elem(const void* buf, std::ptrdiff_t i, MPI_Datatype t) {
+  return static_cast<const char*>(buf) + i * type_extent(t);
+}
+
+// Copies scount elements of stype at src into rcount elements of rtype at dst (the type
+// signatures agree, as MPI requires; the receive side may be longer).
+void copy_typed(const void* src, int scount, MPI_Datatype stype, void* dst, int rcount, MPI_Datatype rtype);
+void copy_elems(const void* src, void* dst, int count, MPI_Datatype t);
+
+// A request slot array: small collectives need no allocation.
+class Requests {
+ public:
+  explicit Requests(std::size_t n) {
+    if (n > kInline) heap_.resize(n);
+    data_ = n > kInline ? heap_.data() : inline_;
+  }
+  Requests(const Requests&) = delete;
+  Requests& operator=(const Requests&) = delete;
+  MPI_Request* next() { return &data_[used_++]; }
+  int wait() {
+    const int rc = wait_all(used_, data_, nullptr);
+    used_ = 0;
+    return rc;
+  }
+
+ private:
+  static constexpr std::size_t kInline = 64;
+  MPI_Request inline_[kInline];
+  std::vector<MPI_Request> heap_;
+  MPI_Request* data_;
+  int used_ = 0;
+};
+
+// Moves count elements between two buffers of the calling rank through the point-to-point
+// --- algorithms (algorithms.cpp): host or device buffers, arguments checked, on c's
+// collective context with the given tag; MPI error codes ------------------------------------
+int self_copy(const void* src, void* dst, int count, MPI_Datatype t, Comm& c, int tag);
+int combine(MPI_Op op, bool commutative, void*& acc, void*& tmp, bool tmp_is_lower, int count, MPI_Datatype t);
+int reduce_alg(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_Op op, int root, Comm& c, int tag);
+int reduce_root_recv(void* recvbuf, int count, MPI_Datatype t, MPI_Op op, int root, Comm& c, int tag);
+int reduce_host(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_Op op, int root, Comm& c, int tag);
+int allreduce_host(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_Op op, Comm& c, int tag);
+int allreduce_run(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_Op op, Comm& c, int tag);
+int reduce_run(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_Op op, int root, Comm& c, int tag);
+int barrier_alg(Comm& c, int tag);
+int bcast_alg(void* buf, int count, MPI_Datatype t, int root, Comm& c, int tag);
+int gather_alg(const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount, const int* rcounts,
+               const int* displs, MPI_Datatype rtype, int root, Comm& c, int tag);
+int scatter_alg(const void* sendbuf, int scount, const int* scounts, const int* displs, MPI_Datatype stype,
+                void* recvbuf, int rcount, MPI_Datatype rtype, int root, Comm& c, int tag);
+int allgather_alg(const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount, const int* rcounts,
+                  const int* displs, MPI_Datatype rtype, Comm& c, int tag);
+int alltoall_plain(const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount, MPI_Datatype rtype,
+                   Comm& c, int tag);
+int scan_alg(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_Op op, bool exclusive, Comm& c,
+             int tag);
+
+// Alltoall(v,w): block i of the send side goes to member i, block i of the receive side
+// comes from member i. Offsets in bytes. MPI_IN_PLACE: the send blocks are copies of the
+// receive blocks, taken before anything arrives.
+struct Block {
+  const char* ptr;
+  int count;
+  MPI_Datatype type;
+};
+template <class SendOf, class RecvOf>
+int alltoall_alg(bool in_place, SendOf send_of, RecvOf recv_of, Comm& c, int tag) {
+  const int n = c.size(), r = c.rank;
+  std::vector<std::unique_ptr<Scratch>> copies;
+  if (in_place) copies.resize(static_cast<std::size_t>(n));
+  auto sblock = [&](int i) -> Block {
+    if (!in_place) return send_of(i);
+    Block b = recv_of(i);
+    return {static_cast<const char*>(copies[static_cast<std::size_t>(i)]->get()), b.count, b.type};
+  };
+  if (in_place) {
+    for (int i = 0; i < n; ++i) {
+      if (i == r) continue;
+      Block b = recv_of(i);
+      copies[static_cast<std::size_t>(i)] = std::make_unique<Scratch>(b.count, b.type);
+      copy_elems(b.ptr, copies[static_cast<std::size_t>(i)]->get(), b.count, b.type);
+    }
+  }
+  Requests q(2 * static_cast<std::size_t>(n));
+  int e = MPI_SUCCESS;
+  for (int k = 1; k < n && !e; ++k) {
+    const int i = (r - k + n) % n;
+    Block b = recv_of(i);
+    e = irecv(const_cast<char*>(b.ptr), b.count, b.type, i, tag, c, Ctx::Coll, q.next());
+  }
+  for (int k = 1; k < n && !e; ++k) {
+    const int i = (r + k) % n;
+    Block b = sblock(i);
+    e = isend(b.ptr, b.count, b.type, i, tag, c, Ctx::Coll, q.next());
+  }
+  if (!e && !in_place) {
+    Block s = send_of(r), d = recv_of(r);
+    copy_typed(s.ptr, s.count, s.type, const_cast<char*>(d.ptr), d.count, d.type);
+  }
+  const int w = q.wait();
+  return e ? e : w;
+}
+
+// --- argument checks (args.cpp): MPI_SUCCESS or the error's return; `c` gets comm's
+// communicator -----------------------------------------------------------------------------
+int no_in_place(MPI_Comm comm, const char* fn, const char* what, const void* p);
+int check_alias(MPI_Comm comm, const char* fn, const void* sendbuf, const void* recvbuf, int count);
+int failed(MPI_Comm comm, const char* fn, int e, MPI_Op op, MPI_Datatype t);
+int args_bcast(MPI_Comm comm, const char* fn, Comm*& c, int count, MPI_Datatype t, int root);
+int args_reduce(MPI_Comm comm, const char* fn, Comm*& c, const void* sendbuf, void* recvbuf, int count,
+                MPI_Datatype t, MPI_Op op, int root, bool rooted);
+int args_gather(MPI_Comm comm, const char* fn, Comm*& c, const void* sendbuf, int scount, MPI_Datatype stype,
+                void* recvbuf, int rcount, const int* rcounts, const int* displs, MPI_Datatype rtype, int root,
+                bool vector);
+int args_scatter(MPI_Comm comm, const char* fn, Comm*& c, const void* sendbuf, int scount, const int* scounts,
+                 const int* displs, MPI_Datatype stype, void* recvbuf, int rcount, MPI_Datatype rtype, int root,
+                 bool vector);
+int args_allgather(MPI_Comm comm, const char* fn, Comm*& c, const void* sendbuf, int scount, MPI_Datatype stype,
+                   void* recvbuf, int rcount, const int* rcounts, const int* displs, MPI_Datatype rtype,
+                   bool vector);
+int args_alltoall(MPI_Comm comm, const char* fn, Comm*& c, const void* sendbuf, int scount, MPI_Datatype stype,
+                  void* recvbuf, int rcount, MPI_Datatype rtype);
+int check_side_vw(MPI_Comm comm, const char* fn, bool send, int n, const int* counts, const int* displs,
+                  MPI_Datatype t, const MPI_Datatype* types, bool w);
+
+// How every collective entry point ends after its checks: the blocking call (`request`
+// null) runs `body(c, tag)` now and reports its error through comm's handler; the
+// nonblocking twin checks `request` and runs the body in a user-level thread of the rank
+// (start_task) with a copy of the communicator, so a Comm_free meanwhile does no harm.
+// `body` owns what it needs after the call returns (copies of count and type arrays).
+// `extra_tags`: the body uses next_tag(tag) too.
+struct Call {
+  MPI_Comm comm;
+  const char* fn;
+  MPI_Request* request = nullptr;
+  bool nonblocking = false;
+};
+template <class Body>
+int launch(const Call& k, Comm& c, MPI_Op op, MPI_Datatype t, Body body, int extra_tags = 0) {
+  if (k.nonblocking) {
+    if (int e = check_ptr(k.comm, k.fn, "request", k.request)) return e;
+  }
+  const int tag = coll_tag(c);
+  for (int i = 0; i < extra_tags; ++i) coll_tag(c);
+  if (!k.nonblocking) return failed(k.comm, k.fn, body(c, tag), op, t);
+  auto* task = new auto([body = std::move(body), cc = c, tag]() mutable { return body(cc, tag); });
+  using Task = std::remove_pointer_t<decltype(task)>;
+  *k.request = start_task(+[](void* arg) -> int {
+    std::unique_ptr<Task> g(static_cast<Task*>(arg));
+    return (*g)();
+  }, task);
+  return MPI_SUCCESS;
+}
+
+// --- each collective once, for both entry points (entry.cpp) -------------------------------
+int barrier_call(const Call& k);
+int bcast_call(const Call& k, void* buffer, int count, MPI_Datatype datatype, int root);
+int reduce_call(const Call& k, const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                int root);
+int allreduce_call(const Call& k, const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op);
+int gather_call(const Call& k, const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount,
+                const int* rcounts, const int* displs, MPI_Datatype rtype, int root, bool vector);
+int scatter_call(const Call& k, const void* sendbuf, int scount, const int* scounts, const int* displs,
+                 MPI_Datatype stype, void* recvbuf, int rcount, MPI_Datatype rtype, int root, bool vector);
+int allgather_call(const Call& k, const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount,
+                   const int* rcounts, const int* displs, MPI_Datatype rtype, bool vector);
+int alltoall_call(const Call& k, const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount,
+                  MPI_Datatype rtype);
+int alltoallvw_call(const Call& k, const void* sendbuf, const int* sendcounts, const int* sdispls,
+                    MPI_Datatype sendtype, const MPI_Datatype* sendtypes, void* recvbuf, const int* recvcounts,
+                    const int* rdispls, MPI_Datatype recvtype, const MPI_Datatype* recvtypes, bool w);
+int reduce_scatter_call(const Call& k, const void* sendbuf, void* recvbuf, const int* recvcounts, int recvcount,
+                        MPI_Datatype datatype, MPI_Op op);
+int scan_call(const Call& k, const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+              bool exclusive);
+
+// The tag after `tag`: a collective that took two tags with coll_tag (one call after the other).
+inline int next_tag(int tag) { return (tag + 1) & (kCollTagFree - 1); }
+
+}  // namespace ampi::coll

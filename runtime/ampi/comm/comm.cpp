@@ -1,0 +1,229 @@
+// Communicators: size and rank, compare, dup, split, create, free, names, MPI-3 additions.
+#include "comm/comms.h"
+#include "checks.h"
+
+#include <ucharm/charm.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace ampi::cm {
+
+}  // namespace ampi::cm
+
+using namespace ampi;
+using namespace ampi::cm;
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+// ---- communicators ---------------------------------------------------------------------
+int PMPI_Comm_size(MPI_Comm comm, int* size) {
+  Comm* c = comm_get(comm);
+  if (!c) return bad_comm(comm, "MPI_Comm_size");
+  if (!size) return error(comm, MPI_ERR_ARG, "MPI_Comm_size", "size is NULL");
+  *size = c->size();
+  return MPI_SUCCESS;
+}
+
+int PMPI_Comm_rank(MPI_Comm comm, int* rank) {
+  Comm* c = comm_get(comm);
+  if (!c) return bad_comm(comm, "MPI_Comm_rank");
+  if (!rank) return error(comm, MPI_ERR_ARG, "MPI_Comm_rank", "rank is NULL");
+  *rank = c->rank;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result) {
+  const char* fn = "MPI_Comm_compare";
+  Comm* a = comm_get(comm1);
+  if (!a) return bad_comm(comm1, fn);
+  Comm* b = comm_get(comm2);
+  if (!b) return bad_comm(comm2, fn);
+  if (!result) return null_arg(comm1, fn, "result");
+  if (comm1 == comm2) {
+    *result = MPI_IDENT;
+    return MPI_SUCCESS;
+  }
+  const int r = compare_members(a->members, b->members);
+  *result = r == MPI_IDENT ? MPI_CONGRUENT : r;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
+  const char* fn = "MPI_Comm_dup";
+  Comm* c = comm_get(comm);
+  if (!c) return bad_comm(comm, fn);
+  if (!newcomm) return null_arg(comm, fn, "newcomm");
+  std::uint32_t context = 0;
+  if (int e = agree_context(*c, coll_tag(*c), &context)) return error(comm, e, fn, "the context agreement failed");
+  c = comm_get(comm);
+  const MPI_Comm h = comm_add(context, c->members, c->rank, c->errhandler);
+  slot_of(h)->topo = slot_of(comm)->topo;
+  if (int e = attrs_copy(comm, h, fn)) {
+    comm_destroy(h);
+    return e;
+  }
+  *newcomm = h;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm) {
+  const char* fn = "MPI_Comm_split";
+  Comm* c = comm_get(comm);
+  if (!c) return bad_comm(comm, fn);
+  if (!newcomm) return null_arg(comm, fn, "newcomm");
+  if (color < 0 && color != MPI_UNDEFINED)
+    return error(comm, MPI_ERR_ARG, fn, "color %d is negative (only MPI_UNDEFINED may be)", color);
+  return split(*c, color, key, newcomm, fn);
+}
+
+// MPI_COMM_TYPE_SHARED: the ranks in the same OS process (one PE each), the only ones
+// that share memory here (shared-memory windows between processes do not exist). The
+// grouping is that of the call: a rank that migrates later keeps its communicator.
+int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm* newcomm) {
+  const char* fn = "MPI_Comm_split_type";
+  (void)info;
+  Comm* c = comm_get(comm);
+  if (!c) return bad_comm(comm, fn);
+  if (!newcomm) return null_arg(comm, fn, "newcomm");
+  if (split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED)
+    return error(comm, MPI_ERR_ARG, fn, "unknown split_type %d (MPI_COMM_TYPE_SHARED or MPI_UNDEFINED)", split_type);
+  return split(*c, split_type == MPI_UNDEFINED ? MPI_UNDEFINED : CmiMyPe(), key, newcomm, fn);
+}
+
+int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
+  const char* fn = "MPI_Comm_create";
+  Comm* c = comm_get(comm);
+  if (!c) return bad_comm(comm, fn);
+  if (!newcomm) return null_arg(comm, fn, "newcomm");
+  Group* g = group_get(group);
+  if (!g) return error(comm, MPI_ERR_GROUP, fn, "invalid group %d", group);
+  int myrank = MPI_UNDEFINED;
+  if (int e = rank_in_group(comm, *c, *g, fn, &myrank)) return e;
+  std::vector<int> members = g->members;
+  std::uint32_t context = 0;
+  if (int e = agree_context(*c, coll_tag(*c), &context)) return error(comm, e, fn, "the context agreement failed");
+  *newcomm = MPI_COMM_NULL;
+  c = comm_get(comm);
+  if (myrank != MPI_UNDEFINED) *newcomm = comm_add(context, std::move(members), myrank, c->errhandler);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* newcomm) {
+  const char* fn = "MPI_Comm_create_group";
+  Comm* c = comm_get(comm);
+  if (!c) return bad_comm(comm, fn);
+  if (!newcomm) return null_arg(comm, fn, "newcomm");
+  if (tag < 0) return error(comm, MPI_ERR_TAG, fn, "tag %d is negative", tag);
+  Group* g = group_get(group);
+  if (!g) return error(comm, MPI_ERR_GROUP, fn, "invalid group %d", group);
+  int myrank = MPI_UNDEFINED;
+  if (int e = rank_in_group(comm, *c, *g, fn, &myrank)) return e;
+  *newcomm = MPI_COMM_NULL;
+  if (myrank == MPI_UNDEFINED) return MPI_SUCCESS;
+  // Only the group's members take part: they agree among themselves, through a
+  // communicator of the group on the parent's collective context and a tag of the
+  // user's, outside the range of the parent's own collectives.
+  Comm over;
+  over.handle = comm;
+  over.context = c->context;
+  over.members = g->members;
+  over.rank = myrank;
+  over.errhandler = c->errhandler;
+  std::uint32_t context = 0;
+  if (int e = agree_context(over, kCollTagFree + (tag & (kCollTagFree - 1)), &context))
+    return error(comm, e, fn, "the context agreement failed");
+  c = comm_get(comm);
+  *newcomm = comm_add(context, g->members, myrank, c->errhandler);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Comm_free(MPI_Comm* comm) {
+  const char* fn = "MPI_Comm_free";
+  if (!comm) return null_arg(MPI_COMM_NULL, fn, "comm");
+  if (*comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF)
+    return error(*comm, MPI_ERR_COMM, fn, "%s cannot be freed", *comm == MPI_COMM_WORLD ? "MPI_COMM_WORLD" : "MPI_COMM_SELF");
+  if (!comm_get(*comm)) return bad_comm(*comm, fn);
+  const MPI_Comm h = *comm;
+  const int e = comm_destroy(h);
+  *comm = MPI_COMM_NULL;
+  if (e) return error(MPI_COMM_NULL, e, fn, "an attribute's delete callback failed (%d)", e);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Comm_group(MPI_Comm comm, MPI_Group* group) {
+  Comm* c = comm_get(comm);
+  if (!c) return bad_comm(comm, "MPI_Comm_group");
+  if (!group) return null_arg(comm, "MPI_Comm_group", "group");
+  *group = group_new(c->members);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Comm_test_inter(MPI_Comm comm, int* flag) {
+  if (!comm_get(comm)) return bad_comm(comm, "MPI_Comm_test_inter");
+  if (!flag) return null_arg(comm, "MPI_Comm_test_inter", "flag");
+  *flag = 0;  // no intercommunicators here
+  return MPI_SUCCESS;
+}
+
+int PMPI_Comm_remote_size(MPI_Comm comm, int* size) {
+  (void)size;
+  if (!comm_get(comm)) return bad_comm(comm, "MPI_Comm_remote_size");
+  return error(comm, MPI_ERR_COMM, "MPI_Comm_remote_size", "communicator %d is not an intercommunicator", comm);
+}
+
+int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group* group) {
+  (void)group;
+  if (!comm_get(comm)) return bad_comm(comm, "MPI_Comm_remote_group");
+  return error(comm, MPI_ERR_COMM, "MPI_Comm_remote_group", "communicator %d is not an intercommunicator", comm);
+}
+
+int PMPI_Comm_set_name(MPI_Comm comm, const char* comm_name) {
+  CommSlot* s = slot_of(comm);
+  if (!s) return bad_comm(comm, "MPI_Comm_set_name");
+  if (!comm_name) return null_arg(comm, "MPI_Comm_set_name", "comm_name");
+  s->name.assign(comm_name, strnlen(comm_name, MPI_MAX_OBJECT_NAME - 1));
+  return MPI_SUCCESS;
+}
+
+int PMPI_Comm_get_name(MPI_Comm comm, char* comm_name, int* resultlen) {
+  CommSlot* s = slot_of(comm);
+  if (!s) return bad_comm(comm, "MPI_Comm_get_name");
+  if (!comm_name) return null_arg(comm, "MPI_Comm_get_name", "comm_name");
+  if (!resultlen) return null_arg(comm, "MPI_Comm_get_name", "resultlen");
+  return copy_string(s->name, comm_name, MPI_MAX_OBJECT_NAME, resultlen);
+}
+
+// ---- MPI-3 communicator additions --------------------------------------------------------
+// Info hints are accepted and ignored (MPI allows an implementation to ignore any hint).
+int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm) {
+  (void)info;
+  return PMPI_Comm_dup(comm, newcomm);
+}
+
+// The duplicate is made at once (a collective over comm, as Comm_dup); the request is
+// already complete. Correct for every program that calls Comm_idup on all members before
+// waiting on anything that another member completes only after its own Comm_idup.
+int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
+  if (!request) return null_arg(comm, "MPI_Comm_idup", "request");
+  if (int e = PMPI_Comm_dup(comm, newcomm)) return e;
+  *request = start_task(+[](void*) -> int { return MPI_SUCCESS; }, nullptr);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
+  (void)info;
+  if (!comm_get(comm)) return bad_comm(comm, "MPI_Comm_set_info");
+  return MPI_SUCCESS;
+}
+
+// No hint is kept, so the info in use is empty.
+int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info* info_used) {
+  if (!comm_get(comm)) return bad_comm(comm, "MPI_Comm_get_info");
+  if (!info_used) return null_arg(comm, "MPI_Comm_get_info", "info_used");
+  return PMPI_Info_create(info_used);
+}
+
+}  // extern "C"
+#pragma GCC visibility pop

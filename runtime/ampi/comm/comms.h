@@ -1,0 +1,140 @@
+// A rank's communicators, groups, attribute keyvals, error handlers and info objects (the
+// CommTable of internal.h) and what the sources of comm/ share. Private to comm/.
+#pragma once
+
+#include "internal.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace ampi {
+namespace cm {
+
+enum class TopoKind { None, Cart, Graph };
+struct Topology {
+  TopoKind kind = TopoKind::None;
+  std::vector<int> dims, periods;  // Cart
+  std::vector<int> index, edges;   // Graph
+};
+
+struct CommSlot {
+  std::unique_ptr<Comm> comm;
+  std::string name;
+  std::map<int, void*> attrs;  // keyval -> value
+  Topology topo;
+};
+
+struct Group {
+  std::vector<int> members;  // world ranks, by rank in the group
+};
+
+struct Keyval {
+  MPI_Comm_copy_attr_function* copy = nullptr;
+  MPI_Comm_delete_attr_function* del = nullptr;
+  void* extra = nullptr;
+  int refs = 0;  // the handle (until freed) + attributes that use it; 0: the slot is free
+  bool freed = false;
+};
+
+struct Errh {
+  MPI_Comm_errhandler_function* fn = nullptr;
+  int refs = 0;  // handles the user holds + communicators using it; 0: the slot is free
+};
+
+using Info = std::vector<std::pair<std::string, std::string>>;  // in insertion order
+
+// Predefined attribute keyvals (mpi.h): MPI_TAG_UB .. MPI_LASTUSEDCODE.
+constexpr int kFirstUserKeyval = MPI_LASTUSEDCODE + 1;
+constexpr int kFirstUserComm = 3;       // after NULL, WORLD, SELF
+constexpr int kFirstUserGroup = 2;      // after NULL, EMPTY
+constexpr int kFirstUserErrh = 3;       // after NULL, ARE_FATAL, RETURN
+constexpr int kFirstUserInfo = 2;       // after NULL, ENV
+
+}  // namespace cm
+
+struct CommTable {
+  using CommSlot = cm::CommSlot;
+  using Group = cm::Group;
+  using Keyval = cm::Keyval;
+  using Errh = cm::Errh;
+  using Info = cm::Info;
+  std::vector<CommSlot> comms;  // indexed by handle; comm null: free or never used
+  std::vector<std::unique_ptr<Group>> groups;
+  std::vector<Keyval> keyvals;
+  std::vector<Errh> errhs;
+  std::vector<std::unique_ptr<Info>> infos;
+  std::uint32_t next_context = 4;  // 0: MPI_COMM_WORLD, 2: MPI_COMM_SELF
+  // Values of the predefined attributes (MPI_Attr_get hands out pointers to them).
+  int attr_values[cm::kFirstUserKeyval] = {};
+};
+
+namespace cm {
+
+template <class T>
+std::size_t free_slot(std::vector<T>& v, std::size_t first, bool (*is_free)(const T&)) {
+  for (std::size_t i = first; i < v.size(); ++i)
+    if (is_free(v[i])) return i;
+  v.emplace_back();
+  return v.size() - 1;
+}
+
+// ---- table.cpp ----
+CommSlot* slot_of(MPI_Comm c);
+Group* group_get(MPI_Group g);
+MPI_Group group_new(std::vector<int> members);
+Info* info_get(MPI_Info i);
+Keyval* keyval_get(int k);
+void keyval_release(int k);
+bool errh_valid(MPI_Errhandler h);
+void errh_ref(MPI_Errhandler h);
+void errh_unref(MPI_Errhandler h);
+std::unordered_map<int, int> index_of(const std::vector<int>& members);
+int agree_context(Comm& over, int tag, std::uint32_t* out);
+MPI_Comm comm_add(std::uint32_t context, std::vector<int> members, int rank, MPI_Errhandler eh);
+int comm_destroy(MPI_Comm handle);
+int split(Comm& parent, int color, int key, MPI_Comm* out, const char* fn);
+int comm_prefix(Comm& parent, int nnodes, MPI_Comm* out, const char* fn);
+int copy_string(const std::string& s, char* out, int max, int* len);
+
+// ---- attributes.cpp ----
+int attr_set(MPI_Comm comm, int keyval, void* value, const char* fn);
+bool keyval_live(int keyval);
+int attr_get(MPI_Comm comm, int keyval, void* value, int* flag, const char* fn);
+int attr_delete(MPI_Comm comm, int keyval, const char* fn);
+int keyval_create(MPI_Comm_copy_attr_function* copy, MPI_Comm_delete_attr_function* del, int* keyval, void* extra,
+                  const char* fn);
+int keyval_free(int* keyval, const char* fn);
+int attrs_copy(MPI_Comm from, MPI_Comm to, const char* fn);
+int errhandler_set(MPI_Comm comm, MPI_Errhandler h, const char* fn);
+int errhandler_get(MPI_Comm comm, MPI_Errhandler* h, const char* fn);
+int errhandler_create(MPI_Comm_errhandler_function* f, MPI_Errhandler* h, const char* fn);
+
+// ---- topology.cpp ----
+Topology* topo_of(MPI_Comm comm);
+int topo_check(MPI_Comm comm, const char* fn, TopoKind kind, Comm*& c, Topology*& t);
+int cart_of(MPI_Comm comm, const char* fn, Comm*& c, Topology*& t);
+int graph_of(MPI_Comm comm, const char* fn, Comm*& c, Topology*& t);
+long long wrap_coord(long long x, int d, bool periodic);
+void coords_of(const Topology& t, int rank, int* coords, int maxdims);
+int check_dims(MPI_Comm comm, const char* fn, int ndims, const int* dims, long long* nnodes);
+int check_graph(MPI_Comm comm, const char* fn, int nnodes, const int* index, const int* edges, int size);
+
+// ---- info.cpp ----
+int check_key(const char* fn, const char* key);
+Info::iterator info_find(Info& info, const char* key);
+int bad_info(const char* fn, MPI_Info i);
+
+// ---- group.cpp ----
+int bad_group(const char* fn, MPI_Group g);
+int expand_ranges(const char* fn, int size, int n, int ranges[][3], std::vector<int>* out);
+int check_rank_list(const char* fn, int size, int n, const int* ranks);
+int two_groups(const char* fn, MPI_Group group1, MPI_Group group2, Group*& a, Group*& b);
+int rank_in_group(MPI_Comm comm, const Comm& c, const Group& g, const char* fn, int* myrank);
+int compare_members(const std::vector<int>& a, const std::vector<int>& b);
+
+}  // namespace cm
+}  // namespace ampi

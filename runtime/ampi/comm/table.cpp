@@ -1,0 +1,240 @@
+// The handle tables of a rank: creating and freeing communicators (contexts), groups,
+// keyvals, error handlers and info slots.
+// Every rank has its own table of each (handles are indices into the calling rank's table),
+// since ranks are virtual processes that may share an OS process.
+//
+// Contexts: a new communicator needs a matching context that no member uses for another
+// communicator. Each rank keeps `next_context` (above every context it has used); the
+// creation, collective over the parent, takes the maximum over the participants (an
+// Allreduce on the parent's collective context) and every participant moves past it.
+// The communicators one MPI_Comm_split makes share that context: their members are
+// disjoint. MPI_Comm_create_group, collective only over the group, agrees among the group
+// members alone, on the parent's collective context with a tag made from the user's tag.
+#include "comm/comms.h"
+#include "checks.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace ampi {
+using namespace cm;
+
+void CommTableDeleter::operator()(CommTable* t) const { delete t; }
+
+CommTablePtr comm_table_new(int world_rank, int world_size) {
+  CommTablePtr t(new CommTable);
+  t->comms.resize(kFirstUserComm);
+  auto world = std::make_unique<Comm>();
+  world->handle = MPI_COMM_WORLD;
+  world->context = 0;
+  world->members.resize(static_cast<std::size_t>(world_size));
+  for (int i = 0; i < world_size; ++i) world->members[static_cast<std::size_t>(i)] = i;
+  world->rank = world_rank;
+  auto self = std::make_unique<Comm>();
+  self->handle = MPI_COMM_SELF;
+  self->context = 2;
+  self->members = {world_rank};
+  self->rank = 0;
+  t->comms[MPI_COMM_WORLD].comm = std::move(world);
+  t->comms[MPI_COMM_WORLD].name = "MPI_COMM_WORLD";
+  t->comms[MPI_COMM_SELF].comm = std::move(self);
+  t->comms[MPI_COMM_SELF].name = "MPI_COMM_SELF";
+  t->groups.resize(kFirstUserGroup);
+  t->groups[MPI_GROUP_EMPTY] = std::make_unique<Group>();
+  t->keyvals.resize(kFirstUserKeyval);
+  t->errhs.resize(kFirstUserErrh);
+  t->errhs[MPI_ERRORS_ARE_FATAL].refs = 1;
+  t->errhs[MPI_ERRORS_RETURN].refs = 1;
+  t->infos.resize(kFirstUserInfo);
+  t->infos[MPI_INFO_ENV] = std::make_unique<Info>();
+  t->attr_values[MPI_TAG_UB] = UCHARM_MPI_TAG_UB;
+  t->attr_values[MPI_HOST] = MPI_PROC_NULL;
+  t->attr_values[MPI_IO] = MPI_ANY_SOURCE;  // every rank can do I/O
+  t->attr_values[MPI_WTIME_IS_GLOBAL] = 0;
+  t->attr_values[MPI_APPNUM] = 0;
+  t->attr_values[MPI_UNIVERSE_SIZE] = world_size;
+  t->attr_values[MPI_LASTUSEDCODE] = MPI_ERR_LASTCODE;
+  return t;
+}
+
+Comm* comm_get(MPI_Comm c) {
+  CommTable& t = my_comms();
+  if (c <= 0 || static_cast<std::size_t>(c) >= t.comms.size()) return nullptr;
+  return t.comms[static_cast<std::size_t>(c)].comm.get();
+}
+
+MPI_Comm_errhandler_function* errhandler_function(MPI_Errhandler h) {
+  CommTable& t = my_comms();
+  if (h < kFirstUserErrh || static_cast<std::size_t>(h) >= t.errhs.size()) return nullptr;
+  return t.errhs[static_cast<std::size_t>(h)].fn;
+}
+
+namespace cm {
+
+CommSlot* slot_of(MPI_Comm c) {
+  CommTable& t = my_comms();
+  if (c <= 0 || static_cast<std::size_t>(c) >= t.comms.size() || !t.comms[static_cast<std::size_t>(c)].comm)
+    return nullptr;
+  return &t.comms[static_cast<std::size_t>(c)];
+}
+
+Group* group_get(MPI_Group g) {
+  CommTable& t = my_comms();
+  if (g <= 0 || static_cast<std::size_t>(g) >= t.groups.size()) return nullptr;
+  return t.groups[static_cast<std::size_t>(g)].get();
+}
+
+MPI_Group group_new(std::vector<int> members) {
+  if (members.empty()) return MPI_GROUP_EMPTY;
+  CommTable& t = my_comms();
+  const std::size_t h = free_slot<std::unique_ptr<Group>>(t.groups, kFirstUserGroup,
+                                                          [](const std::unique_ptr<Group>& g) { return !g; });
+  t.groups[h] = std::make_unique<Group>(Group{std::move(members)});
+  return static_cast<MPI_Group>(h);
+}
+
+Info* info_get(MPI_Info i) {
+  CommTable& t = my_comms();
+  if (i <= 0 || static_cast<std::size_t>(i) >= t.infos.size()) return nullptr;
+  return t.infos[static_cast<std::size_t>(i)].get();
+}
+
+Keyval* keyval_get(int k) {
+  CommTable& t = my_comms();
+  if (k < kFirstUserKeyval || static_cast<std::size_t>(k) >= t.keyvals.size()) return nullptr;
+  Keyval& kv = t.keyvals[static_cast<std::size_t>(k)];
+  return kv.refs > 0 && !kv.freed ? &kv : nullptr;
+}
+
+void keyval_release(int k) {
+  Keyval& kv = my_comms().keyvals[static_cast<std::size_t>(k)];
+  if (--kv.refs == 0) kv = Keyval{};
+}
+
+bool errh_valid(MPI_Errhandler h) {
+  CommTable& t = my_comms();
+  return h > 0 && static_cast<std::size_t>(h) < t.errhs.size() && t.errhs[static_cast<std::size_t>(h)].refs > 0;
+}
+void errh_ref(MPI_Errhandler h) {
+  if (h >= kFirstUserErrh) ++my_comms().errhs[static_cast<std::size_t>(h)].refs;
+}
+void errh_unref(MPI_Errhandler h) {
+  if (h < kFirstUserErrh) return;
+  Errh& e = my_comms().errhs[static_cast<std::size_t>(h)];
+  if (--e.refs == 0) e = Errh{};
+}
+
+// MPI_COMM_NULL is named: passing it (e.g. MPI_Comm_free of a split's MPI_COMM_NULL result)
+// is the usual mistake.
+// Position of each world rank in `members`.
+std::unordered_map<int, int> index_of(const std::vector<int>& members) {
+  std::unordered_map<int, int> m;
+  m.reserve(members.size());
+  for (std::size_t i = 0; i < members.size(); ++i) m.emplace(members[i], static_cast<int>(i));
+  return m;
+}
+
+// Collective over `over`: a context unused by every participant (on `tag` of over's
+// collective context). Returns an MPI code.
+int agree_context(Comm& over, int tag, std::uint32_t* out) {
+  CommTable& t = my_comms();
+  unsigned long long mine = t.next_context, all = 0;
+  if (int e = coll_allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, over, tag)) return e;
+  *out = static_cast<std::uint32_t>(all);
+  t.next_context = static_cast<std::uint32_t>(all) + 2;
+  return MPI_SUCCESS;
+}
+
+// A new communicator of the calling rank (a member of `members`, at `rank`).
+MPI_Comm comm_add(std::uint32_t context, std::vector<int> members, int rank, MPI_Errhandler eh) {
+  CommTable& t = my_comms();
+  const std::size_t h = free_slot<CommSlot>(t.comms, kFirstUserComm, [](const CommSlot& s) { return !s.comm; });
+  auto c = std::make_unique<Comm>();
+  c->handle = static_cast<MPI_Comm>(h);
+  c->context = context;
+  c->members = std::move(members);
+  c->rank = rank;
+  c->errhandler = eh;
+  errh_ref(eh);
+  t.comms[h] = CommSlot{};
+  t.comms[h].comm = std::move(c);
+  return static_cast<MPI_Comm>(h);
+}
+
+// Runs the delete callbacks of c's attributes and frees the communicator.
+int comm_destroy(MPI_Comm handle) {
+  CommSlot* s = slot_of(handle);
+  int rc = MPI_SUCCESS;
+  while (!s->attrs.empty()) {
+    auto it = s->attrs.begin();
+    const int k = it->first;
+    void* v = it->second;
+    s->attrs.erase(it);
+    Keyval& kv = my_comms().keyvals[static_cast<std::size_t>(k)];
+    if (kv.del) {
+      const int e = kv.del(handle, k, v, kv.extra);
+      if (e && !rc) rc = e;
+    }
+    keyval_release(k);
+    s = slot_of(handle);  // a callback may have created communicators (the table moved)
+  }
+  errh_unref(s->comm->errhandler);
+  *s = CommSlot{};
+  return rc;
+}
+
+// Comm_split's core, collective over `parent`: members with the same color, ordered by
+// (key, rank in parent). MPI_UNDEFINED: no new communicator.
+int split(Comm& parent, int color, int key, MPI_Comm* out, const char* fn) {
+  CommTable& t = my_comms();
+  const int n = parent.size();
+  int mine[3] = {color, key, static_cast<int>(t.next_context)};
+  std::vector<int> all(3 * static_cast<std::size_t>(n));
+  const int tag = coll_tag(parent);
+  if (int e = coll_allgather(mine, 3, MPI_INT, all.data(), parent, tag))
+    return error(parent.handle, e, fn, "the exchange of colors and keys failed");
+  std::uint32_t context = 0;
+  for (int i = 0; i < n; ++i) context = std::max(context, static_cast<std::uint32_t>(all[3 * static_cast<std::size_t>(i) + 2]));
+  t.next_context = context + 2;
+  *out = MPI_COMM_NULL;
+  if (color == MPI_UNDEFINED) return MPI_SUCCESS;
+  std::vector<int> ranks;  // parent ranks of my color
+  for (int i = 0; i < n; ++i)
+    if (all[3 * static_cast<std::size_t>(i)] == color) ranks.push_back(i);
+  std::stable_sort(ranks.begin(), ranks.end(), [&](int a, int b) {
+    return all[3 * static_cast<std::size_t>(a) + 1] < all[3 * static_cast<std::size_t>(b) + 1];
+  });
+  std::vector<int> members(ranks.size());
+  int rank = 0;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    members[i] = parent.members[static_cast<std::size_t>(ranks[i])];
+    if (ranks[i] == parent.rank) rank = static_cast<int>(i);
+  }
+  *out = comm_add(context, std::move(members), rank, parent.errhandler);
+  return MPI_SUCCESS;
+}
+
+// Collective over `parent`: a new communicator of parent's first `nnodes` ranks (the
+// topology constructors: no reordering); MPI_COMM_NULL for the others.
+int comm_prefix(Comm& parent, int nnodes, MPI_Comm* out, const char* fn) {
+  std::uint32_t context = 0;
+  if (int e = agree_context(parent, coll_tag(parent), &context))
+    return error(parent.handle, e, fn, "the context agreement failed");
+  *out = MPI_COMM_NULL;
+  if (parent.rank >= nnodes) return MPI_SUCCESS;
+  std::vector<int> members(parent.members.begin(), parent.members.begin() + nnodes);
+  *out = comm_add(context, std::move(members), parent.rank, parent.errhandler);
+  return MPI_SUCCESS;
+}
+
+int copy_string(const std::string& s, char* out, int max, int* len) {
+  const std::size_t n = std::min(s.size(), static_cast<std::size_t>(max - 1));
+  std::memcpy(out, s.data(), n);
+  out[n] = '\0';
+  if (len) *len = static_cast<int>(n);
+  return MPI_SUCCESS;
+}
+
+}  // namespace cm
+}  // namespace ampi

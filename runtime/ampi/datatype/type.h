@@ -1,0 +1,369 @@
+// The datatype representation (private to datatype/): predefined types, flattened layouts
+// (runs), the Builder that makes them, and the process-wide handle table.
+//
+// A datatype is kept flattened, as two lists of runs in typemap order:
+//  - items: runs of consecutive elements of one predefined type (pair types such as
+//    MPI_DOUBLE_INT stay whole), for reduction operations and MPI_Get_elements;
+//  - bytes: runs of bytes, for pack/unpack, merged across types where they touch, so a
+//    contiguous type packs with one memcpy and a vector of doubles with one per block.
+// A run may repeat at a fixed stride, so a vector of a million blocks is one run.
+// Bounds follow MPI: lb/ub come from MPI_LB/MPI_UB markers or MPI_Type_create_resized when
+// there are any (they are sticky: they carry into every type built from this one), else
+// from the data, with a struct's extent padded to its strictest alignment like a C struct.
+//
+// Handles: the predefined types are one constant table; derived types live in one
+// process-wide table (ranks in one process are user-level threads that create types
+// concurrently; they never pass handles to each other). Lookups take no lock: the table is
+// chunks that never move. A derived type is reference counted so that communication that
+// still uses a type the program freed (legal in MPI) keeps it alive: see type_retain.
+#pragma once
+
+#include "internal.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace ampi::dt {
+
+constexpr int kPredefined = UCHARM_MPI_PREDEFINED_TYPES;
+
+// ---- predefined types ---------------------------------------------------------------------
+
+// The C layout of MPI's pair types (MPI_DOUBLE_INT is struct { double; int; }).
+template <class V>
+struct PairOf {
+  V value;
+  int index;
+};
+
+struct Basic {
+  const char* name = nullptr;
+  std::size_t size = 0;         // MPI_Type_size: the bytes of data
+  std::ptrdiff_t extent = 0;    // the C sizeof
+  std::size_t align = 1;
+  std::size_t part1 = 0;        // bytes of data at offset 0
+  std::ptrdiff_t part2_at = 0;  // pair types: their int, part2 bytes at part2_at
+  std::size_t part2 = 0;
+  int elements = 1;  // basic elements (MPI_Get_elements counts a pair as two)
+};
+
+template <class T>
+constexpr Basic plain(const char* name) {
+  return Basic{name, sizeof(T), sizeof(T), alignof(T), sizeof(T), 0, 0, 1};
+}
+
+template <class V>
+constexpr Basic pair(const char* name) {
+  return Basic{name, sizeof(V) + sizeof(int), sizeof(PairOf<V>), alignof(PairOf<V>), sizeof(V),
+               offsetof(PairOf<V>, index), sizeof(int), 2};
+}
+
+constexpr std::array<Basic, kPredefined> make_basics() {
+  std::array<Basic, kPredefined> b{};
+  b[MPI_DATATYPE_NULL] = Basic{"MPI_DATATYPE_NULL", 0, 0, 1, 0, 0, 0, 0};
+  b[MPI_CHAR] = plain<char>("MPI_CHAR");
+  b[MPI_SIGNED_CHAR] = plain<signed char>("MPI_SIGNED_CHAR");
+  b[MPI_UNSIGNED_CHAR] = plain<unsigned char>("MPI_UNSIGNED_CHAR");
+  b[MPI_BYTE] = plain<unsigned char>("MPI_BYTE");
+  b[MPI_SHORT] = plain<short>("MPI_SHORT");
+  b[MPI_UNSIGNED_SHORT] = plain<unsigned short>("MPI_UNSIGNED_SHORT");
+  b[MPI_INT] = plain<int>("MPI_INT");
+  b[MPI_UNSIGNED] = plain<unsigned>("MPI_UNSIGNED");
+  b[MPI_LONG] = plain<long>("MPI_LONG");
+  b[MPI_UNSIGNED_LONG] = plain<unsigned long>("MPI_UNSIGNED_LONG");
+  b[MPI_LONG_LONG_INT] = plain<long long>("MPI_LONG_LONG_INT");
+  b[MPI_UNSIGNED_LONG_LONG] = plain<unsigned long long>("MPI_UNSIGNED_LONG_LONG");
+  b[MPI_FLOAT] = plain<float>("MPI_FLOAT");
+  b[MPI_DOUBLE] = plain<double>("MPI_DOUBLE");
+  b[MPI_LONG_DOUBLE] = plain<long double>("MPI_LONG_DOUBLE");
+  b[MPI_WCHAR] = plain<wchar_t>("MPI_WCHAR");
+  b[MPI_C_BOOL] = plain<bool>("MPI_C_BOOL");
+  b[MPI_INT8_T] = plain<std::int8_t>("MPI_INT8_T");
+  b[MPI_INT16_T] = plain<std::int16_t>("MPI_INT16_T");
+  b[MPI_INT32_T] = plain<std::int32_t>("MPI_INT32_T");
+  b[MPI_INT64_T] = plain<std::int64_t>("MPI_INT64_T");
+  b[MPI_UINT8_T] = plain<std::uint8_t>("MPI_UINT8_T");
+  b[MPI_UINT16_T] = plain<std::uint16_t>("MPI_UINT16_T");
+  b[MPI_UINT32_T] = plain<std::uint32_t>("MPI_UINT32_T");
+  b[MPI_UINT64_T] = plain<std::uint64_t>("MPI_UINT64_T");
+  b[MPI_AINT] = plain<MPI_Aint>("MPI_AINT");
+  b[MPI_OFFSET] = plain<MPI_Offset>("MPI_OFFSET");
+  b[MPI_COUNT] = plain<MPI_Count>("MPI_COUNT");
+  b[MPI_PACKED] = plain<unsigned char>("MPI_PACKED");
+  b[MPI_FLOAT_INT] = pair<float>("MPI_FLOAT_INT");
+  b[MPI_DOUBLE_INT] = pair<double>("MPI_DOUBLE_INT");
+  b[MPI_LONG_INT] = pair<long>("MPI_LONG_INT");
+  b[MPI_2INT] = pair<int>("MPI_2INT");
+  b[MPI_SHORT_INT] = pair<short>("MPI_SHORT_INT");
+  b[MPI_LONG_DOUBLE_INT] = pair<long double>("MPI_LONG_DOUBLE_INT");
+  b[MPI_C_FLOAT_COMPLEX] = Basic{"MPI_C_FLOAT_COMPLEX", 2 * sizeof(float), 2 * sizeof(float),
+                                 alignof(float), 2 * sizeof(float), 0, 0, 1};
+  b[MPI_C_DOUBLE_COMPLEX] = Basic{"MPI_C_DOUBLE_COMPLEX", 2 * sizeof(double), 2 * sizeof(double),
+                                  alignof(double), 2 * sizeof(double), 0, 0, 1};
+  b[MPI_C_LONG_DOUBLE_COMPLEX] =
+      Basic{"MPI_C_LONG_DOUBLE_COMPLEX", 2 * sizeof(long double), 2 * sizeof(long double),
+            alignof(long double), 2 * sizeof(long double), 0, 0, 1};
+  b[MPI_UB] = Basic{"MPI_UB", 0, 0, 1, 0, 0, 0, 0};
+  b[MPI_LB] = Basic{"MPI_LB", 0, 0, 1, 0, 0, 0, 0};
+  b[MPI_CXX_BOOL] = plain<bool>("MPI_CXX_BOOL");
+  return b;
+}
+
+constexpr std::array<Basic, kPredefined> kBasics = make_basics();
+
+// Checked once here so that a new predefined type in mpi.h.in cannot be left out.
+constexpr bool all_named() {
+  for (const Basic& b : kBasics)
+    if (b.name == nullptr) return false;
+  return true;
+}
+static_assert(all_named(), "a predefined datatype of mpi.h.in has no entry in make_basics()");
+static_assert(kBasics[MPI_LONG_DOUBLE].size == 16 && kBasics[MPI_DOUBLE_INT].size == 12 &&
+                  kBasics[MPI_DOUBLE_INT].extent == 16 && kBasics[MPI_2INT].size == 8,
+              "x86-64 layout expected");
+
+// ---- layouts ------------------------------------------------------------------------------
+
+// `count` consecutive items of `basic` (bytes when in a bytes list) at `offset`, the whole
+// block repeated `reps` times `stride` bytes apart.
+struct Run {
+  std::ptrdiff_t offset = 0;
+  std::size_t count = 0;
+  std::size_t reps = 1;
+  std::ptrdiff_t stride = 0;
+  MPI_Datatype basic = MPI_BYTE;
+};
+
+struct Layout {
+  std::vector<Run> items;  // typed runs (basic = a predefined type)
+  std::vector<Run> bytes;  // byte runs (basic = MPI_BYTE)
+  std::size_t size = 0;
+  long long elements = 0;  // basic elements in one element
+  std::ptrdiff_t lb = 0, ub = 0, true_lb = 0, true_ub = 0;
+  bool lb_marked = false, ub_marked = false;  // bounds set by markers or resized (sticky)
+  bool lb_known = false, ub_known = false;    // has a bound an enclosing type must count
+  std::size_t align = 1;
+  bool contiguous = true;                    // one dense block of size bytes at lb
+  MPI_Datatype uniform = MPI_DATATYPE_NULL;  // the one basic type of all items, if one
+
+  std::ptrdiff_t extent() const { return ub - lb; }
+};
+
+// Merges a repeated block whose stride equals its length into one block.
+// Merges a repeated block whose stride equals its length into one block.
+void normalize(Run& r, std::ptrdiff_t unit);
+void append(std::vector<Run>& v, Run s, std::ptrdiff_t unit);
+std::ptrdiff_t item_unit(MPI_Datatype basic);
+
+// Appends `n` copies of the runs `src`, `ext` bytes apart, starting at `disp`.
+void add_runs(std::vector<Run>& dst, const std::vector<Run>& src, std::ptrdiff_t disp, std::size_t n,
+              std::ptrdiff_t ext, bool bytes);
+void finish_flags(Layout& l);
+
+class Builder {
+ public:
+  // `n` copies of `c` at disp, disp + spacing, ... (spacing: c's extent unless given).
+  void add(const Layout& c, std::ptrdiff_t disp, std::size_t n) { add(c, disp, n, c.extent()); }
+  void add(const Layout& c, std::ptrdiff_t disp, std::size_t n, std::ptrdiff_t spacing) {
+    if (n == 0) return;
+    std::ptrdiff_t ext = spacing;
+    std::ptrdiff_t last = disp + static_cast<std::ptrdiff_t>(n - 1) * ext;
+    std::ptrdiff_t lo = std::min(disp, last), hi = std::max(disp, last);
+    if (c.lb_marked) {
+      lb_marked_min_ = lb_marked_ ? std::min(lb_marked_min_, lo + c.lb) : lo + c.lb;
+      lb_marked_ = true;
+    } else if (c.lb_known) {
+      lb_min_ = has_lb_ ? std::min(lb_min_, lo + c.lb) : lo + c.lb;
+      has_lb_ = true;
+    }
+    if (c.ub_marked) {
+      ub_marked_max_ = ub_marked_ ? std::max(ub_marked_max_, hi + c.ub) : hi + c.ub;
+      ub_marked_ = true;
+    } else if (c.ub_known) {
+      ub_max_ = has_ub_ ? std::max(ub_max_, hi + c.ub) : hi + c.ub;
+      has_ub_ = true;
+    }
+    if (!c.bytes.empty()) {
+      l_.true_lb = has_data_ ? std::min(l_.true_lb, lo + c.true_lb) : lo + c.true_lb;
+      l_.true_ub = has_data_ ? std::max(l_.true_ub, hi + c.true_ub) : hi + c.true_ub;
+      has_data_ = true;
+      l_.align = std::max(l_.align, c.align);
+    }
+    l_.size += n * c.size;
+    l_.elements += static_cast<long long>(n) * c.elements;
+    add_runs(l_.items, c.items, disp, n, ext, false);
+    add_runs(l_.bytes, c.bytes, disp, n, ext, true);
+  }
+
+  // `pad`: round the extent up to the alignment, as a C struct is (MPI_Type_create_struct
+  // without markers).
+  Layout finish(bool pad) {
+    l_.lb_marked = lb_marked_;
+    l_.ub_marked = ub_marked_;
+    l_.lb_known = lb_marked_ || has_lb_;
+    l_.ub_known = ub_marked_ || has_ub_;
+    l_.lb = lb_marked_ ? lb_marked_min_ : has_lb_ ? lb_min_ : 0;
+    l_.ub = ub_marked_ ? ub_marked_max_ : has_ub_ ? ub_max_ : 0;
+    if (pad && !lb_marked_ && !ub_marked_ && has_data_) {
+      auto a = static_cast<std::ptrdiff_t>(l_.align);
+      std::ptrdiff_t rem = l_.extent() % a;
+      if (rem < 0) rem += a;
+      if (rem != 0) l_.ub += a - rem;
+    }
+    if (!has_data_) l_.true_lb = l_.true_ub = 0;
+    finish_flags(l_);
+    return std::move(l_);
+  }
+
+ private:
+  Layout l_;
+  bool lb_marked_ = false, ub_marked_ = false, has_lb_ = false, has_ub_ = false, has_data_ = false;
+  std::ptrdiff_t lb_marked_min_ = 0, ub_marked_max_ = 0, lb_min_ = 0, ub_max_ = 0;
+};
+
+Layout basic_layout(MPI_Datatype t);
+Layout resized(Layout l, std::ptrdiff_t lb, std::ptrdiff_t extent);
+
+// ---- the handle table ---------------------------------------------------------------------
+
+// How a derived type was made, for MPI_Type_get_envelope / MPI_Type_get_contents: the
+// combiner and the constructor's arguments, in the order MPI lists them. The types named
+// are retained while this type exists (the program may free them first).
+struct Recipe {
+  int combiner = MPI_COMBINER_NAMED;
+  std::vector<int> ints;
+  std::vector<MPI_Aint> addrs;
+  std::vector<MPI_Datatype> types;
+};
+
+struct Type {
+  explicit Type(Layout layout, bool pre = false) : l(std::move(layout)), predefined(pre) {}
+  ~Type() {
+    for (MPI_Datatype t : recipe.types) type_release(t);
+  }
+  Type(const Type&) = delete;
+  Type& operator=(const Type&) = delete;
+  const Layout l;
+  Recipe recipe;                    // set once, before the handle is given out
+  const bool predefined;
+  bool committed = false;           // only the creating rank writes it
+  std::atomic<bool> freed{false};   // MPI_Type_free was called: the handle is gone
+  std::atomic<int> refs{1};         // the program's handle plus type_retain
+  std::string name;                 // under Table::names_mutex
+};
+
+class Table {
+ public:
+  Table() {
+    for (int t = 0; t < kPredefined; ++t) predefined_[t] = std::make_unique<Type>(basic_layout(t), true);
+  }
+
+  Type* find(MPI_Datatype h) const {
+    if (h < kPredefined) return h > 0 ? predefined_[h].get() : nullptr;
+    auto i = static_cast<std::size_t>(h - kPredefined);
+    if (i >= kChunkSize * kChunks) return nullptr;
+    Slot* chunk = chunks_[i / kChunkSize].load(std::memory_order_acquire);
+    return chunk ? chunk[i % kChunkSize].load(std::memory_order_acquire) : nullptr;
+  }
+
+  // The new handle, or -1 when every handle is taken.
+  MPI_Datatype add(std::unique_ptr<Type> t) {
+    std::lock_guard<std::mutex> g(mutex_);
+    std::size_t i;
+    // Freed handles wait a while before reuse, so that a stale handle is usually caught.
+    if (free_.size() > kReuseAfter || (next_ == kChunkSize * kChunks && !free_.empty())) {
+      i = free_.front();
+      free_.pop_front();
+    } else if (next_ < kChunkSize * kChunks) {
+      i = next_++;
+    } else {
+      return -1;
+    }
+    auto& chunk = chunks_[i / kChunkSize];
+    if (chunk.load(std::memory_order_relaxed) == nullptr) chunk.store(new Slot[kChunkSize]{}, std::memory_order_release);
+    chunk.load(std::memory_order_relaxed)[i % kChunkSize].store(t.release(), std::memory_order_release);
+    return static_cast<MPI_Datatype>(i + kPredefined);
+  }
+
+  void remove(MPI_Datatype h) {
+    Type* t;
+    {
+      std::lock_guard<std::mutex> g(mutex_);
+      auto i = static_cast<std::size_t>(h - kPredefined);
+      t = chunks_[i / kChunkSize].load(std::memory_order_relaxed)[i % kChunkSize].exchange(nullptr);
+      free_.push_back(i);
+    }
+    delete t;
+  }
+
+  // Whether `h` was ever given out (a handle not found now was freed).
+  bool issued(MPI_Datatype h) {
+    std::lock_guard<std::mutex> g(mutex_);
+    return h >= kPredefined && static_cast<std::size_t>(h - kPredefined) < next_;
+  }
+
+  std::mutex names_mutex;
+
+ private:
+  using Slot = std::atomic<Type*>;
+  static constexpr std::size_t kChunkSize = 4096;
+  static constexpr std::size_t kChunks = 4096;  // 16M derived types at once
+  static constexpr std::size_t kReuseAfter = 1024;
+  std::unique_ptr<Type> predefined_[kPredefined];
+  std::atomic<Slot*> chunks_[kChunks]{};
+  std::mutex mutex_;
+  std::deque<std::size_t> free_;
+  std::size_t next_ = 0;
+};
+
+// Never destroyed: ranks may still use types while the process exits.
+// The process-wide table (table.cpp); never destroyed: ranks may still use types while
+// the process exits.
+Table& table();
+// A type the program may name: predefined, or derived and not freed.
+Type* live(MPI_Datatype h);
+// Internal users (pack, unpack) may use a type the program freed while they hold it.
+const Layout& layout(MPI_Datatype h);
+// A new handle for a derived type made of `l` (retaining the types `r` names).
+int new_handle(Layout l, Recipe r, MPI_Datatype* newtype, const char* fn);
+
+// ---- pack and unpack ----------------------------------------------------------------------
+
+// The address `off` bytes from `base`. Integer arithmetic: with MPI_BOTTOM (a null buffer)
+// the displacements are absolute addresses.
+inline char* at(std::uintptr_t base, std::ptrdiff_t off) {
+  return reinterpret_cast<char*>(base + static_cast<std::uintptr_t>(off));
+}
+
+// Copies one run, with fixed-size copies for the common block lengths.
+template <bool kPack>
+inline void copy_run(const Run& r, std::uintptr_t base, char*& packed) {
+  char* p = at(base, r.offset);
+  auto fixed = [&](auto n) {
+    for (std::size_t k = 0; k < r.reps; ++k, p += r.stride, packed += n) {
+      if constexpr (kPack) std::memcpy(packed, p, n);
+      else std::memcpy(p, packed, n);
+    }
+  };
+  switch (r.count) {
+    case 4: fixed(std::integral_constant<std::size_t, 4>{}); return;
+    case 8: fixed(std::integral_constant<std::size_t, 8>{}); return;
+    case 16: fixed(std::integral_constant<std::size_t, 16>{}); return;
+    default:
+      for (std::size_t k = 0; k < r.reps; ++k, p += r.stride, packed += r.count) {
+        if constexpr (kPack) std::memcpy(packed, p, r.count);
+        else std::memcpy(p, packed, r.count);
+      }
+  }
+}
+
+}  // namespace ampi::dt

@@ -1,0 +1,66 @@
+// What the point-to-point sources share (private to pt2pt/): the send and receive paths
+// with the datatype's facts already looked up, statuses, waiting, and the argument checks
+// of the point-to-point calls. The MPI-level entry points are in send.cpp, completion.cpp,
+// probe.cpp and persistent.cpp; the paths themselves in transfer.cpp.
+#pragma once
+
+#include "pt2pt/p2p.h"
+
+namespace ampi {
+
+// Ssend inside the runtime: completes when the receiver has matched (transfer.cpp).
+int issend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx, MPI_Request* req);
+
+namespace pt2pt {
+
+// ---- transfer.cpp ----------------------------------------------------------------------------
+// Copies between any two buffers, host or device.
+void copy_any(void* dst, const void* src, std::size_t n);
+// Delivers `msg` (matched) into receive request `h`; takes the message.
+void deliver(Rank* r, MPI_Request h, void* msg);
+void fill_status_from_msg(MPI_Status* st, void* msg);
+void empty_status(MPI_Status* st);
+void proc_null_status(MPI_Status* st);
+// Whether a send's data travels as its own zero-copy transfer (see transfer.cpp).
+bool goes_direct(int count, const TypeFacts& f, bool on_device);
+// Starts a send. `sync_req`: the request an Ssend's acknowledgement completes (0: none);
+// `on_device`: buf is device memory; `device`: goes_direct said so (`device_req` completes
+// when the transfer has left the buffer). `f`: the facts of t.
+void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFacts& f, int dest, int tag, Comm& c,
+                Ctx ctx, MPI_Request sync_req, MPI_Request device_req, bool on_device, bool device);
+// The calling thread waits until request h completes.
+void wait_one(P2p& p, MPI_Request h);
+// The runtime's point-to-point (internal.h) with t's facts given.
+int isend_with(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFacts& f, int dest, int tag, Comm& c,
+               Ctx ctx, MPI_Request* req);
+int send_with(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFacts& f, int dest, int tag, Comm& c,
+              Ctx ctx);
+// `matched`: a message MPI_Mprobe took (MPI_Mrecv): received as is, no matching.
+int irecv_with(Rank* r, void* buf, int count, MPI_Datatype t, const TypeFacts& f, int src, int tag, Comm& c,
+               Ctx ctx, MPI_Request* req, void* matched = nullptr);
+// A blocking receive: its status into *st (when not null); returns the status's error.
+int recv_with(Rank* r, void* buf, int count, MPI_Datatype t, const TypeFacts& f, int src, int tag, Comm& c, Ctx ctx,
+              MPI_Status* st);
+
+// ---- send.cpp: argument checks; MPI_SUCCESS or the error's return ---------------------------
+// The communicator (c: comm's, nullptr when invalid), count, datatype and buffer; `f`: the
+// facts of t, for the call to use.
+int check_buffer(MPI_Comm comm, const char* fn, Comm* c, const void* buf, int count, MPI_Datatype t, TypeFacts& f);
+int check_send(const char* fn, const void* buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
+               Comm*& c, TypeFacts& f);
+int check_recv(const char* fn, const void* buf, int count, MPI_Datatype t, int src, int tag, MPI_Comm comm,
+               Comm*& c, TypeFacts& f);
+
+// ---- completion.cpp ----------------------------------------------------------------------------
+// The error a completed request's status reports, through the communicator's handler.
+int status_error(const char* fn, MPI_Comm comm, const MPI_Status& st);
+// Finishes a completed request for Wait/Test: status out, request freed (or made inactive).
+// Returns the request's error class (MPI_SUCCESS normally).
+int finish(P2p& p, MPI_Request* h, MPI_Status* st);
+// MPI_REQUEST_NULL or a persistent request not started.
+bool inactive(P2p& p, MPI_Request h);
+int check_request(P2p& p, MPI_Request h, const char* fn);
+int check_requests(P2p& p, int n, const MPI_Request* reqs, const char* fn);
+
+}  // namespace pt2pt
+}  // namespace ampi

@@ -1,0 +1,466 @@
+// Point-to-point transfer: routing, arrival, delivery, sends and receives inside the runtime,
+// nonblocking-collective tasks; device buffers.
+//
+// A message is one core raw message to the receiving rank's element: WireHeader (+ WireExt)
+// + the packed data. The runtime delivers the messages of a pair of ranks in order, so the
+// receiver matches them in arrival order against its posted receives, or queues them as
+// unexpected: no sequence numbers here.
+//
+// Device buffers (CUDA memory, found by the memory-type cache): the data goes device-direct
+// as a Converse device transfer (CmiSendDevice) started at once, next to the host message,
+// which carries its tag; the receiver posts the device receive when the message matches.
+// That needs no rendezvous round trip; ANY_SOURCE works because matching happens on the host
+// message. +ampi-staging copies through host memory instead.
+#include "pt2pt/pt2pt.h"
+#include "pt2pt/wire.h"
+#include "rank.h"
+
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#ifdef UCHARM_AMPI_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace ampi {
+using namespace pt2pt;
+
+namespace {
+
+// ---- routing -----------------------------------------------------------------------------------
+// Point-to-point traffic is AMPI's hot path: its messages skip the core's entry-method
+// layer (envelope, collection and element lookup, quiescence counts) and go as Converse
+// messages with one handler, the destination rank in the header. Each PE knows which PE
+// holds every rank (the rank array's map, asked once) and which ranks it holds itself.
+// Converse keeps the messages of a pair of PEs in order, as the core's path did. Migration
+// (a later issue) would update `pe` and forward what reaches the old PE.
+struct Routes {
+  std::vector<int> pe;                  // by world rank: the PE that holds it
+  std::vector<Rank*> local;             // by world rank: the rank, if it lives on this PE
+  std::vector<std::pair<int, void*>> early;  // messages for ranks not built here yet, in order
+};
+Routes g_routes;  // this PE's (non-SMP: one PE per process)
+
+void on_wire(void* msg);
+using WireHandler = ck::ConverseHandler<&on_wire>;
+
+inline void* wire_alloc(std::size_t len) {
+  void* m = CmiAlloc(CmiMsgHeaderSizeBytes + len);
+  CmiSetHandler(m, WireHandler::handler());
+  return m;
+}
+inline void wire_send(int dest_world, void* msg) {
+  CmiSyncSendAndFree(g_routes.pe[static_cast<std::size_t>(dest_world)], CmiMsgSize(msg), msg);
+}
+
+
+constexpr std::uint32_t kInternalFlags = kSyncAck;
+
+}  // namespace
+
+bool is_device(const void* p) { return p && cuda_loaded() && CmiGetMemoryType(p) == CmiMemoryType::Cuda; }
+
+namespace pt2pt {
+
+// Copies between any two buffers, host or device.
+void copy_any(void* dst, const void* src, std::size_t n) {
+#ifdef UCHARM_AMPI_CUDA
+  if (is_device(dst) || is_device(src)) {
+    if (cudaMemcpy(dst, src, n, cudaMemcpyDefault) != cudaSuccess)
+      CkAbort("AMPI: cudaMemcpy of %zu bytes between a device and a host buffer failed", n);
+    return;
+  }
+#endif
+  std::memcpy(dst, src, n);
+}
+
+// The message that completes a device transfer's request on this rank (runs here later).
+void* completion_msg(Rank* r, MPI_Request req) {
+  void* m = wire_alloc(sizeof(WireHeader) + sizeof(WireExt));
+  wire(m) = WireHeader{0, 0, 0, kSyncAck, r->world_rank(), 0};
+  ext(m) = WireExt{0, 0, r->world_rank(), req};
+  return m;
+}
+
+// Acknowledges a matched Ssend: the sender's request completes.
+void send_ack(Rank* r, Request& q) {
+  void* ack = wire_alloc(sizeof(WireHeader) + sizeof(WireExt));
+  wire(ack) = WireHeader{0, 0, 0, kSyncAck, q.ack_world, 0};
+  ext(ack) = WireExt{0, 0, r->world_rank(), q.ack_req};
+  wire_send(q.ack_world, ack);
+  q.ack_world = -1;
+}
+
+// Delivers `msg` (matched) into receive request `h`; takes the message.
+void deliver(Rank* r, MPI_Request h, void* msg) {
+  P2p& p = r->p2p();
+  Request& q = p.req(h);
+  const WireHeader hd = wire(msg);
+  const std::size_t bytes = data_bytes(msg);
+  const std::size_t room = static_cast<std::size_t>(q.count) * q.facts.size;
+  q.status.MPI_SOURCE = hd.src;
+  q.status.MPI_TAG = hd.tag;
+  q.status.MPI_ERROR = MPI_SUCCESS;
+  q.status.ucharm_bytes = static_cast<long long>(bytes < room ? bytes : room);
+  std::size_t n = bytes;
+  if (bytes > room) {
+    q.status.MPI_ERROR = MPI_ERR_TRUNCATE;
+    n = room;
+  }
+  q.matched = true;
+  if (hd.flags & kSync) {  // Ssend: acknowledged once the data is here (the sender's buffer is free)
+    q.ack_world = ext(msg).sender_world;
+    q.ack_req = ext(msg).sender_req;
+    if (!(hd.flags & kDevice)) send_ack(r, q);
+  }
+  if (hd.flags & kDevice) {
+    const std::uint64_t tag = ext(msg).device_tag;
+    CmiFree(msg);
+    if (bytes > room) {  // the transfer must still be taken, whole: into a scratch buffer
+      q.device_stage = std::malloc(bytes);
+      CmiRecvDevice(q.device_stage, bytes, tag, completion_msg(r, h));
+      return;
+    }
+    if (q.facts.contiguous) {
+      CmiRecvDevice(static_cast<char*>(q.buf) + q.facts.lb, bytes, tag, completion_msg(r, h));
+    } else {  // a derived layout: land it in host memory, unpack when it is in
+      q.device_stage = std::malloc(bytes ? bytes : 1);
+      CmiRecvDevice(q.device_stage, bytes, tag, completion_msg(r, h));
+    }
+    return;
+  }
+  if (n) {
+    char* dst = static_cast<char*>(q.buf) + q.facts.lb;
+    if (q.device) copy_any(dst, data_of(msg), n);  // host data into a device buffer
+    else if (q.facts.contiguous) std::memcpy(dst, data_of(msg), n);
+    else type_unpack(data_of(msg), n, q.buf, q.count, q.type);
+  }
+  CmiFree(msg);
+  p.complete(h);
+}
+
+// A device transfer into request `h` has landed.
+void device_arrived(Rank* r, MPI_Request h) {
+  P2p& p = r->p2p();
+  Request& q = p.req(h);
+  if (q.device_stage) {
+    if (q.status.MPI_ERROR == MPI_SUCCESS && q.status.ucharm_bytes > 0)
+      type_unpack(q.device_stage, static_cast<std::size_t>(q.status.ucharm_bytes), q.buf, q.count, q.type);
+    std::free(q.device_stage);
+    q.device_stage = nullptr;
+  }
+  if (q.ack_world >= 0) send_ack(r, q);
+  p.complete(h);
+}
+
+void fill_status_from_msg(MPI_Status* st, void* msg) {
+  const WireHeader& h = wire(msg);
+  if (st) {
+    st->MPI_SOURCE = h.src;
+    st->MPI_TAG = h.tag;
+    st->MPI_ERROR = MPI_SUCCESS;
+    st->ucharm_cancelled = 0;
+    st->ucharm_bytes = static_cast<long long>(data_bytes(msg));
+  }
+}
+
+void empty_status(MPI_Status* st) {
+  if (!st) return;
+  st->MPI_SOURCE = MPI_ANY_SOURCE;
+  st->MPI_TAG = MPI_ANY_TAG;
+  st->MPI_ERROR = MPI_SUCCESS;
+  st->ucharm_cancelled = 0;
+  st->ucharm_bytes = 0;
+}
+
+void proc_null_status(MPI_Status* st) {
+  empty_status(st);
+  if (st) st->MPI_SOURCE = MPI_PROC_NULL;
+}
+
+// Starts a send. `sync_req`: the request an Ssend's acknowledgement completes (0: none).
+// Whether a send's data travels as its own zero-copy transfer (a Converse device transfer,
+// which takes host memory as well) rather than copied into the message: device buffers
+// (unless +ampi-staging), and contiguous host data of +ampi-direct-min bytes or more. The
+// send then completes when the transfer has left the buffer.
+bool goes_direct(int count, const TypeFacts& f, bool on_device) {
+  if (count <= 0) return false;
+  if (on_device) return !staging_forced();
+  if (!f.contiguous) return false;
+  const std::size_t bytes = static_cast<std::size_t>(count) * f.size;
+  return direct_min() > 0 && bytes >= direct_min();
+}
+
+// `on_device`: buf is device memory (the caller asked the memory-type cache once);
+// `device`: goes_direct said so (the data goes as a transfer, `device_req` completes then).
+// `f`: the facts of t.
+void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFacts& f, int dest, int tag, Comm& c,
+                Ctx ctx, MPI_Request sync_req, MPI_Request device_req, bool on_device, bool device) {
+  const std::size_t bytes = static_cast<std::size_t>(count) * f.size;
+  const int dest_world = c.members[static_cast<std::size_t>(dest)];
+  const char* base = static_cast<const char*>(buf) + f.lb;
+  if (on_device && !f.contiguous)
+    CkAbort("AMPI: a send from a device buffer with a non-contiguous datatype (%s) is not supported",
+            type_name(t).c_str());
+  std::uint32_t flags = (sync_req ? kSync : 0u) | (device ? kDevice : 0u);
+  const std::size_t inline_bytes = device ? 0 : bytes;
+  void* msg = wire_alloc(data_offset(flags) + inline_bytes);
+  wire(msg) = WireHeader{c.ctx(ctx), c.rank, tag, flags, dest_world, 0};
+  if (has_ext(flags)) ext(msg) = WireExt{bytes, 0, r->world_rank(), sync_req};
+  if (device) {
+    CmiDeviceBuffer db;
+    db.ptr = base;
+    db.size = bytes;
+    CmiSendDevice(g_routes.pe[static_cast<std::size_t>(dest_world)], db, device_req ? completion_msg(r, device_req) : nullptr);
+    ext(msg).device_tag = db.tag;
+  } else if (bytes) {
+    if (on_device) copy_any(data_of(msg), base, bytes);  // +ampi-staging: through host memory
+    else if (f.contiguous) std::memcpy(data_of(msg), base, bytes);
+    else type_pack(buf, count, t, data_of(msg));
+  }
+  wire_send(dest_world, msg);
+}
+
+// The calling thread waits until request h completes.
+void wait_one(P2p& p, MPI_Request h) {
+  Request& q = p.req(h);  // stable: requests live in a deque that only grows
+  if (q.complete) return;
+  CthThread self = CthSelf();
+  rank_wait([&q, self] {
+    if (q.complete) return true;
+    q.waiter = self;  // complete() clears it when it wakes us
+    return false;
+  });
+  q.waiter = nullptr;
+}
+
+}  // namespace pt2pt
+// ---- arrival ----------------------------------------------------------------------------------------
+void on_message(Rank* r, void* msg) {
+  P2p& p = r->p2p();
+  const WireHeader& h = wire(msg);
+  if (h.flags & kInternalFlags) {  // an Ssend acknowledgement or a device completion
+    MPI_Request req = ext(msg).sender_req;
+    CmiFree(msg);
+    Request& q = p.req(req);
+    if (q.kind == ReqKind::Recv) device_arrived(r, req);
+    else p.complete(req);
+    return;
+  }
+  if (MPI_Request req = p.match_posted(h.context, h.src, h.tag)) {
+    p.unpost(req);
+    deliver(r, req, msg);
+    return;
+  }
+  p.push_unexpected(msg);
+  if (CthThread w = p.probe_waiter) {
+    p.probe_waiter = nullptr;
+    if (w != CthSelf()) CthAwaken(w);
+  }
+}
+
+namespace {
+void on_wire(void* msg) {
+  const auto dest = static_cast<std::size_t>(wire(msg).dest);
+  Rank* r = dest < g_routes.local.size() ? g_routes.local[dest] : nullptr;
+  if (!r) [[unlikely]] {  // its PE's creation message has not come yet (another PE was faster)
+    g_routes.early.emplace_back(static_cast<int>(dest), msg);
+    return;
+  }
+  on_message(r, msg);
+}
+}  // namespace
+
+void route_add(Rank* r) {
+  Routes& t = g_routes;
+  const auto n = static_cast<std::size_t>(r->world_size());
+  if (t.pe.size() != n) {
+    t.pe.resize(n);
+    for (std::size_t i = 0; i < n; ++i) t.pe[i] = ck::ElementProxy<Rank>(r->array_ref(), ck::index(static_cast<int>(i))).home_pe();
+    t.local.assign(n, nullptr);
+  }
+  t.local[static_cast<std::size_t>(r->world_rank())] = r;
+  // What came for it before it existed, in arrival order.
+  std::vector<std::pair<int, void*>> early;
+  early.swap(t.early);
+  for (auto& [dest, msg] : early) {
+    if (dest == r->world_rank()) on_message(r, msg);
+    else t.early.emplace_back(dest, msg);
+  }
+}
+
+// ---- the runtime's point-to-point ------------------------------------------------------------------
+namespace pt2pt {
+int isend_with(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFacts& f, int dest, int tag, Comm& c,
+               Ctx ctx, MPI_Request* req) {
+  P2p& p = r->p2p();
+  if (dest == MPI_PROC_NULL) {
+    MPI_Request h = p.alloc(ReqKind::Send);
+    proc_null_status(&p.req(h).status);
+    p.req(h).complete = true;
+    *req = h;
+    return MPI_SUCCESS;
+  }
+  const bool on_device = count > 0 && is_device(buf);
+  const bool device = goes_direct(count, f, on_device);
+  MPI_Request h = p.alloc(ReqKind::Send);
+  empty_status(&p.req(h).status);
+  start_send(r, buf, count, t, f, dest, tag, c, ctx, 0, device ? h : 0, on_device, device);
+  if (!device) p.req(h).complete = true;  // the data is in the message: the buffer is free
+  *req = h;
+  return MPI_SUCCESS;
+}
+
+int send_with(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFacts& f, int dest, int tag, Comm& c,
+              Ctx ctx) {
+  if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
+  const bool on_device = count > 0 && is_device(buf);
+  if (goes_direct(count, f, on_device)) {  // the buffer is busy until the transfer is done
+    MPI_Request h;
+    isend_with(r, buf, count, t, f, dest, tag, c, ctx, &h);
+    return wait_all(1, &h, nullptr);
+  }
+  start_send(r, buf, count, t, f, dest, tag, c, ctx, 0, 0, on_device, false);
+  return MPI_SUCCESS;
+}
+
+// `matched`: a message MPI_Mprobe took (MPI_Mrecv): received as is, no matching.
+int irecv_with(Rank* r, void* buf, int count, MPI_Datatype t, const TypeFacts& f, int src, int tag, Comm& c,
+               Ctx ctx, MPI_Request* req, void* matched) {
+  P2p& p = r->p2p();
+  MPI_Request h = p.alloc(ReqKind::Recv);
+  Request& q = p.req(h);
+  *req = h;
+  if (src == MPI_PROC_NULL) {
+    proc_null_status(&q.status);
+    q.complete = true;
+    return MPI_SUCCESS;
+  }
+  q.buf = buf;
+  q.count = count;
+  q.type = t;
+  q.peer = src;
+  q.tag = tag;
+  q.comm = c.handle;
+  q.context = c.ctx(ctx);
+  q.facts = f;
+  q.device = count > 0 && is_device(buf);
+  if (q.device && !f.contiguous)
+    CkAbort("AMPI: a receive into a device buffer with a non-contiguous datatype (%s) is not supported",
+            type_name(t).c_str());
+  if (matched) {
+    deliver(r, h, matched);
+    return MPI_SUCCESS;
+  }
+  std::int32_t u = p.find_unexpected(q.context, src, tag);
+  if (u >= 0) deliver(r, h, p.take_unexpected(u));
+  else p.post(h);
+  return MPI_SUCCESS;
+}
+
+// A blocking receive: its status into *st (when not null); returns the status's error.
+int recv_with(Rank* r, void* buf, int count, MPI_Datatype t, const TypeFacts& f, int src, int tag, Comm& c, Ctx ctx,
+              MPI_Status* st) {
+  MPI_Request h;
+  irecv_with(r, buf, count, t, f, src, tag, c, ctx, &h);
+  P2p& p = r->p2p();
+  wait_one(p, h);
+  Request& q = p.req(h);
+  const int rc = q.status.MPI_ERROR;
+  if (st) *st = q.status;
+  p.release(h);
+  return rc;
+}
+}  // namespace pt2pt
+
+int isend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx, MPI_Request* req) {
+  TypeFacts f;
+  type_facts(t, f);
+  return isend_with(current_rank(), buf, count, t, f, dest, tag, c, ctx, req);
+}
+
+int send(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx) {
+  TypeFacts f;
+  type_facts(t, f);
+  return send_with(current_rank(), buf, count, t, f, dest, tag, c, ctx);
+}
+
+int issend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx, MPI_Request* req) {
+  if (dest == MPI_PROC_NULL) return isend(buf, count, t, dest, tag, c, ctx, req);
+  Rank* r = current_rank();
+  P2p& p = r->p2p();
+  MPI_Request h = p.alloc(ReqKind::Send);
+  empty_status(&p.req(h).status);
+  // Completes on the receiver's acknowledgement, which comes after the data left (device
+  // data: the receiver posts its receive when it matches; the ack follows from there).
+  const bool on_device = count > 0 && is_device(buf);
+  TypeFacts f;
+  type_facts(t, f);
+  start_send(r, buf, count, t, f, dest, tag, c, ctx, h, 0, on_device, goes_direct(count, f, on_device));
+  *req = h;
+  return MPI_SUCCESS;
+}
+
+int irecv(void* buf, int count, MPI_Datatype t, int src, int tag, Comm& c, Ctx ctx, MPI_Request* req) {
+  TypeFacts f;
+  type_facts(t, f);
+  return irecv_with(current_rank(), buf, count, t, f, src, tag, c, ctx, req);
+}
+
+int recv(void* buf, int count, MPI_Datatype t, int src, int tag, Comm& c, Ctx ctx, MPI_Status* st) {
+  TypeFacts f;
+  type_facts(t, f);
+  return recv_with(current_rank(), buf, count, t, f, src, tag, c, ctx, st);
+}
+
+int wait_all(int n, MPI_Request* reqs, MPI_Status* statuses) {
+  P2p& p = current_rank()->p2p();
+  int rc = MPI_SUCCESS;
+  for (int i = 0; i < n; ++i) {
+    if (reqs[i] == MPI_REQUEST_NULL) continue;
+    wait_one(p, reqs[i]);
+    Request& q = p.req(reqs[i]);
+    if (q.status.MPI_ERROR != MPI_SUCCESS) rc = q.status.MPI_ERROR;
+    if (statuses) statuses[i] = q.status;
+    p.release(reqs[i]);
+    reqs[i] = MPI_REQUEST_NULL;
+  }
+  return rc;
+}
+
+// ---- tasks (nonblocking collectives) -------------------------------------------------------------
+namespace {
+struct Task {
+  Rank* rank;
+  MPI_Request req;
+  int (*body)(void*);
+  void* arg;
+};
+void task_main(void* a) {
+  Task t = *static_cast<Task*>(a);
+  delete static_cast<Task*>(a);
+  g_running.rank = t.rank;
+  t.rank->load_getopt();  // the rank's, not the last running rank's (switch_away saves it back)
+  int rc = t.body(t.arg);
+  P2p& p = t.rank->p2p();
+  p.req(t.req).status.MPI_ERROR = rc;
+  p.complete(t.req);
+  g_running.rank = nullptr;  // the thread ends here
+}
+}  // namespace
+
+MPI_Request start_task(int (*body)(void*), void* arg) {
+  Rank* r = current_rank();
+  P2p& p = r->p2p();
+  MPI_Request h = p.alloc(ReqKind::Task);
+  empty_status(&p.req(h).status);
+  // The rank's stack size (mapped lazily): a task may go as deep as the rank, e.g. into
+  // UCX's endpoint creation on a first message to a PE, deeper still in a sanitizer build.
+  CthThread t = CthCreate(task_main, new Task{r, h, body, arg}, rank_stack_size());
+  CthSetData(t, r);
+  CthAwaken(t);
+  return h;
+}
+
+}  // namespace ampi
