@@ -146,7 +146,9 @@ void readonly_handler(void* msg) {
   Core& k = core();
   PUP::er p = PUP::er::unpacker(CmiMsgPayload(msg), CmiMsgSize(msg) - CmiMsgHeaderSizeBytes);
   for (ReadonlyBase* r : registry().readonlies) r->pup(p);
+  p | k.embedder_readonly;
   CmiFree(msg);
+  if (k.embedder_readonly_arrived) k.embedder_readonly_arrived(k.embedder_readonly);
   k.initialized = true;
   std::vector<void*> early;
   early.swap(k.early);
@@ -157,10 +159,12 @@ void broadcast_readonlies() {
   Core& k = core();
   PUP::er s = PUP::er::sizer();
   for (ReadonlyBase* r : registry().readonlies) r->pup(s);
+  s | k.embedder_readonly;
   std::size_t total = CmiMsgHeaderSizeBytes + s.size();
   void* msg = CmiAlloc(total);
   PUP::er p = PUP::er::packer(CmiMsgPayload(msg), s.size());
   for (ReadonlyBase* r : registry().readonlies) r->pup(p);
+  p | k.embedder_readonly;
   CmiSetHandler(msg, k.h_readonly);
   CmiSetExpedited(msg);
   CmiSyncBroadcastAndFree(total, msg);
@@ -297,6 +301,12 @@ void CkCallback::send_packed(const void* data, std::size_t len, std::uint32_t si
   void* msg = CmiAlloc(total);
   if (len) std::memcpy(CmiMsgPayload(msg) + sizeof(detail::Envelope), data, len);
   deliver(msg, total, sig);
+}
+
+void set_embedder_readonly(std::string value) { detail::core().embedder_readonly = std::move(value); }
+const std::string& embedder_readonly() { return detail::core().embedder_readonly; }
+void set_embedder_readonly_hook(void (*arrived)(const std::string& value)) {
+  detail::core().embedder_readonly_arrived = arrived;
 }
 
 }  // namespace ck

@@ -91,6 +91,8 @@ struct Core {
   int h_qd_report = -1, h_qd_reported = -1;
   bool initialized = false;
   std::vector<void*> early;  // messages that came before the readonly values
+  std::string embedder_readonly;  // ck::set_embedder_readonly: after the readonly globals
+  void (*embedder_readonly_arrived)(const std::string&) = nullptr;
   ChareBase* (*make_main)(const MainArgs&) = nullptr;
   std::unordered_map<std::uint64_t, std::unique_ptr<Collection>> collections;
   Collection* last = nullptr;  // one-entry cache: consecutive messages mostly hit one collection

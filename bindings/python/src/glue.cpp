@@ -24,7 +24,10 @@ struct PyMain : PyChare {
 };
 }  // namespace
 
-void set_hooks(const Hooks& h) { g_hooks = h; }
+void set_hooks(const Hooks& h) {
+  g_hooks = h;
+  ck::set_embedder_readonly_hook(h.readonly_arrived);
+}
 
 PyChare::PyChare(std::string blob) { obj = g_hooks.construct(this, blob.data(), blob.size()); }
 PyChare::~PyChare() {
@@ -60,12 +63,7 @@ void contribute(PyChare* c, std::string data, int root_pe, std::int64_t root_fut
   c->contribute(data, ck::UserReducer<&combine>{}, cb);
 }
 
-std::string unpack_string(const char* data, std::size_t len) {
-  std::string s;
-  PUP::er p = PUP::er::unpacker(data, len);
-  p | s;
-  return s;
-}
+std::string reduction_value(void* msg) { return ck::future_value<std::string>(msg); }
 
 ck::CkChannel* channel_open(PyChare* self, const ck::CollectionRef& peer, const ck::Index& peer_idx,
                             std::uint32_t sub_id) {
@@ -79,34 +77,12 @@ void channel_recv(ck::CkChannel* ch, void* ptr, std::size_t size, std::uint32_t 
 }
 void channel_close(ck::CkChannel* ch) { delete ch; }
 
-}  // namespace ucharm::py
-
-namespace ucharm::py {
 void start_qd(int pe, std::uint32_t future) { ck::start_qd(ck::CkCallback::future(pe, future)); }
-}  // namespace ucharm::py
 
-namespace ucharm::py {
 int value_kind(void* msg) {
-  const std::uint32_t sig = ck::detail::envelope(msg).sig;
-  if (sig == 0) return 0;
-  return sig == ck::detail::sig_of<std::tuple<std::string>>::hash() ? 1 : 2;
-}
-}  // namespace ucharm::py
-
-namespace ucharm::py {
-namespace {
-// The Python side's readonly value; unpacking it (on PEs other than 0) tells Python.
-struct PyReadonly : ck::detail::ReadonlyBase {
-  std::string value;
-  void pup(PUP::er& p) override {
-    p | value;
-    if (p.isUnpacking() && g_hooks.readonly_arrived) g_hooks.readonly_arrived(value);
-  }
-};
-PyReadonly g_readonly;
+  if (ck::future_value_is_raw(msg)) return 0;
+  return ck::future_value_holds<std::string>(msg) ? 1 : 2;
 }
 const ck::CollectionRef& chare_ref(PyChare* c) { return c->ckRef(); }
 const ck::Index& chare_index(PyChare* c) { return c->ckIndex(); }
-void set_readonly(std::string value) { g_readonly.value = std::move(value); }
-const std::string& get_readonly() { return g_readonly.value; }
 }  // namespace ucharm::py

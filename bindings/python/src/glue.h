@@ -22,7 +22,8 @@ struct Hooks {
   // PE 0, once, after start-up, inside the main chare's constructor: runs the program's
   // main; returns the Python main chare (a new reference) or null for a main function.
   void* (*start)(void* chare, int argc, char** argv);
-  // Other PEs: the readonly value (start-up data of PE 0) has arrived, before any message.
+  // Other PEs: the embedder's readonly value (start-up data of PE 0, set with
+  // ck::set_embedder_readonly) has arrived, before any message.
   void (*readonly_arrived)(const std::string& value);
   void (*future_value)(std::uint32_t id, void* msg);        // takes msg
   // Combines two pickled contributions into one.
@@ -59,8 +60,8 @@ void insert(const ck::CollectionRef& c, const ck::Index& idx, std::string blob);
 // to future `root_future` of PE `root_pe`.
 void contribute(PyChare* c, std::string data, int root_pe, std::int64_t root_future);
 
-// Decodes a reduction result delivered to a future (a packed std::string).
-std::string unpack_string(const char* data, std::size_t len);
+// The pickled result in a reduction result delivered to a future (value_kind 1).
+std::string reduction_value(void* msg);
 
 // Channels: `future` receives the completion (the byte count, packed).
 ck::CkChannel* channel_open(PyChare* self, const ck::CollectionRef& peer, const ck::Index& peer_idx,
@@ -69,26 +70,14 @@ void channel_send(ck::CkChannel* ch, const void* ptr, std::size_t size, std::uin
 void channel_recv(ck::CkChannel* ch, void* ptr, std::size_t size, std::uint32_t future, void* stream);
 void channel_close(ck::CkChannel* ch);
 
-}  // namespace ucharm::py
-
-namespace ucharm::py {
 // Quiescence detection: the future gets an empty value once the job is quiescent.
 void start_qd(int pe, std::uint32_t future);
-}  // namespace ucharm::py
 
-namespace ucharm::py {
-// What a future's value message holds: 0 a value built by the bindings (future_send_raw
-// sends with signature 0), 1 a packed reduction result, 2 another value from the core
-// (quiescence detection's empty one).
+// What a future's value message holds: 0 a value built by the bindings (future_send_raw),
+// 1 a reduction result (a std::string), 2 another value from the core (quiescence
+// detection's empty one).
 int value_kind(void* msg);
-}  // namespace ucharm::py
-
-namespace ucharm::py {
 // The element's collection and index (what its Python object needs to know itself).
 const ck::CollectionRef& chare_ref(PyChare* c);
 const ck::Index& chare_index(PyChare* c);
-// One readonly value for the Python side (its runtime group's reference): set on PE 0
-// during start-up, on every PE before any other message is handled.
-void set_readonly(std::string value);
-const std::string& get_readonly();
 }  // namespace ucharm::py

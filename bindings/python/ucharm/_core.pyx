@@ -29,14 +29,11 @@ cdef extern from "Python.h":
 cdef extern from "<ucharm/charm.h>":
     void* CmiAlloc(size_t bytes)
     void CmiFree(void* msg)
-    size_t CmiMsgSize(void* msg)
-    size_t CmiMsgHeaderSizeBytes
     int CkMyPe()
     int CkNumPes()
     double CkWallTimer()
-    void CmiExit(int code)
-    void CmiAbort(const char* fmt, ...)
-    void CmiPrintf(const char* fmt, ...)
+    void CkExit(int code)
+    void CkAbort(const char* fmt, ...)
     cdef cppclass CmiEmbedHooks:
         void (*idle_begin)() noexcept
         void (*idle_end)() noexcept
@@ -58,6 +55,8 @@ cdef extern from "<ucharm/charm.h>" namespace "ck":
     void set_embedder_map(int (*hook)(uint32_t, const Index&, const Index&, int) noexcept)
     void future_release(uint32_t id)
     void future_send_raw(int pe, uint32_t id, void* msg)
+    void set_embedder_readonly(string value)
+    const string& embedder_readonly()
 
 cdef extern from "glue.h" namespace "ucharm::py":
     cdef cppclass PyChare:
@@ -81,7 +80,7 @@ cdef extern from "glue.h" namespace "ucharm::py":
     CollectionRef c_create_empty_array "ucharm::py::create_empty_array"(int dims, uint32_t map_id)
     void c_insert "ucharm::py::insert"(const CollectionRef& c, const Index& idx, string blob)
     void c_contribute "ucharm::py::contribute"(PyChare* c, string data, int root_pe, int64_t root_future)
-    string c_unpack_string "ucharm::py::unpack_string"(const char* data, size_t length)
+    string c_reduction_value "ucharm::py::reduction_value"(void* msg)
     CkChannel* c_channel_open "ucharm::py::channel_open"(PyChare* self, const CollectionRef& peer,
                                                           const Index& peer_idx, uint32_t sub_id)
     void c_channel_send "ucharm::py::channel_send"(CkChannel* ch, const void* ptr, size_t size,
@@ -93,8 +92,6 @@ cdef extern from "glue.h" namespace "ucharm::py":
     int c_value_kind "ucharm::py::value_kind"(void* msg)
     const CollectionRef& c_chare_ref "ucharm::py::chare_ref"(PyChare* c)
     const Index& c_chare_index "ucharm::py::chare_index"(PyChare* c)
-    void c_set_readonly "ucharm::py::set_readonly"(string value)
-    const string& c_get_readonly "ucharm::py::get_readonly"()
 
 
 # ---- collection references and indices ---------------------------------------------------
@@ -254,7 +251,7 @@ cdef void _fatal(str where) noexcept:
         sys.stdout.flush()
     except BaseException:
         pass
-    CmiAbort("%s", b"a Python exception ended the job (traceback above)")
+    CkAbort("%s", b"a Python exception ended the job (traceback above)")
 
 
 cdef void* h_construct(void* chare, const char* blob, size_t length) noexcept:
@@ -429,10 +426,10 @@ def wall_time():
     return CkWallTimer()
 
 def exit(int code):
-    CmiExit(code)
+    CkExit(code)
 
 def abort(str message):
-    CmiAbort("%s", message.encode())
+    CkAbort("%s", message.encode())
 
 
 # ---- sending ---------------------------------------------------------------------------------
@@ -547,10 +544,10 @@ def chare_index(uintptr_t chare):
     return tuple(i.x[d] for d in range(i.dims))
 
 def set_readonly(bytes value):
-    c_set_readonly(value)
+    set_embedder_readonly(value)
 
 def get_readonly():
-    cdef const string* s = &c_get_readonly()
+    cdef const string* s = &embedder_readonly()
     return PyBytes_FromStringAndSize(s.data(), s.size())
 
 
@@ -574,7 +571,7 @@ def value_kind(Message m):
 
 def reduction_value(Message m):
     """The pickled result inside a reduction result message sent to a future."""
-    cdef string s = c_unpack_string(raw_payload(m.msg), raw_length(m.msg))
+    cdef string s = c_reduction_value(m.msg)
     return PyBytes_FromStringAndSize(s.data(), s.size())
 
 def start_qd(int pe, uint32_t fid):

@@ -27,6 +27,27 @@ void future_release(std::uint32_t id);
 // Sends a raw_alloc'ed message (takes it) as a value of future `id` of PE `pe`.
 void future_send_raw(int pe, std::uint32_t id, void* msg);
 
+// Reading a value message given to a FutureHandler (the message stays the caller's):
+// future_value_is_raw: sent by future_send_raw (its bytes at raw_payload / raw_length);
+// future_value_holds<T>: a T, set by Future<T>::set or by a callback (a reduction's
+// result, a channel transfer's byte count); future_value<T>: that T, unpacked (the job
+// stops, naming both types' signatures, when the value has another type). Quiescence
+// detection's value is empty: neither raw nor any T.
+inline bool future_value_is_raw(void* msg) { return detail::envelope(msg).sig == 0; }
+template <class T>
+bool future_value_holds(void* msg) {
+  return detail::envelope(msg).sig == detail::sig_of<std::tuple<T>>::hash();
+}
+template <class T>
+T future_value(void* msg) {
+  if (!future_value_holds<T>(msg))
+    CkAbort("ck::future_value<%s>: the value has another type", detail::sig_of<std::tuple<T>>::names().c_str());
+  std::tuple<T> t;
+  PUP::er p = PUP::er::unpacker(raw_payload(msg), raw_length(msg));
+  p | std::get<0>(t);
+  return std::move(std::get<0>(t));
+}
+
 template <class T>
 class Future {
  public:
@@ -49,11 +70,7 @@ class Future {
     if (pe_ != CkMyPe()) CkAbort("Future::get on PE %d, but the future belongs to PE %d", CkMyPe(), pe_);
     void* msg = detail::future_wait(id_, detail::sig_of<std::tuple<T>>::hash(),
                                     detail::sig_of<std::tuple<T>>::names().c_str());
-    std::tuple<T> t;
-    PUP::er p = PUP::er::unpacker(CmiMsgPayload(msg) + sizeof(detail::Envelope),
-                                  CmiMsgSize(msg) - CmiMsgHeaderSizeBytes - sizeof(detail::Envelope));
-    p | std::get<0>(t);
-    T v = std::move(std::get<0>(t));
+    T v = future_value<T>(msg);
     CmiFree(msg);
     return v;
   }

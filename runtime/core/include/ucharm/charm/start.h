@@ -12,6 +12,15 @@ namespace ck {
 // `cb` runs (with no arguments) once no entry-method message is queued or in flight anywhere.
 void start_qd(const CkCallback& cb);
 
+// ---- a readonly value for embedders -------------------------------------------------------------
+// For a runtime embedded in an interpreter (the Python bindings): one value of bytes, set on
+// PE 0 before the main chare's constructor returns; every other PE gets it with the
+// program's readonly globals, before any other message runs, through the hook (set on every
+// PE before ck::start; null: none).
+void set_embedder_readonly(std::string value);
+const std::string& embedder_readonly();
+void set_embedder_readonly_hook(void (*arrived)(const std::string& value));
+
 // ---- start-up ---------------------------------------------------------------------------------
 namespace detail {
 int start(int argc, char** argv, ChareBase* (*make_main)(const MainArgs&));

@@ -1,0 +1,266 @@
+"""Chares, groups and arrays: the Chare base class, Group(), Array(), ArrayMap, and how an
+element's Python object is built on its PE (construct(), called by the core through
+charm.py's hooks).
+"""
+import pickle
+import sys
+
+from greenlet import getcurrent
+
+from . import _core, _wire, coroutines, futures, proxy, reduction, readonly
+from . import _invoke, charm as runtime  # cycles: used at call time
+
+
+_local = {}  # (collection id, index) -> element object on this PE
+
+
+def _blob(cls, args, kind, creation):
+    if not (isinstance(cls, type) and issubclass(cls, Chare)):
+        raise TypeError(f"{cls!r} is not a subclass of Chare")
+    args = list(args) if args is not None else []
+    try:
+        return pickle.dumps((cls, args, kind, creation), _wire.PROTOCOL)
+    except Exception as e:
+        raise TypeError(f"creating {cls.__name__}: the class or an argument cannot be pickled ({e}); chare "
+                        "classes must be defined at module level") from e
+
+
+class Chare:
+    """Base class of every chare. Chare(C, onPE=-1, args=[]) creates a singleton chare and
+    returns its proxy (charm4py's form)."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Chare and args and isinstance(args[0], type):
+            return _create_chare(*args, **kwargs)
+        return object.__new__(cls)
+
+    def contribute(self, data, reducer, target):
+        if reducer is None:
+            reducer = reduction._nop
+        pre = reduction.Reducer._pre.get(reducer)
+        if pre is not None:
+            data = pre(data, self)  # charm4py: pre(contribution, contributor)
+        if reducer is reduction._gather:
+            data = [(self.thisIndex, data)]
+        root_pe, root_fid, tgt = 0, -1, None
+        if isinstance(target, (futures.Future, futures._FutureRef)):
+            root_pe, root_fid = target.pe, target.fid
+        elif isinstance(target, proxy.Method):
+            tgt = target
+        elif target is not None:
+            raise TypeError(f"contribute: the target must be a Future or a proxy method, not {target!r}")
+        if self._ck_kind == "chare":  # the only contributor: the result is its own
+            target_, value, empty = reduction.finish(pickle.dumps((reducer, tgt, data), _wire.PROTOCOL))
+            if root_fid >= 0:
+                futures.send_future(root_pe, root_fid, value)
+            elif tgt is not None:
+                tgt() if empty else tgt(value)
+            return
+        if self._ck_kind == "array" and self.thisProxy._shape is None:
+            # An array filled by ckInsert: the core's reduction tree needs the element count
+            # of every PE, which only ckDoneInserting's total gives; the contributions go to
+            # PE 0's runtime element, which combines them once it has them all.
+            rnd = self._ck_red_round
+            self._ck_red_round += 1
+            runtime.charm.thisProxy[0]._ck_inserted_contribution(
+                _core.ref_id(self.thisProxy._ref), rnd, self.thisIndex,
+                pickle.dumps((reducer, tgt, data), _wire.PROTOCOL), (root_pe, root_fid))
+            return
+        _core.contribute(self._ck_ptr, pickle.dumps((reducer, tgt, data), _wire.PROTOCOL), root_pe, root_fid)
+
+    def reduce(self, target, data=None, reducer=None):
+        self.contribute(data, reducer, target)
+
+    def allreduce(self, data=None, reducer=None):
+        """A future that every contributor gets the result in."""
+        f = futures.Future()
+        self._ck_allreduce.append(f)
+        self.contribute(data, reducer, proxy.Method(self.thisProxy, "_ck_allreduce_done"))
+        return f
+
+    def _ck_allreduce_done(self, value=None):
+        self._ck_allreduce.pop(0).send(value)
+
+    def AtSync(self):
+        """charm4py's load-balancing point. ucharm does not migrate chares yet: this is a
+        barrier over the collection, then resumeFromSync() runs on every element."""
+        self.contribute(None, None, proxy.Method(self.thisProxy, "_ck_resume_from_sync"))
+
+    def _ck_resume_from_sync(self):
+        self.resumeFromSync()
+
+    def resumeFromSync(self):
+        pass
+
+    def migrate(self, toPe):
+        raise NotImplementedError("Chare.migrate: ucharm does not migrate chares yet")
+
+    def wait(self, cond):
+        """Waits (in a coroutine) until the expression `cond` over self is true; it is
+        checked after each entry method of this chare."""
+        code = compile(cond, "<wait>", "eval")
+        scope = sys.modules[type(self).__module__].__dict__  # the program's globals, as for @when
+        while not eval(code, scope, {"self": self}):
+            self._ck_waiting.append(getcurrent())
+            coroutines.suspend("Chare.wait()")
+
+    def __getstate__(self):
+        raise TypeError(f"a {type(self).__name__} chare cannot be pickled: pass its proxy (self.thisProxy)")
+
+
+def _create_chare(cls, onPE=-1, args=None):
+    readonly.flush()
+    if onPE != -1 and not 0 <= onPE < _core.num_pes():
+        raise ValueError(f"Chare({cls.__name__}, onPE={onPE}): PE out of range [0, {_core.num_pes()})")
+    creation = _CreationFuture()
+    ref = _core.create_chare(onPE, _blob(cls, args, "chare", creation))
+    p = proxy.ElementProxy(cls, ref, None)
+    creation.ref = ref
+    _creations[ref] = creation
+    return p
+
+
+class _CreationFuture(futures.Future):
+    """A singleton chare's creation: kept for charm.awaitCreation until it completes."""
+    ref = None
+
+    def _deliver(self, value):
+        super()._deliver(value)
+        if self.ready() and self._waiter is None:
+            _creations.pop(self.ref, None)
+
+
+def Group(cls, args=None):
+    """One element of `cls` on every PE; returns the group's proxy."""
+    readonly.flush()
+    creation = futures.Future(_core.num_pes())
+    ref = _core.create_group(_blob(cls, args, "group", creation))
+    return proxy.CollectionProxy(cls, ref, "group", None, creation)
+
+
+def Array(cls, dims=None, ndims=-1, args=None, map=None):
+    """A chare array: Array(C, n) or Array(C, (x, y[, z])) creates every element with
+    `args`; Array(C, ndims=N) an empty one that grows with proxy.ckInsert(index)."""
+    readonly.flush()
+    map_id = 0
+    if map is not None:
+        mcls = map._cls if isinstance(map, proxy.Proxy) else map
+        if not (isinstance(mcls, type) and issubclass(mcls, ArrayMap)) or mcls not in _map_ids:
+            raise TypeError(f"Array(..., map={map!r}): give a Group of an ArrayMap subclass "
+                            "defined at module level")
+        map_id = _map_ids[mcls]
+    if dims is None:
+        nd = ndims if ndims > 0 else 1
+        if nd > 3:
+            raise ValueError(f"chare arrays have 1, 2 or 3 dimensions, not {nd}")
+        ref = _core.create_empty_array(nd, map_id)
+        return proxy.CollectionProxy(cls, ref, ("array", nd), None, None)  # ckInsert sends this kind
+    shape = (dims,) if isinstance(dims, int) else tuple(dims)
+    if not 1 <= len(shape) <= 3 or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise ValueError(f"Array({cls.__name__}, {dims!r}): give 1 to 3 non-negative extents")
+    n = 1
+    for d in shape:
+        n *= d
+    creation = futures.Future(n) if n > 0 else None
+    ref = _core.create_array(shape, _blob(cls, args, ("array", shape), creation), map_id)
+    return proxy.CollectionProxy(cls, ref, "array", shape, creation)
+
+
+class ArrayMap(Chare):
+    """charm4py's base class for array maps: procNum(index) -> PE, for
+    Array(C, dims, map=Group(MyMap)). Every PE places and finds elements with its own
+    instance of the class, built with no arguments, so procNum must depend only on the
+    index (and charm.numPes()), as the same answer is needed everywhere."""
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        # Numbered in definition order, the same on every PE (the same program runs there).
+        _map_ids[cls] = len(_map_classes) + 1
+        _map_classes.append(cls)
+
+    def __init__(self):
+        pass
+
+    def procNum(self, index):
+        raise NotImplementedError(f"{type(self).__name__}.procNum is not defined")
+
+
+_map_ids = {}
+_map_classes = []
+_map_instances = {}
+
+
+def _map_pe(map_id, index, npes):
+    inst = _map_instances.get(map_id)
+    if inst is None:
+        cls = _map_classes[map_id - 1]
+        inst = cls.__new__(cls)
+        inst.__init__()
+        _map_instances[map_id] = inst
+    pe = inst.procNum(index)
+    if not isinstance(pe, int) or not 0 <= pe < npes:
+        raise ValueError(f"{type(inst).__name__}.procNum({index}) returned {pe!r}, not a PE in [0, {npes})")
+    return pe
+
+
+_creations = {}
+
+
+def _construct_main(ptr, cls, argv):
+    """The main chare class's object, bound to the C++ main chare."""
+    return _construct(ptr, pickle.dumps((cls, [argv], "chare", None), _wire.PROTOCOL))
+
+
+def _construct(ptr, blob):
+    cls, args, kind, creation = pickle.loads(blob)
+    shape = None
+    if isinstance(kind, tuple):  # ("array", shape) for bulk arrays, ("array", ndims) for insertion
+        kind, extent = kind
+        shape = extent if isinstance(extent, tuple) else None
+        array_kind = "array" if shape is not None else ("array", extent)
+    obj = cls.__new__(cls)
+    ref = _core.chare_ref(ptr)
+    idx = _core.chare_index(ptr)
+    obj._ck_ptr = ptr
+    obj._ck_kind = kind
+    obj._ck_allreduce = []
+    obj._ck_red_round = 0
+    obj._ck_waiting = []
+    obj._ck_when = None
+    obj._ck_when_by_value = None  # (function, value) -> held calls, for `self.a == p` conditions
+    obj._ck_when_eq_fns = set()
+    obj._ck_busy = False
+    obj._ck_channels = {}
+    obj._ck_chan_count = {}
+    obj._ck_early = {}
+    if kind == "chare":
+        obj.thisIndex = (0,)  # charm4py's singleton chares are one-element arrays
+        obj.thisProxy = proxy.ElementProxy(cls, ref, None)
+        key = None
+    elif kind == "group":
+        obj.thisIndex = _core.my_pe()
+        obj.thisProxy = proxy.CollectionProxy(cls, ref, "group")
+        key = obj.thisIndex
+    else:
+        obj.thisIndex = idx
+        obj.thisProxy = proxy.CollectionProxy(cls, ref, array_kind, shape)
+        key = idx
+    obj._ck_self = proxy.ElementProxy(cls, ref, ("pe", key) if kind == "group" else key)
+    _local[(_core.ref_id(ref), key)] = obj
+    # Constructors run as coroutines: they may wait (charm.awaitCreation, Future.get), as
+    # the main chare's and @coro ones do in charm4py.
+    coroutines.spawn(_init_body, obj, args, creation, obj=obj)
+    return obj
+
+
+def _init_body(obj, args, creation):
+    try:
+        obj.__init__(*args)
+    except SystemExit as e:
+        _invoke.handle_exit(e)
+        return
+    except BaseException:
+        _invoke.die(f"in the constructor of {type(obj).__name__}")
+    if creation is not None:
+        creation.send(None)
+    _invoke.after_entry(obj)

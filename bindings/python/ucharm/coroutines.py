@@ -1,0 +1,74 @@
+"""Coroutines (@coro, charm4py's @threaded) and @when.
+
+Coroutines are greenlets: one that waits on a future or a channel switches back to the
+greenlet that resumed it, and the scheduler resumes it when the value arrives.
+"""
+import inspect
+import re
+
+from greenlet import greenlet, getcurrent
+
+from . import _invoke
+
+
+def suspend(what):
+    """Suspends the running coroutine until resume(it); returns what resume passes."""
+    g = getcurrent()
+    if not getattr(g, "_ck_coro", False):
+        raise RuntimeError(f"{what} would block outside a coroutine: call it from the main function or "
+                           "from an entry method decorated with @coro")
+    return g.parent.switch()
+
+
+def resume(g, value=None):
+    g.parent = getcurrent()  # back here when it waits again or ends
+    r = g.switch(value)
+    # The coroutine ran on: its chare's state changed, so @when calls held for it and
+    # Chare.wait conditions are checked again.
+    obj = g._ck_obj
+    if obj is not None and (obj._ck_when or obj._ck_waiting or obj._ck_when_by_value):
+        _invoke.after_entry(obj)
+    return r
+
+
+def spawn(fn, *args, obj=None):
+    """Runs fn(*args) as a coroutine now, until it ends or first waits; `obj`: the chare
+    it runs for."""
+    g = greenlet(fn)
+    g._ck_coro = True
+    g._ck_obj = obj
+    return g.switch(*args)
+
+
+def coro(fn):
+    """An entry method that may wait (Future.get, Channel.recv, charm.iwait...)."""
+    fn._ck_coro = True
+    return fn
+
+
+threaded = coro
+
+
+def when(cond):
+    """Runs the entry method only once `cond` (a Python expression over self and the
+    method's parameters) is true; calls that arrive earlier wait in order."""
+    def deco(fn):
+        fn._ck_when = compile(cond, f"<when {cond!r} of {fn.__qualname__}>", "eval")
+        fn._ck_sig = inspect.signature(fn)
+        # The common form `self.attr == param` (either way round) is kept by value: a held
+        # call is found with one dict lookup, not by evaluating every held call's condition.
+        fn._ck_when_eq = None
+        m = (re.fullmatch(r"\s*self\.(\w+)\s*==\s*(\w+)\s*", cond) or
+             re.fullmatch(r"\s*(\w+)\s*==\s*self\.(\w+)\s*", cond))
+        if m:
+            attr, param = m.groups() if cond.strip().startswith("self.") else m.groups()[::-1]
+            names = list(fn._ck_sig.parameters)[1:]
+            if param in names:
+                fn._ck_when_eq = (attr, param, names.index(param))
+        return fn
+    return deco
+
+
+def when_key(fn, args, kwargs):
+    _, param, pos = fn._ck_when_eq
+    return args[pos] if pos < len(args) else kwargs[param]
