@@ -300,6 +300,10 @@ void CmiSyncBroadcastAllAndFree(std::size_t size, void* msg) {
 
 int CmiMyPe() { return pe_state().my_pe; }
 int CmiNumPes() { return pe_state().num_pes; }
+CmiIdleCounts CmiIdleStats() {
+  const lrts::IdleStats st = lrts::LrtsIdleStats();
+  return {st.fd_waits, st.backoff_sleeps, st.busy_retries};
+}
 double CmiWallTimer() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now() - pe_state().start_time).count();

@@ -30,6 +30,7 @@ void op_send_done(void* request, ucs_status_t status, void* user_data) {
   Machine& m = M();
   if (status != UCS_OK && !m.shutting_down) peer_lost(st->pe, ucs_status_string(status));
   --m.pending_sends;
+  --m.own_waits;
   if (st->gpu) --m.gpu_inflight;
   if (status == UCS_OK) m.done.push_back({st->done, nullptr, DeviceRecvType::Converse});
   if (m.trace_ops) fmt::print(stderr, "ucharm: PE {}: send to PE {} done: {}\n", m.info.my_pe, st->pe, ucs_status_string(status));
@@ -43,6 +44,7 @@ void link_recv(RequestState* r) {
   r->next = m.open_recvs;
   if (m.open_recvs) m.open_recvs->prev = r;
   m.open_recvs = r;
+  ++m.own_waits;
 }
 
 void unlink_recv(RequestState* r) {
@@ -50,6 +52,7 @@ void unlink_recv(RequestState* r) {
   if (r->prev) r->prev->next = r->next;
   else m.open_recvs = r->next;
   if (r->next) r->next->prev = r->prev;
+  --m.own_waits;
 }
 
 std::string describe_tag(std::uint64_t t) {
@@ -110,10 +113,12 @@ void tagged_send(int pe, const void* ptr, std::size_t size, MemoryType mem, std:
   p.user_data = st;
   p.memory_type = ucs_type(mem);
   ++m.pending_sends;  // before the call: the callback may run inside it
+  ++m.own_waits;
   if (st->gpu) ++m.gpu_inflight;
   ucs_status_ptr_t sp = ucp_tag_send_nbx(endpoint(pe), ptr, size, t, &p);
   if (sp == nullptr) {  // completed in place: no callback comes
     --m.pending_sends;
+    --m.own_waits;
     if (st->gpu) --m.gpu_inflight;
     give_op(st);
     m.done.push_back({done, nullptr, DeviceRecvType::Converse});
@@ -121,6 +126,7 @@ void tagged_send(int pe, const void* ptr, std::size_t size, MemoryType mem, std:
   }
   if (UCS_PTR_IS_ERR(sp)) {
     --m.pending_sends;
+    --m.own_waits;
     if (st->gpu) --m.gpu_inflight;
     give_op(st);
     peer_lost(pe, ucs_status_string(UCS_PTR_STATUS(sp)));

@@ -140,9 +140,16 @@ struct Machine {
   std::vector<int> repost;           // delivered slots waiting to be posted again
   int ucx_fd = -1, epoll_fd = -1;
   std::size_t pending_sends = 0;
-  // LrtsIdleWait's back-off while ucp_worker_arm keeps answering busy
+  // Operations of this PE's own that wait for UCX progress on this worker: large host
+  // sends (rendezvous), large-message, device and channel receives, device and channel
+  // sends. While any is open, a busy ucp_worker_arm is about our own transfer and the PE
+  // must progress, not sleep (LrtsIdleWait).
+  std::size_t own_waits = 0;
+  std::size_t small_sends_open = 0;  // eager host sends UCX has not completed yet
+  // LrtsIdleWait's back-off while ucp_worker_arm keeps answering busy for others' sake
   int busy_backoff_us = 0;
   std::chrono::steady_clock::time_point last_busy_arm{};
+  IdleStats idle_stats{};
   // host path: order and flow control
   std::vector<Link> links;               // one per PE
   std::int64_t window_units = 0;         // credit a link may have in flight

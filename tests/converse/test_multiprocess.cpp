@@ -322,6 +322,15 @@ TEST(Converse, IdlePesSleepInsteadOfSpinning) {
   expect_ok(r, "idle ok");
 }
 
+// A PE waiting for its own rendezvous (256 KiB-2 MiB host messages) must progress, not
+// take the back-off sleeps meant for small sends held back by a busy peer (counted).
+TEST(Converse, PeWithItsOwnRendezvousOpenDoesNotSleep) {
+  for (const char* bytes : {"262144", "1048576", "2097152"}) {
+    Result r = job(2, {"rndvidle", bytes, "100"});
+    expect_ok(r, "rndvidle ok");
+  }
+}
+
 TEST(Converse, SingletonStartWithoutALauncher) {
   Result r = run({kProg, "pingpong"}, 60);
   expect_ok(r, "pingpong ok");

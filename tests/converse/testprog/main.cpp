@@ -36,6 +36,7 @@ namespace hello { void start(const Args&); }
 namespace order { void start(const Args&); }
 namespace flood { void start(const Args&); }
 namespace startbcast { void start(const Args&); }
+namespace rndvidle { void start(const Args&); }
 namespace ending {
 void exitcall(const Args&);
 void throws(const Args&);
@@ -89,6 +90,7 @@ constexpr Mode kModes[] = {
     {"order", order::start},
     {"flood", flood::start},
     {"startbcast", startbcast::start},
+    {"rndvidle", rndvidle::start},
     {"exitcall", ending::exitcall},
     {"throw", ending::throws},
     {"exitstorm", ending::exitstorm},

@@ -82,6 +82,17 @@ void CmiError(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // Every PE waits until all PEs have called it; messages keep being handled meanwhile.
 void CmiBarrier();
 
+// How this PE has idled since start-up (for tests and diagnostics): sleeps on the network
+// event fd, back-off sleeps while the network was busy for other PEs' sake (small sends
+// held back by a busy peer), and busy answers retried at once because a transfer of this
+// PE's own (rendezvous, large, device or channel) was open.
+struct CmiIdleCounts {
+  std::uint64_t fd_waits = 0;
+  std::uint64_t backoff_sleeps = 0;
+  std::uint64_t busy_retries = 0;
+};
+CmiIdleCounts CmiIdleStats();
+
 // Ends the program on all PEs with exit code `code` (callable from any one PE):
 // every PE stops, pending sends complete, the network is torn down in order.
 // Messages still queued are discarded.

@@ -85,8 +85,20 @@ void LrtsCreditOnDelivery(bool on);
 int LrtsProgress();
 
 // Sleeps until network activity or `timeout_ms` (-1: no limit). Arms the
-// worker first; returns at once if events are pending.
+// worker first; returns at once if events are pending. When UCX keeps reporting pending
+// events while small sends of ours wait inside UCX and none of this PE's own transfers is
+// open (a peer's full FIFO holds our sends back: it is busy computing), it backs off with
+// short sleeps so that the peer gets the core; while a transfer of its own (rendezvous,
+// large, device or channel) is open, or nothing of ours waits, it never sleeps there.
 void LrtsIdleWait(int timeout_ms);
+
+// What LrtsIdleWait did, counted since start-up (for tests and diagnostics).
+struct IdleStats {
+  std::uint64_t fd_waits = 0;        // slept on the worker's event fd (UCX will wake it)
+  std::uint64_t backoff_sleeps = 0;  // slept while UCX was busy for others' sake
+  std::uint64_t busy_retries = 0;    // busy for our own sake: returned to progress at once
+};
+IdleStats LrtsIdleStats();
 
 
 
