@@ -13,9 +13,14 @@ from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, 
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.pystate cimport PyThreadState
+from cpython.pythread cimport PyThread_get_thread_ident
 
+import atexit
+import gc
+import io
 import pickle
 import sys
+import threading
 import traceback
 
 cdef object _dumps = pickle.dumps
@@ -171,7 +176,8 @@ cdef inline Message wrap(void* msg):
 
 cdef void* build(bytes head, list bufs) except NULL:
     """A raw message: [u64 head length][u64 count][u64 lengths...][head][pad][buffers, each
-    16-aligned]. The buffers are copied once, straight from their owners."""
+    16-aligned]. The buffers are copied once, straight from their owners. A buffer that
+    cannot be read contiguously raises before the message exists."""
     cdef Py_ssize_t nb = len(bufs)
     cdef Py_ssize_t hl = PyBytes_GET_SIZE(head)
     cdef size_t off = 16 + 8 * nb + hl
@@ -193,24 +199,31 @@ cdef void* build(bytes head, list bufs) except NULL:
     off = (off + 15) & ~<size_t>15
     total = off
     for k in range(nb):
-        n = len(bufs[k]) if isinstance(bufs[k], (bytes, bytearray)) else memoryview(bufs[k]).nbytes
-        lens.append(n)
-        total += (<size_t>n + 15) & ~<size_t>15
-    msg = raw_alloc(total)
-    p = raw_payload(msg)
-    words = <uint64_t*>p
-    words[0] = hl
-    words[1] = nb
-    for k in range(nb):
-        words[2 + k] = lens[k]
-    memcpy(p + 16 + 8 * nb, PyBytes_AS_STRING(head), hl)
-    for k in range(nb):
         PyObject_GetBuffer(bufs[k], &view, PyBUF_ANY_CONTIGUOUS)
-        try:
-            memcpy(p + off, view.buf, view.len)
-        finally:
-            PyBuffer_Release(&view)
-        off += (<size_t>lens[k] + 15) & ~<size_t>15
+        lens.append(view.len)
+        PyBuffer_Release(&view)
+        total += (<size_t>lens[k] + 15) & ~<size_t>15
+    msg = raw_alloc(total)
+    try:
+        p = raw_payload(msg)
+        words = <uint64_t*>p
+        words[0] = hl
+        words[1] = nb
+        for k in range(nb):
+            words[2 + k] = lens[k]
+        memcpy(p + 16 + 8 * nb, PyBytes_AS_STRING(head), hl)
+        for k in range(nb):
+            PyObject_GetBuffer(bufs[k], &view, PyBUF_ANY_CONTIGUOUS)
+            try:
+                if view.len != lens[k]:  # an exporter whose size changed in between
+                    raise BufferError(f"buffer {k} changed size while the message was built")
+                memcpy(p + off, view.buf, view.len)
+            finally:
+                PyBuffer_Release(&view)
+            off += (<size_t>lens[k] + 15) & ~<size_t>15
+    except BaseException:
+        CmiFree(msg)
+        raise
     return msg
 
 
@@ -240,10 +253,32 @@ cpdef tuple parse(Message m, bint copy):
 cdef object _py = None  # the Python side (charm.py's hook functions), set by set_python
 cdef dict _entry_kind = None  # charm.py's: function -> 0 plain entry method, 1 other
 cdef PyThreadState* _idle_state = NULL
+cdef unsigned long _owner = 0  # the thread that called start(): the PE's thread
+cdef bint _aborting = False     # an abort: no atexit handlers, output flushed only
+
+
+cdef int wrong_thread(str what) except -1:
+    raise RuntimeError(
+        f"ucharm: {what} was called from thread {threading.current_thread().name!r}, but the runtime may "
+        "only be used from the thread that called charm.start() (the PE's thread): send work to it "
+        "(a queue it polls from a coroutine, for instance) instead")
+
+def on_pe_thread():
+    """Whether this is the PE's thread (or the runtime has not started)."""
+    return _owner == 0 or PyThread_get_thread_ident() == _owner
+
+cdef inline int check_thread(str what) except -1:
+    # Other threads run while the PE sleeps with the GIL released; the runtime (UCX
+    # worker, per-PE state) is single-threaded, so they must not call into it.
+    if _owner != 0 and PyThread_get_thread_ident() != _owner:
+        wrong_thread(what)
+    return 0
 
 
 cdef void _fatal(str where) noexcept:
     """A Python exception escaped into the runtime: print it and end the job."""
+    global _aborting
+    _aborting = True
     try:
         msg = f"ucharm: PE {CkMyPe()}: Python exception {where}:\n{traceback.format_exc()}"
         sys.stderr.write(msg)
@@ -367,12 +402,36 @@ cdef void h_idle_end() noexcept:
     PyEval_RestoreThread(_idle_state)
     _idle_state = NULL
 
+cdef void flush_open_files() noexcept:
+    """Flushes every open Python file of this process (written, never flushed or closed):
+    text layers first, then the buffers under them."""
+    try:
+        files = [o for o in gc.get_objects() if isinstance(o, io.IOBase)]
+    except BaseException:
+        return
+    for o in sorted(files, key=lambda f: 0 if isinstance(f, io.TextIOBase) else 1):
+        try:
+            if not o.closed and o.writable():
+                o.flush()
+        except BaseException:
+            pass
+
+
 cdef void h_exit(int code) noexcept with gil:
+    # The job ends (CkExit, sys.exit, the peers' exit message; an abort too): as far as a
+    # process that ends with _Exit can, what the interpreter's own shutdown does first.
+    try:
+        if not _aborting:
+            atexit._run_exitfuncs()
+    except BaseException:
+        pass
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except BaseException:
         pass
+    if not _aborting:
+        flush_open_files()
 
 
 def set_python(py):
@@ -414,6 +473,8 @@ def start(list argv):
         memcpy(cargv[k], PyBytes_AS_STRING(b), len(b))
         cargv[k][len(b)] = 0
     cargv[argc] = NULL
+    global _owner
+    _owner = PyThread_get_thread_ident()
     c_start(argc, cargv)
 
 def my_pe():
@@ -426,9 +487,13 @@ def wall_time():
     return CkWallTimer()
 
 def exit(int code):
+    check_thread("charm.exit")
     CkExit(code)
 
 def abort(str message):
+    global _aborting
+    check_thread("charm.abort")
+    _aborting = True
     CkAbort("%s", message.encode())
 
 
@@ -436,6 +501,7 @@ def abort(str message):
 def send(bytes ref, object idx, bytes head, list bufs):
     """To one element: idx is an array index, or ('pe', n) for a group element, or None for
     a singleton chare."""
+    check_thread("sending a message")
     if _ro_pending:
         flush_readonlies()
     cdef CollectionRef r = to_ref(ref)
@@ -484,6 +550,7 @@ cdef class BoundEntry:
             self.idx = wire_index(proxy._idx)
 
     def __call__(self, *args, ret=False, awaitable=False, **kwargs):
+        check_thread(f"{self.name}()")
         if ret or awaitable or not self.element:
             # want: 2 the return value (ret=True), 1 completion only (awaitable=True: None)
             return self.proxy._ck_call(self.name, args, kwargs, 2 if ret else (1 if awaitable else 0))
@@ -507,26 +574,33 @@ cdef class BoundEntry:
 
 
 def broadcast(bytes ref, bytes head, list bufs):
+    check_thread("a broadcast")
     if _ro_pending:
         flush_readonlies()
     c_broadcast(to_ref(ref), build(head, bufs))
 
 def send_future(int pe, uint32_t fid, bytes head, list bufs):
+    check_thread("Future.send")
     future_send_raw(pe, fid, build(head, bufs))
 
 def create_chare(int pe, bytes blob):
+    check_thread("creating a chare")
     return from_ref(c_create_chare(pe, blob))
 
 def create_group(bytes blob):
+    check_thread("creating a group")
     return from_ref(c_create_group(blob))
 
 def create_array(tuple shape, bytes blob, uint32_t map_id=0):
+    check_thread("creating an array")
     return from_ref(c_create_array(to_index(shape), blob, map_id))
 
 def create_empty_array(int dims, uint32_t map_id=0):
+    check_thread("creating an array")
     return from_ref(c_create_empty_array(dims, map_id))
 
 def insert(bytes ref, tuple idx, bytes blob):
+    check_thread("ckInsert")
     c_insert(to_ref(ref), to_index(idx), blob)
 
 def ref_id(bytes ref):
@@ -544,6 +618,7 @@ def chare_index(uintptr_t chare):
     return tuple(i.x[d] for d in range(i.dims))
 
 def set_readonly(bytes value):
+    check_thread("setting readonlies")
     set_embedder_readonly(value)
 
 def get_readonly():
@@ -556,12 +631,15 @@ cdef void h_future_trampoline(uint32_t fid, void* msg) noexcept:
     h_future_value(fid, msg)
 
 def new_future():
+    check_thread("creating a Future")
     return future_create(h_future_trampoline)
 
 def release_future(uint32_t fid):
+    check_thread("releasing a Future")
     future_release(fid)
 
 def contribute(uintptr_t chare, bytes data, int root_pe, int64_t root_future):
+    check_thread("contribute")
     c_contribute(<PyChare*>chare, data, root_pe, root_future)
 
 def value_kind(Message m):
@@ -575,11 +653,13 @@ def reduction_value(Message m):
     return PyBytes_FromStringAndSize(s.data(), s.size())
 
 def start_qd(int pe, uint32_t fid):
+    check_thread("charm.startQD")
     c_start_qd(pe, fid)
 
 
 # ---- channels ------------------------------------------------------------------------------
 def channel_open(uintptr_t chare, bytes peer_ref, object peer_idx, uint32_t sub_id):
+    check_thread("Channel()")
     cdef Index i
     if type(peer_idx) is tuple and len(peer_idx) == 2 and peer_idx[0] == "pe":
         i = group_index(peer_idx[1])
@@ -588,12 +668,15 @@ def channel_open(uintptr_t chare, bytes peer_ref, object peer_idx, uint32_t sub_
     return <uintptr_t>c_channel_open(<PyChare*>chare, to_ref(peer_ref), i, sub_id)
 
 def channel_send(uintptr_t ch, uintptr_t ptr, size_t size, uint32_t fid, uintptr_t stream):
+    check_thread("Channel.send")
     c_channel_send(<CkChannel*>ch, <const void*>ptr, size, fid, <void*>stream)
 
 def channel_recv(uintptr_t ch, uintptr_t ptr, size_t size, uint32_t fid, uintptr_t stream):
+    check_thread("Channel.recv")
     c_channel_recv(<CkChannel*>ch, <void*>ptr, size, fid, <void*>stream)
 
 def channel_close(uintptr_t ch):
+    check_thread("Channel.close")
     c_channel_close(<CkChannel*>ch)
 
 def buffer_address(obj, bint writable):

@@ -68,40 +68,121 @@ class _SendHandle:
 _NO_OPS = _SendHandle([])
 
 
+def _cannot_change(m):
+    """Whether the memory of out-of-band buffer `m` cannot change until a transfer is done:
+    only memory owned by an immutable bytes object (np.frombuffer(b'...')) qualifies. A
+    read-only array may be a view of a writable one, or have writable views made before it
+    became read-only, so its data can still change."""
+    if not m.readonly:
+        return False
+    o = m.obj
+    while o is not None:
+        if type(o) is bytes:
+            return True
+        if isinstance(o, memoryview):
+            o = o.obj
+            continue
+        flags = getattr(o, "flags", None)
+        if flags is None or getattr(flags, "writeable", True):
+            return False
+        o = getattr(o, "base", None)
+    return False
+
+
+_PORTS = 256          # Channel(port=...): 0..255
+_NTH_BITS = 24        # the n-th channel to a peer: its core sub-id wraps after 2^24 (see __init__)
+
+
 class Channel:
     """A two-way, in-order stream of objects between two chares: both create it,
-    Channel(self, remote=proxy_of_the_other); send(*objs) and recv() (in a coroutine).
-    CuPy arrays (anything with __cuda_array_interface__) among the objects go GPU to GPU
-    over the Channel API; large host buffers go zero-copy the same way."""
+    Channel(self, remote=proxy_of_the_other); send(*objs) and recv() (in a coroutine);
+    close() (or dropping the last reference) frees it. CuPy arrays (anything with
+    __cuda_array_interface__) among the objects go GPU to GPU over the Channel API; large
+    host buffers whose memory cannot change go zero-copy the same way."""
 
     def __init__(self, chare, remote, port=0):
         if not isinstance(remote, proxy.ElementProxy):
             raise TypeError("Channel(self, remote=...): remote must be the proxy of one element")
+        if not isinstance(port, int) or not 0 <= port < _PORTS:
+            raise ValueError(f"Channel(..., port={port!r}): ports are 0 to {_PORTS - 1}")
+        _close_collected()
+        self._ch = 0
+        self._closed = True  # until open: __del__ of a half-built channel does nothing
         self._chare = chare
         self._remote = remote
         self.remote = remote  # charm4py's public name
-        my_key = chare._ck_self._idx
         peer_base = (_core.ref_id(remote._ref), _wire.norm(remote._idx), port)
         # Several channels between the same two chares pair up in creation order: the n-th
-        # one each side opens is one channel (sub-id n, counted per port).
+        # one each side opens (per port) is one channel. The core names it by a 32-bit
+        # sub-id, port and n modulo 2^24: ids repeat only between channels 2^24 apart,
+        # which would both have to be open at once (memory runs out well before).
         nth = chare._ck_chan_count.get(peer_base, 0)
         chare._ck_chan_count[peer_base] = nth + 1
-        sub = port * 1024 + nth
-        if nth >= 1024:
-            raise ValueError(f"more than 1024 channels to {remote!r} on port {port}")
-        self._port = sub
-        self._key = (_core.ref_id(chare.thisProxy._ref), _wire.norm(my_key), sub)  # how the peer names us
-        peer_key = (peer_base[0], peer_base[1], sub)
+        sub = port | ((nth % (1 << _NTH_BITS)) << 8)
+        self._key = (_core.ref_id(chare.thisProxy._ref), _wire.norm(chare._ck_self._idx), port, nth)  # the peer's name for us
+        self._peer_key = peer_base + (nth,)
         self._ch = _core.channel_open(chare._ck_ptr, remote._ref, remote._idx, sub)
+        self._closed = False
         self._send_seq = 0
         self._recv_seq = 0
         self._inbox = {}
         self._waiter = None
-        chare._ck_channels[peer_key] = self
-        for seq, item in chare._ck_early.pop(peer_key, {}).items():
+        self._inflight = 0  # transfers posted and not done: the core end stays open for them
+        chare._ck_channels[self._peer_key] = self  # a weak reference (WeakValueDictionary)
+        for seq, item in chare._ck_early.pop(self._peer_key, {}).items():
             self._inbox[seq] = item
 
+    # -- closing
+    def close(self):
+        """Closes this end: later send/recv raise; messages that arrive for it are dropped.
+        Transfers already posted finish first (the core's end closes after them). Close
+        an end once the peer has nothing more to send on it."""
+        if self._closed:
+            return
+        self._closed = True
+        self._inbox.clear()
+        chans = self._chare._ck_channels
+        if chans.get(self._peer_key) is self:
+            del chans[self._peer_key]
+        if self._waiter is not None:  # a recv waiting in another coroutine: it raises
+            w, self._waiter = self._waiter, None
+            coroutines.resume(w)
+        if self._inflight == 0:
+            self._release()
+
+    def _release(self):
+        ch, self._ch = self._ch, 0
+        if ch:
+            _core.channel_close(ch)
+
+    def _op_done(self):
+        self._inflight -= 1
+        if self._inflight == 0 and self._closed:
+            self._release()
+
+    def _op(self, keep):
+        op = futures.Op(keep=keep, chan=self)
+        self._inflight += 1
+        return op
+
+    def __del__(self):
+        # Transfers in flight hold the channel (Op.chan), so this runs only when none is.
+        if self._closed and not self._ch:
+            return
+        if _core.on_pe_thread():
+            self.close()
+        else:  # collected by another thread's garbage collection: closed by the PE later
+            _collected.append(self._ch)
+            self._ch = 0
+            self._closed = True
+
+    def _check_open(self, what):
+        if self._closed:
+            raise RuntimeError(f"Channel.{what} on a closed channel (to {self._remote!r})")
+
+    # -- sending
     def send(self, *objs, stream=None):
+        self._check_open("send")
         dev = None
         for o in objs:
             if hasattr(o, "__cuda_array_interface__"):
@@ -130,12 +211,11 @@ class Channel:
             except BufferError:  # a non-contiguous buffer: everything in band
                 payload, raws = pickle.dumps(host, _wire.PROTOCOL), []
             # Per out-of-band buffer: -1 inside the message, else its size (over the channel).
-            # Large read-only buffers (read-only arrays) travel zero-copy: nobody can change
-            # them before the transfer is done. Writable ones are copied into the message,
-            # so the caller may reuse them as soon as send() returns.
+            # Large buffers whose memory cannot change travel zero-copy; all others are
+            # copied into the message, so the caller may change them once send() returns.
             layout = []
             for m in raws:
-                if m.nbytes >= _ZERO_COPY_MIN and m.readonly:
+                if m.nbytes >= _ZERO_COPY_MIN and _cannot_change(m):
                     zc.append(m)
                     layout.append(m.nbytes)
                 else:
@@ -152,11 +232,11 @@ class Channel:
         ops = []
         sptr = stream.ptr if stream is not None and hasattr(stream, "ptr") else (stream or 0)
         for (i, ptr, n, shape, dt, s) in dev:
-            op = futures.Op(keep=objs[i])
+            op = self._op(objs[i])
             _core.channel_send(self._ch, ptr, n, op.fid, sptr or s)
             ops.append(op)
         for m in zc:
-            op = futures.Op(keep=m)
+            op = self._op(m)
             addr, n = _core.buffer_address(m, False)
             _core.channel_send(self._ch, addr, n, op.fid, 0)
             ops.append(op)
@@ -165,19 +245,19 @@ class Channel:
         # (get() in a coroutine), as does any later message from the receiver.
         return _SendHandle(ops)
 
+    # -- receiving
     def recv(self, *bufs, stream=None):
+        """The next objects sent (one, or a tuple of several). Device arrays among them go
+        into `bufs` (in order) or into new CuPy arrays. An error leaves the channel as it
+        was: nothing is taken from it and no receive is posted."""
+        self._check_open("recv")
         sptr = stream.ptr if stream is not None and hasattr(stream, "ptr") else (stream or 0)
-        # Device buffers given: their receives are posted now, before the message that
-        # describes the arrays arrives (the channel's counters match them to the sends in
-        # order), so the data moves as soon as it is sent. The description is checked after.
-        posted = []
+        infos = []
         for k, b in enumerate(bufs):
             info = _device_info(b)
             if info is None:
                 raise TypeError(f"Channel.recv: buffer {k} is not a device array (no __cuda_array_interface__)")
-            op = futures.Op(keep=b)
-            _core.channel_recv(self._ch, info[0], info[1], op.fid, sptr or info[4])
-            posted.append((info, op))
+            infos.append(info)
         seq = self._recv_seq
         while seq not in self._inbox:
             self._waiter = getcurrent()
@@ -185,46 +265,59 @@ class Channel:
                 coroutines.suspend("Channel.recv()")
             finally:
                 self._waiter = None
-        t, msg = self._inbox.pop(seq)
-        self._recv_seq += 1
+            self._check_open("recv")
+        t, msg = self._inbox[seq]
         _, _, _, layout, descs, nobjs = t
-        head, parts = _core.parse(msg, False)
-        payload = parts[0]
-        if layout is None and descs is None:  # host objects only, all inside the message
-            if bufs:
-                raise ValueError(f"Channel.recv: {len(bufs)} device buffer(s) given, but the message holds "
-                                 "no device array")
-            objs = pickle.loads(payload)
-            return objs[0] if nobjs == 1 else tuple(objs)
-        inline = parts[1:]
-        layout = layout or ()
+        # Everything is checked before the message is taken and before any receive is
+        # posted: a transfer posted into a wrong buffer would be truncated (fatal) or
+        # take the data of the next message.
+        if bufs and not descs:
+            raise ValueError(f"Channel.recv: {len(bufs)} device buffer(s) given, but the message holds "
+                             "no device array")
         descs = descs or ()
         if bufs and len(bufs) != len(descs):
             raise ValueError(f"Channel.recv: {len(bufs)} device buffer(s) given, but the message holds "
                              f"{len(descs)} device array(s)")
-        ops, out_dev = [op for _, op in posted], {}
+        for k, (i, n, shape, dt) in enumerate(descs if bufs else ()):
+            if infos[k][1] != n or infos[k][3] != dt:
+                import numpy
+                raise ValueError(f"Channel.recv: buffer {k} holds {infos[k][1]} bytes of {numpy.dtype(infos[k][3])}, "
+                                 f"but the array sent has {n} bytes of {numpy.dtype(dt)} (shape {shape})")
+        layout = layout or ()
+        if (descs or any(size >= 0 for size in layout)) and not getattr(getcurrent(), "_ck_coro", False):
+            raise RuntimeError("Channel.recv() would block outside a coroutine: call it from the main function "
+                               "or from an entry method decorated with @coro")
+        cupy = None
+        if descs and not bufs:
+            import cupy
+        del self._inbox[seq]
+        self._recv_seq += 1
+        head, parts = _core.parse(msg, False)
+        payload = parts[0]
+        if not layout and not descs:  # host objects only, all inside the message
+            objs = pickle.loads(payload)
+            return objs[0] if nobjs == 1 else tuple(objs)
+        # Each receive keeps its buffer alive until done (Op.keep), whatever happens here.
+        ops, out_dev = [], {}
         for k, (i, n, shape, dt) in enumerate(descs):
             if bufs:
-                b, info = bufs[k], posted[k][0]
-                if info[1] != n or info[3] != dt:
-                    import numpy
-                    raise ValueError(f"Channel.recv: buffer {k} holds {info[1]} bytes of {numpy.dtype(info[3])}, "
-                                     f"but the array sent has {n} bytes of {numpy.dtype(dt)} (shape {shape})")
+                b, ptr, s = bufs[k], infos[k][0], infos[k][4]
             else:
-                import cupy
                 b = cupy.empty(shape, dtype=dt)
-                op = futures.Op(keep=None)
-                _core.channel_recv(self._ch, b.data.ptr, n, op.fid, sptr)
-                ops.append(op)
+                ptr, s = b.data.ptr, 0
+            op = self._op(b)
+            _core.channel_recv(self._ch, ptr, n, op.fid, sptr or s)
+            ops.append(op)
             out_dev[i] = b
-        bufs_all, it = [], iter(inline)
+        inline = iter(parts[1:])
+        bufs_all = []
         for size in layout:  # host buffers over the channel come after the device arrays
             if size < 0:
-                bufs_all.append(next(it))
+                bufs_all.append(next(inline))
                 continue
             b = bytearray(size)
             addr, _ = _core.buffer_address(b, True)
-            op = futures.Op(keep=None)
+            op = self._op(b)
             _core.channel_recv(self._ch, addr, size, op.fid, 0)
             ops.append(op)
             bufs_all.append(b)
@@ -247,10 +340,20 @@ class Channel:
             coroutines.resume(w)
 
 
+_collected = []  # core channel ends of channels collected off the PE's thread
+
+
+def _close_collected():
+    while _collected:
+        _core.channel_close(_collected.pop())
+
+
 def channel_message(obj, t, msg):
-    key = t[1]  # the sender's (collection, index, port): our name for the channel
+    key = t[1]  # the sender's (collection, index, port, n): our name for the channel
     ch = obj._ck_channels.get(key)
     if ch is None:
-        obj._ck_early.setdefault(key, {})[t[2]] = (t, msg)
+        if key[3] < obj._ck_chan_count.get(key[:3], 0):
+            return  # for a channel this end has closed: dropped
+        obj._ck_early.setdefault(key, {})[t[2]] = (t, msg)  # before this end opens
         return
     ch._arrived(t, msg)

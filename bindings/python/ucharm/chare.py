@@ -4,6 +4,7 @@ charm.py's hooks).
 """
 import pickle
 import sys
+import weakref
 
 from greenlet import getcurrent
 
@@ -230,7 +231,7 @@ def _construct(ptr, blob):
     obj._ck_when_by_value = None  # (function, value) -> held calls, for `self.a == p` conditions
     obj._ck_when_eq_fns = set()
     obj._ck_busy = False
-    obj._ck_channels = {}
+    obj._ck_channels = weakref.WeakValueDictionary()  # open channels: closed when collected
     obj._ck_chan_count = {}
     obj._ck_early = {}
     if kind == "chare":

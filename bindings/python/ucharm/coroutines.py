@@ -62,13 +62,26 @@ def when(cond):
              re.fullmatch(r"\s*(\w+)\s*==\s*self\.(\w+)\s*", cond))
         if m:
             attr, param = m.groups() if cond.strip().startswith("self.") else m.groups()[::-1]
-            names = list(fn._ck_sig.parameters)[1:]
+            params = list(fn._ck_sig.parameters.values())[1:]
+            names = [q.name for q in params]
             if param in names:
-                fn._ck_when_eq = (attr, param, names.index(param))
+                q = params[names.index(param)]
+                default = q.default if q.default is not inspect.Parameter.empty else _NO_DEFAULT
+                fn._ck_when_eq = (attr, param, names.index(param), default)
         return fn
     return deco
 
 
+_NO_DEFAULT = object()
+
+
 def when_key(fn, args, kwargs):
-    _, param, pos = fn._ck_when_eq
-    return args[pos] if pos < len(args) else kwargs[param]
+    """The value of the parameter that `self.attr == param` compares, as the call gives it
+    (by position or name) or its default."""
+    _, param, pos, default = fn._ck_when_eq
+    if pos < len(args):
+        return args[pos]
+    value = kwargs.get(param, default)
+    if value is _NO_DEFAULT:
+        raise TypeError(f"{fn.__qualname__}() missing the argument {param!r} that its @when condition needs")
+    return value

@@ -2,17 +2,53 @@
 coroutine. Each is a core future with a handler (_core.new_future); its values arrive as
 raw messages that charm.py's hook unpickles and hands to deliver().
 """
+import pickle
+
 from greenlet import getcurrent
 
 from . import _core, _wire, coroutines
 
 
+class RemoteError(Exception):
+    """Raised by get() in place of an exception of another PE that could not travel (it
+    could not be pickled there or unpickled here): its type, text and traceback."""
+
+    def __init__(self, type_name, text, where):
+        super().__init__(f"{type_name}: {text}\n(raised on another PE, which could not send it as it is; "
+                         f"its traceback:)\n{where}")
+        self.type_name, self.text, self.where = type_name, text, where
+
+    def __reduce__(self):
+        return (RemoteError, (self.type_name, self.text, self.where))
+
+
 class _RemoteException:
-    """An exception raised where a future's value was computed, sent in its place."""
+    """An exception raised where a future's value was computed, sent in its place. It
+    travels as its own pickle inside this one, so that an exception that cannot be
+    unpickled here (or pickled there) arrives as a RemoteError instead of ending the job."""
 
     def __init__(self, exc, where):
         self.exc = exc
         self.where = where
+
+    def __reduce__(self):
+        try:
+            blob = pickle.dumps(self.exc, _wire.PROTOCOL)
+        except Exception:
+            blob = None
+        return (_remote_exception, (blob, type(self.exc).__qualname__, str(self.exc), self.where))
+
+
+def _remote_exception(blob, type_name, text, where):
+    exc = None
+    if blob is not None:
+        try:
+            exc = pickle.loads(blob)
+        except Exception:
+            exc = None
+    if exc is None:
+        exc = RemoteError(type_name, text, where)
+    return _RemoteException(exc, where)
 
 
 registry = {}  # fid -> Future or Op, on this PE
@@ -124,13 +160,14 @@ class CallbackFuture(Future):
 
 class Op:
     """A channel transfer in flight; its completion arrives as a core future value."""
-    __slots__ = ("fid", "done", "waiter", "keep")
+    __slots__ = ("fid", "done", "waiter", "keep", "chan")
 
-    def __init__(self, keep=None):
+    def __init__(self, keep=None, chan=None):
         self.fid = _core.new_future()
         self.done = False
         self.waiter = None
-        self.keep = keep  # the buffer, alive until the transfer is done
+        self.keep = keep  # the buffer, alive until the transfer is done (UCX writes or reads it)
+        self.chan = chan  # the channel, open until its transfers are done
         registry[self.fid] = self
 
     def _deliver(self, value):
@@ -138,6 +175,9 @@ class Op:
         self.keep = None
         registry.pop(self.fid, None)
         _core.release_future(self.fid)
+        if self.chan is not None:
+            c, self.chan = self.chan, None
+            c._op_done()
         if self.waiter is not None:
             w, self.waiter = self.waiter, None
             coroutines.resume(w)
