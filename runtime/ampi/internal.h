@@ -100,6 +100,7 @@ int op_apply(MPI_Op op, const void* in, void* inout, int count, MPI_Datatype t);
 // Matching contexts: every communicator has two, one for point-to-point (even) and one for
 // its collectives (odd), so runtime traffic never matches a user's receive.
 enum class Ctx : std::uint8_t { P2P = 0, Coll = 1 };
+struct Intercomm;
 struct Comm {
   MPI_Comm handle = MPI_COMM_NULL;
   std::uint32_t context = 0;      // even; the collective context is context + 1
@@ -107,8 +108,18 @@ struct Comm {
   int rank = MPI_UNDEFINED;       // this rank's position in `members`
   MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
   std::uint32_t coll_seq = 0;     // collectives started on it (nonblocking ones use it in tags)
+  // Intercommunicators only (comm/intercomm.cpp): `members` is then the remote group (the
+  // ranks point-to-point names; `rank` stays the position in the local group, the source
+  // the other side sees) and `inter` holds the local group.
+  std::shared_ptr<Intercomm> inter;
   int size() const { return static_cast<int>(members.size()); }
   std::uint32_t ctx(Ctx c) const { return context + static_cast<std::uint32_t>(c); }
+};
+// The local side of an intercommunicator: its group as an intracommunicator on a context of
+// its own (the intercommunicator's context + 2), which the collectives use within a group.
+// Its tags come from the intercommunicator's coll_tag, so both stay in step.
+struct Intercomm {
+  Comm local;
 };
 // A rank's communicators (and groups, keyvals, ...): comm/comms.h defines it; each rank owns one.
 struct CommTable;

@@ -3,6 +3,7 @@
 // which runs the body now or in a task. Bodies copy the count, displacement and type
 // arrays they use: a nonblocking body runs after the call has returned.
 #include "coll/coll.h"
+#include "coll/intercoll.h"
 
 #include <vector>
 
@@ -14,12 +15,14 @@ const int* data_or_null(const std::vector<int>& v) { return v.empty() ? nullptr 
 }  // namespace
 
 int barrier_call(const Call& k) {
+  if (Comm* ic = inter_of(k.comm)) return inter_barrier(k, *ic);
   Comm* c = comm_get(k.comm);
   if (!c) return bad_comm(k.comm, k.fn);
   return launch(k, *c, MPI_OP_NULL, MPI_DATATYPE_NULL, [](Comm& cc, int tag) { return barrier_alg(cc, tag); });
 }
 
 int bcast_call(const Call& k, void* buffer, int count, MPI_Datatype datatype, int root) {
+  if (Comm* ic = inter_of(k.comm)) return inter_bcast(k, *ic, buffer, count, datatype, root);
   Comm* c = nullptr;
   if (int e = args_bcast(k.comm, k.fn, c, count, datatype, root)) return e;
   if (int e = no_in_place(k.comm, k.fn, "buffer", buffer)) return e;
@@ -29,6 +32,7 @@ int bcast_call(const Call& k, void* buffer, int count, MPI_Datatype datatype, in
 
 int reduce_call(const Call& k, const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                 int root) {
+  if (Comm* ic = inter_of(k.comm)) return inter_reduce(k, *ic, sendbuf, recvbuf, count, datatype, op, root);
   Comm* c = nullptr;
   if (int e = args_reduce(k.comm, k.fn, c, sendbuf, recvbuf, count, datatype, op, root, true)) return e;
   return launch(k, *c, op, datatype, [=](Comm& cc, int tag) {
@@ -37,6 +41,7 @@ int reduce_call(const Call& k, const void* sendbuf, void* recvbuf, int count, MP
 }
 
 int allreduce_call(const Call& k, const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op) {
+  if (Comm* ic = inter_of(k.comm)) return inter_allreduce(k, *ic, sendbuf, recvbuf, count, datatype, op);
   Comm* c = nullptr;
   if (int e = args_reduce(k.comm, k.fn, c, sendbuf, recvbuf, count, datatype, op, 0, false)) return e;
   return launch(k, *c, op, datatype, [=](Comm& cc, int tag) {
@@ -46,6 +51,8 @@ int allreduce_call(const Call& k, const void* sendbuf, void* recvbuf, int count,
 
 int gather_call(const Call& k, const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount,
                 const int* rcounts, const int* displs, MPI_Datatype rtype, int root, bool vector) {
+  if (Comm* ic = inter_of(k.comm))
+    return inter_gather(k, *ic, sendbuf, scount, stype, recvbuf, rcount, rcounts, displs, rtype, root, vector);
   Comm* c = nullptr;
   if (int e = args_gather(k.comm, k.fn, c, sendbuf, scount, stype, recvbuf, rcount, rcounts, displs, rtype, root,
                           vector))
@@ -61,6 +68,8 @@ int gather_call(const Call& k, const void* sendbuf, int scount, MPI_Datatype sty
 
 int scatter_call(const Call& k, const void* sendbuf, int scount, const int* scounts, const int* displs,
                  MPI_Datatype stype, void* recvbuf, int rcount, MPI_Datatype rtype, int root, bool vector) {
+  if (Comm* ic = inter_of(k.comm))
+    return inter_scatter(k, *ic, sendbuf, scount, scounts, displs, stype, recvbuf, rcount, rtype, root, vector);
   Comm* c = nullptr;
   if (int e = args_scatter(k.comm, k.fn, c, sendbuf, scount, scounts, displs, stype, recvbuf, rcount, rtype, root,
                            vector))
@@ -76,6 +85,8 @@ int scatter_call(const Call& k, const void* sendbuf, int scount, const int* scou
 
 int allgather_call(const Call& k, const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount,
                    const int* rcounts, const int* displs, MPI_Datatype rtype, bool vector) {
+  if (Comm* ic = inter_of(k.comm))
+    return inter_allgather(k, *ic, sendbuf, scount, stype, recvbuf, rcount, rcounts, displs, rtype, vector);
   Comm* c = nullptr;
   if (int e = args_allgather(k.comm, k.fn, c, sendbuf, scount, stype, recvbuf, rcount, rcounts, displs, rtype,
                              vector))
@@ -90,6 +101,9 @@ int allgather_call(const Call& k, const void* sendbuf, int scount, MPI_Datatype 
 
 int alltoall_call(const Call& k, const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount,
                   MPI_Datatype rtype) {
+  if (Comm* ic = inter_of(k.comm))
+    return inter_alltoall(k, *ic, sendbuf, scount, nullptr, nullptr, stype, nullptr, recvbuf, rcount, nullptr, nullptr,
+                          rtype, nullptr, false);
   Comm* c = nullptr;
   if (int e = args_alltoall(k.comm, k.fn, c, sendbuf, scount, stype, recvbuf, rcount, rtype)) return e;
   return launch(k, *c, MPI_OP_NULL, rtype, [=](Comm& cc, int tag) {
@@ -102,6 +116,9 @@ int alltoall_call(const Call& k, const void* sendbuf, int scount, MPI_Datatype s
 int alltoallvw_call(const Call& k, const void* sendbuf, const int* sendcounts, const int* sdispls,
                     MPI_Datatype sendtype, const MPI_Datatype* sendtypes, void* recvbuf, const int* recvcounts,
                     const int* rdispls, MPI_Datatype recvtype, const MPI_Datatype* recvtypes, bool w) {
+  if (Comm* ic = inter_of(k.comm))
+    return inter_alltoall(k, *ic, sendbuf, 0, sendcounts, sdispls, sendtype, sendtypes, recvbuf, 0, recvcounts,
+                          rdispls, recvtype, recvtypes, w);
   Comm* c = comm_get(k.comm);
   if (!c) return bad_comm(k.comm, k.fn);
   const int n = c->size();
@@ -138,6 +155,8 @@ int alltoallvw_call(const Call& k, const void* sendbuf, const int* sendcounts, c
 // the reduction to rank 0, then a scatter.
 int reduce_scatter_call(const Call& k, const void* sendbuf, void* recvbuf, const int* recvcounts, int recvcount,
                         MPI_Datatype datatype, MPI_Op op) {
+  if (Comm* ic = inter_of(k.comm))
+    return inter_reduce_scatter(k, *ic, sendbuf, recvbuf, recvcounts, recvcount, datatype, op);
   Comm* c = comm_get(k.comm);
   if (!c) return bad_comm(k.comm, k.fn);
   const int n = c->size();
@@ -179,6 +198,8 @@ int reduce_scatter_call(const Call& k, const void* sendbuf, void* recvbuf, const
 // Scan and Exscan (`exclusive`).
 int scan_call(const Call& k, const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
               bool exclusive) {
+  if (inter_of(k.comm))
+    return error(k.comm, MPI_ERR_COMM, k.fn, "%s is not defined on intercommunicators (MPI-3.1 5.11)", k.fn);
   Comm* c = nullptr;
   if (int e = args_reduce(k.comm, k.fn, c, sendbuf, recvbuf, count, datatype, op, 0, false)) return e;
   if (on_device(sendbuf) || on_device(recvbuf))  // scan_alg computes on the buffers themselves

@@ -22,7 +22,7 @@ int PMPI_Comm_size(MPI_Comm comm, int* size) {
   Comm* c = comm_get(comm);
   if (!c) return bad_comm(comm, "MPI_Comm_size");
   if (!size) return error(comm, MPI_ERR_ARG, "MPI_Comm_size", "size is NULL");
-  *size = c->size();
+  *size = c->inter ? c->inter->local.size() : c->size();
   return MPI_SUCCESS;
 }
 
@@ -45,6 +45,10 @@ int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result) {
     *result = MPI_IDENT;
     return MPI_SUCCESS;
   }
+  if (a->inter || b->inter) {
+    *result = inter_compare(*a, *b);
+    return MPI_SUCCESS;
+  }
   const int r = compare_members(a->members, b->members);
   *result = r == MPI_IDENT ? MPI_CONGRUENT : r;
   return MPI_SUCCESS;
@@ -55,6 +59,7 @@ int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
   Comm* c = comm_get(comm);
   if (!c) return bad_comm(comm, fn);
   if (!newcomm) return null_arg(comm, fn, "newcomm");
+  if (c->inter) return inter_dup(comm, newcomm, fn);
   std::uint32_t context = 0;
   if (int e = agree_context(*c, coll_tag(*c), &context)) return error(comm, e, fn, "the context agreement failed");
   c = comm_get(comm);
@@ -75,6 +80,7 @@ int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm) {
   if (!newcomm) return null_arg(comm, fn, "newcomm");
   if (color < 0 && color != MPI_UNDEFINED)
     return error(comm, MPI_ERR_ARG, fn, "color %d is negative (only MPI_UNDEFINED may be)", color);
+  if (c->inter) return inter_split(comm, color, key, newcomm, fn);
   return split(*c, color, key, newcomm, fn);
 }
 
@@ -89,6 +95,7 @@ int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, 
   if (!newcomm) return null_arg(comm, fn, "newcomm");
   if (split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED)
     return error(comm, MPI_ERR_ARG, fn, "unknown split_type %d (MPI_COMM_TYPE_SHARED or MPI_UNDEFINED)", split_type);
+  if (c->inter) return not_inter(comm, fn);
   return split(*c, split_type == MPI_UNDEFINED ? MPI_UNDEFINED : CmiMyPe(), key, newcomm, fn);
 }
 
@@ -97,6 +104,7 @@ int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
   Comm* c = comm_get(comm);
   if (!c) return bad_comm(comm, fn);
   if (!newcomm) return null_arg(comm, fn, "newcomm");
+  if (c->inter) return inter_create(comm, group, newcomm, fn);
   Group* g = group_get(group);
   if (!g) return error(comm, MPI_ERR_GROUP, fn, "invalid group %d", group);
   int myrank = MPI_UNDEFINED;
@@ -116,6 +124,7 @@ int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* ne
   if (!c) return bad_comm(comm, fn);
   if (!newcomm) return null_arg(comm, fn, "newcomm");
   if (tag < 0) return error(comm, MPI_ERR_TAG, fn, "tag %d is negative", tag);
+  if (c->inter) return not_inter(comm, fn);
   Group* g = group_get(group);
   if (!g) return error(comm, MPI_ERR_GROUP, fn, "invalid group %d", group);
   int myrank = MPI_UNDEFINED;
@@ -156,31 +165,13 @@ int PMPI_Comm_group(MPI_Comm comm, MPI_Group* group) {
   Comm* c = comm_get(comm);
   if (!c) return bad_comm(comm, "MPI_Comm_group");
   if (!group) return null_arg(comm, "MPI_Comm_group", "group");
-  *group = group_new(c->members);
+  *group = group_new(c->inter ? c->inter->local.members : c->members);
   return MPI_SUCCESS;
 }
 
-int PMPI_Comm_test_inter(MPI_Comm comm, int* flag) {
-  if (!comm_get(comm)) return bad_comm(comm, "MPI_Comm_test_inter");
-  if (!flag) return null_arg(comm, "MPI_Comm_test_inter", "flag");
-  *flag = 0;  // no intercommunicators here
-  return MPI_SUCCESS;
-}
+// MPI_Comm_test_inter, remote_size, remote_group: intercomm.cpp.
 
-int PMPI_Comm_remote_size(MPI_Comm comm, int* size) {
-  (void)size;
-  if (!comm_get(comm)) return bad_comm(comm, "MPI_Comm_remote_size");
-  return error(comm, MPI_ERR_COMM, "MPI_Comm_remote_size", "communicator %d is not an intercommunicator", comm);
-}
-
-int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group* group) {
-  (void)group;
-  if (!comm_get(comm)) return bad_comm(comm, "MPI_Comm_remote_group");
-  return error(comm, MPI_ERR_COMM, "MPI_Comm_remote_group", "communicator %d is not an intercommunicator", comm);
-}
-
-int PMPI_Comm_set_name(MPI_Comm comm, const char* comm_name) {
-  CommSlot* s = slot_of(comm);
+int PMPI_Comm_set_name  CommSlot* s = slot_of(comm);
   if (!s) return bad_comm(comm, "MPI_Comm_set_name");
   if (!comm_name) return null_arg(comm, "MPI_Comm_set_name", "comm_name");
   s->name.assign(comm_name, strnlen(comm_name, MPI_MAX_OBJECT_NAME - 1));

@@ -123,6 +123,18 @@ void coords_of(const Topology& t, int rank, int* coords, int maxdims);
 int check_dims(MPI_Comm comm, const char* fn, int ndims, const int* dims, long long* nnodes);
 int check_graph(MPI_Comm comm, const char* fn, int nnodes, const int* index, const int* edges, int size);
 
+// ---- intercomm.cpp ----
+// A new intercommunicator of the calling rank (at `rank` in `local`; `remote`: the other group).
+MPI_Comm inter_add(std::uint32_t context, std::vector<int> local, int rank, std::vector<int> remote,
+                   MPI_Errhandler eh);
+// MPI_Comm_compare, MPI_Comm_dup, split and create when `comm` is an intercommunicator.
+int inter_compare(const Comm& a, const Comm& b);
+int inter_dup(MPI_Comm comm, MPI_Comm* newcomm, const char* fn);
+int inter_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm, const char* fn);
+int inter_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm, const char* fn);
+// Reports comm as an intercommunicator where the call needs an intracommunicator.
+int not_inter(MPI_Comm comm, const char* fn);
+
 // ---- info.cpp ----
 int check_key(const char* fn, const char* key);
 Info::iterator info_find(Info& info, const char* key);
