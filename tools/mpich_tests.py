@@ -1,0 +1,407 @@
+#!/usr/bin/env python3
+"""Builds and runs MPICH's test/mpi programs under OpenMPI and ucharm's AMPI.
+
+Started by tools/mpich-tests.sh (see its header and tools/README.md). Each
+program of a directory's testlist is built with OpenMPI's mpicc and with
+ampicc, then run with `mpirun -np N`, `ucharmrun -n N` (one rank per PE) and,
+where N > 2, `ucharmrun -n 2 ... +vp N`. A run passes when it exits 0 and
+prints " No Errors" (MTest's convention). Every build and run leaves a log and
+a result file under the work folder, so an interrupted run resumes where it
+stopped; --redo forgets them.
+"""
+import argparse
+import hashlib
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DIRS = ["basic", "pt2pt", "coll", "datatype", "comm", "group", "attr",
+        "init", "errhan", "info", "topo"]
+
+# basic/ has no testlist: its Makefile.am programs, at 2 ranks (1 for self, wtime).
+# They print no " No Errors": exit 0 passes. netpipe and adapt (bandwidth sweeps
+# that run until stopped) are left out.
+BASIC = ["self 1", "simple 2", "sendrecv 2", "srtest 2", "wtime 1",
+         "patterns 2"]
+
+# What MPICH's configure would find for a C99 compiler on Linux and an MPI-3.1
+# library that is not MPICH (USE_STRICT_MPI: no MPIX extensions).
+CONF_H = """\
+/* Written by tools/mpich_tests.py in place of configure's mpitestconf.h. */
+#define HAVE_STRING_H 1
+#define HAVE_UNISTD_H 1
+#define HAVE_STDARG_H 1
+#define HAVE_SYS_TIME_H 1
+#define HAVE_SYS_RESOURCE_H 1
+#define HAVE_GETRUSAGE 1
+#define HAVE_LONG_DOUBLE 1
+#define HAVE_LONG_LONG 1
+#define HAVE_LONG_LONG_INT 1
+#define HAVE__BOOL 1
+#define HAVE_LONG_DOUBLE__COMPLEX 1
+#define HAVE_MPI_TYPE_CREATE_STRUCT 1
+#define HAVE_MPI2_COMBINERS 1
+#define HAVE_MPI_INIT_THREAD 1
+#define HAVE_MPI_WIN_CREATE 1
+#define USE_STRICT_MPI 1
+#define THREAD_PACKAGE_NAME THREAD_PACKAGE_POSIX
+#define THREAD_PACKAGE_POSIX 1
+#define THREAD_PACKAGE_NONE 0
+"""
+
+UTIL_SOURCES = {"mtest": ["util/mtest.c", "util/mtest_common.c", "util/mtest_single.c"],
+                "dtypes": ["util/dtypes.c"],
+                "dtpools": ["dtpools/src/dtpools.c", "dtpools/src/dtpools_attr.c",
+                            "dtpools/src/dtpools_custom.c", "dtpools/src/dtpools_desc.c",
+                            "dtpools/src/dtpools_init_verify.c",
+                            "dtpools/src/dtpools_misc.c"]}
+
+
+def sh(cmd, log, timeout=None, cwd=None, env=None):
+    """Runs cmd (a list), output to log; returns (rc, seconds). rc 124: timed out."""
+    t0 = time.time()
+    with open(log, "w") as f:
+        f.write("$ " + shlex.join(cmd) + "\n")
+        f.flush()
+        try:
+            p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=cwd,
+                                 env=env, start_new_session=True)
+            rc = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # The whole process group: mpirun/ucharmrun and every rank.
+            os.killpg(p.pid, 9)
+            p.wait()
+            rc = 124
+            f.write("\n[harness] killed after %s s\n" % timeout)
+    return rc, time.time() - t0
+
+
+class Entry:
+    def __init__(self, d, name, np, args, env, opts, line):
+        self.dir, self.name, self.np, self.args = d, name, np, args
+        self.env, self.opts, self.line = env, opts, line
+        key = "%s %d %s" % (name, np, " ".join(args))
+        self.id = "%s.%d" % (name, np)
+        if args:
+            self.id += "." + hashlib.sha1(key.encode()).hexdigest()[:6]
+
+
+def parse_testlist(src, d):
+    """The entries of d's testlist, deduplicated on (program, np, args): the
+    env= variants that only tune MPICH (MPIR_CVAR_*) would rerun the same thing."""
+    if d == "basic":
+        lines = BASIC
+    else:
+        path = next((src / d / n for n in ("testlist", "testlist.in")
+                     if (src / d / n).exists()), None)
+        lines = path.read_text().splitlines() if path else []
+    out, seen = [], set()
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#") or "@" in line:
+            continue
+        f = line.split()
+        if len(f) < 2 or not f[1].isdigit():
+            continue
+        args, env, opts = [], {}, {}
+        for kv in f[2:]:
+            k, _, v = kv.partition("=")
+            if k == "arg":
+                args.append(v)
+            elif k == "env":
+                ek, _, ev = v.partition("=")
+                env[ek] = ev
+            else:
+                opts[k] = v
+        key = (f[0], int(f[1]), tuple(args))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(Entry(d, f[0], int(f[1]), args, env, opts, line))
+    out.sort(key=lambda e: e.np)  # small first; stable within a size
+    return out
+
+
+def makefile_rules(src, d):
+    """prog -> (sources, -D flags) from d/Makefile.am's prog_SOURCES/_CPPFLAGS."""
+    rules = {}
+    mk = src / d / "Makefile.am"
+    if not mk.exists():
+        return rules
+    for m in re.finditer(r"^(\w+)_(SOURCES|CPPFLAGS)\s*=\s*(.*)$", mk.read_text(), re.M):
+        prog, kind, val = m.groups()
+        r = rules.setdefault(prog, [None, []])
+        if kind == "SOURCES":
+            r[0] = val.split()
+        else:
+            r[1] = [w for w in val.split() if w.startswith("-D")]
+    return rules
+
+
+class Harness:
+    def __init__(self, a):
+        self.a = a
+        self.src = Path(a.mpich).resolve() / "test" / "mpi"
+        if not (self.src / "util" / "mtest.c").exists():
+            sys.exit("mpich-tests: %s has no test/mpi/util/mtest.c" % a.mpich)
+        self.work = Path(a.work).resolve()
+        self.root = Path(a.main).resolve()
+        self.cc = {"ompi": a.mpicc, "ucharm": str(self.root / "build/runtime/ampi/bin/ampicc")}
+        self.run_cmd = str(self.root / "build/tools/ucharmrun/ucharmrun")
+        for c in (self.cc["ucharm"], self.run_cmd):
+            if not os.access(c, os.X_OK):
+                sys.exit("mpich-tests: %s is missing (build ucharm first)" % c)
+        inc = self.work / "include"
+        inc.mkdir(parents=True, exist_ok=True)
+        (inc / "mpitestconf.h").write_text(CONF_H)
+        (inc / "mtest_mpix.h").write_text("/* empty: no MPIX extensions */\n")
+        # dtpools includes "../dtpoolsconf.h": found through the empty folder inc/sub.
+        (inc / "sub").mkdir(exist_ok=True)
+        (inc / "dtpoolsconf.h").write_text("/* configure's dtpoolsconf.h: nothing needed */\n")
+        self.cflags = ["-O1", "-w", "-I" + str(inc), "-I" + str(inc / "sub"), "-I" + str(self.src / "include"),
+                       "-I" + str(self.src / "dtpools" / "include")]
+
+    def commit(self):
+        r = subprocess.run(["git", "-C", str(self.root), "log", "-1", "--format=%h"],
+                           capture_output=True, text=True)
+        return r.stdout.strip() or "?"
+
+    def util_libs(self, comp):
+        """Builds libmtest.a, libdtypes.a, libdtpools.a for one compiler (once)."""
+        d = self.work / comp / "util"
+        d.mkdir(parents=True, exist_ok=True)
+        libs = []
+        for lib, srcs in UTIL_SOURCES.items():
+            a = d / ("lib%s.a" % lib)
+            if not a.exists() or self.a.redo_build:
+                objs = []
+                for s in srcs:
+                    o = d / (Path(s).stem + ".o")
+                    rc, _ = sh([self.cc[comp], "-c", *self.cflags, str(self.src / s),
+                                "-o", str(o)], str(o) + ".log")
+                    if rc == 0:
+                        objs.append(str(o))
+                    else:
+                        print("  %s: %s does not build (see %s.log)" % (comp, s, o))
+                if objs:
+                    sh(["ar", "rcs", str(a), *objs], str(a) + ".log")
+            if a.exists():
+                libs.append(str(a))
+        return libs
+
+    def build(self, comp, e, rules, libs):
+        """Returns 'ok' or 'build' (failed); logs in <work>/<comp>/<dir>/<prog>.build.log."""
+        d = self.work / comp / e.dir
+        d.mkdir(parents=True, exist_ok=True)
+        exe, log = d / e.name, d / (e.name + ".build.log")
+        stamp = d / (e.name + ".build.rc")
+        if stamp.exists() and not self.a.redo_build:
+            return "ok" if stamp.read_text().strip() == "0" else "build"
+        srcs, defs = rules.get(e.name, [None, []])
+        srcs = srcs or [e.name + ".c"]
+        if not all((self.src / e.dir / s).exists() for s in srcs):
+            stamp.write_text("nosrc\n")
+            log.write_text("no source %s\n" % srcs)
+            return "build"
+        cmd = [self.cc[comp], *self.cflags, *defs, *[str(self.src / e.dir / s) for s in srcs],
+               "-o", str(exe), *libs, "-lm"]
+        rc, _ = sh(cmd, str(log))
+        stamp.write_text("%d\n" % rc)
+        return "ok" if rc == 0 else "build"
+
+    def run(self, cfg, e):
+        comp = "ompi" if cfg == "ompi" else "ucharm"
+        d = self.work / comp / e.dir
+        res = d / ("%s.%s.res" % (e.id, cfg))
+        if res.exists() and not self.a.redo:
+            return res.read_text().split("\t")[0]
+        exe = "./" + e.name
+        t = self.a.timeout
+        if cfg == "ompi":
+            cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(e.np),
+                   exe, *e.args]
+        elif cfg == "pe":
+            cmd = [self.run_cmd, "-n", str(e.np), "--timeout", str(t), exe, *e.args]
+        else:
+            cmd = [self.run_cmd, "-n", "2", "--timeout", str(t), exe, *e.args,
+                   "+vp", str(e.np)]
+        env = dict(os.environ, **e.env)
+        log = d / ("%s.%s.log" % (e.id, cfg))
+        rc, secs = sh(cmd, str(log), timeout=t + 10, cwd=str(d), env=env)
+        text = log.read_text(errors="replace")
+        # basic/ programs do not use MTest: there a clean exit passes.
+        if rc == 0 and (" No Errors" in text or e.dir == "basic"):
+            st = "pass"
+        elif rc == 124 or "[harness] killed" in text:
+            st = "timeout"
+        else:
+            st = "fail"
+        res.write_text("%s\t%d\t%.1f\t%s\n" % (st, rc, secs, self.commit()))
+        return st
+
+    def result(self, comp, cfg, e):
+        res = self.work / comp / e.dir / ("%s.%s.res" % (e.id, cfg))
+        if res.exists():
+            return res.read_text().split("\t")
+        return None
+
+    def do_dir(self, d, libs):
+        entries = parse_testlist(self.src, d)
+        if self.a.max_np:
+            entries = [e for e in entries if e.np <= self.a.max_np]
+        entries = [e for e in entries if float(e.opts.get("mem", 0)) < self.a.max_mem]
+        rules = makefile_rules(self.src, d)
+        print("== %s: %d entries at %s" % (d, len(entries), self.commit()), flush=True)
+        for e in entries:
+            if self.deadline and time.time() > self.deadline:
+                print("deadline reached", flush=True)
+                return False
+            marks = []
+            if self.build("ompi", e, rules, libs["ompi"]) == "ok":
+                marks.append("ompi=" + self.run("ompi", e))
+            else:
+                marks.append("ompi=build")
+            if "ompi=pass" in marks or self.a.all:
+                if self.build("ucharm", e, rules, libs["ucharm"]) == "ok":
+                    marks.append("pe=" + self.run("pe", e))
+                    if e.np > 2:
+                        marks.append("vp=" + self.run("vp", e))
+                else:
+                    marks.append("ucharm=build")
+            print("  %-24s np=%-2d %s %s" % (e.name, e.np, " ".join(e.args)[:30],
+                                             " ".join(marks)), flush=True)
+        return True
+
+    def main(self):
+        self.deadline = time.time() + self.a.minutes * 60 if self.a.minutes else None
+        if not self.a.report_only:
+            libs = {c: self.util_libs(c) for c in ("ompi", "ucharm")}
+            for d in self.a.dirs:
+                if not self.do_dir(d, libs):
+                    break
+        self.report()
+
+    def report(self):
+        """TSV of every entry run, summary per directory, failures with a hint."""
+        rows, summ, fails = [], [], []
+        tot = [0] * 7
+        for d in self.a.dirs:
+            entries = parse_testlist(self.src, d)
+            n = [0] * 7  # listed, run, ompi pass, pe pass, vp-eligible, vp pass, commit
+            commits = set()
+            for e in entries:
+                n[0] += 1
+                o = self.result("ompi", "ompi", e)
+                if o is None:
+                    if (self.work / "ompi" / d / (e.name + ".build.rc")).exists():
+                        o = ["build"]
+                    else:
+                        continue
+                n[1] += 1
+                p = self.result("ucharm", "pe", e)
+                v = self.result("ucharm", "vp", e) if e.np > 2 else None
+                if p is None and o[0] == "pass":
+                    rcf = self.work / "ucharm" / d / (e.name + ".build.rc")
+                    if rcf.exists() and rcf.read_text().strip() != "0":
+                        p = ["build", "", "", ""]
+                        v = ["build", "", "", ""] if e.np > 2 else None
+                for r in (p, v):
+                    if r and len(r) > 3 and r[3].strip():
+                        commits.add(r[3].strip())
+                cell = lambda r: r[0] if r else "-"
+                rows.append([d, e.name, str(e.np), " ".join(e.args), cell(o), cell(p),
+                             cell(v) if e.np > 2 else "n/a",
+                             "xfail" if "xfail" in e.opts else "",
+                             (p[3].strip() if p and len(p) > 3 else "")])
+                if o[0] == "pass":
+                    n[2] += 1
+                    n[3] += p is not None and p[0] == "pass"
+                    if e.np > 2:
+                        n[4] += 1
+                        n[5] += v is not None and v[0] == "pass"
+                    for cfg, r in (("pe", p), ("vp", v)):
+                        if r is not None and r[0] != "pass":
+                            fails.append([d, e.name, str(e.np), " ".join(e.args), cfg, r[0],
+                                          self.hint(e, cfg, r[0])])
+            pct = lambda a, b: "%.0f%%" % (100.0 * a / b) if b else "-"
+            summ.append([d, n[0], n[1], n[2], n[3], pct(n[3], n[2]), n[4], n[5],
+                         pct(n[5], n[4]), ",".join(sorted(commits))])
+            for i in range(6):
+                tot[i] += n[i]
+        out = self.work
+        with open(out / "results.tsv", "w") as f:
+            f.write("dir\tprogram\tnp\targs\tompi\tucharm_pe\tucharm_vp\txfail\tcommit\n")
+            for r in rows:
+                f.write("\t".join(r) + "\n")
+        with open(out / "failures.tsv", "w") as f:
+            f.write("dir\tprogram\tnp\targs\tconfig\tstatus\tcause\n")
+            for r in fails:
+                f.write("\t".join(r) + "\n")
+        pct = lambda a, b: "%.0f%%" % (100.0 * a / b) if b else "-"
+        lines = ["| dir | listed | run | OpenMPI pass | ucharm n=N pass | % | OpenMPI pass, N>2 |"
+                 " ucharm +vp pass | % | commit(s) |", "|" + "---|" * 10]
+        for s in summ:
+            lines.append("| " + " | ".join(str(x) for x in s) + " |")
+        lines.append("| all | %d | %d | %d | %d | %s | %d | %d | %s | |" % (
+            tot[0], tot[1], tot[2], tot[3], pct(tot[3], tot[2]), tot[4], tot[5],
+            pct(tot[5], tot[4])))
+        (out / "summary.md").write_text("\n".join(lines) + "\n")
+        print("\n".join(lines))
+        print("results: %s/results.tsv, failures: %s/failures.tsv" % (out, out))
+
+    def hint(self, e, cfg, st):
+        """A one-line cause from a failed ucharm run's log."""
+        if st == "build":
+            log = self.work / "ucharm" / e.dir / (e.name + ".build.log")
+            text = log.read_text(errors="replace") if log.exists() else ""
+            m = re.search(r"undefined reference to `(\w+)'", text)
+            if m:
+                return "link: undefined " + m.group(1)
+            m = re.search(r"error: (.*)", text)
+            return "build: " + (m.group(1)[:120] if m else "failed")
+        if st == "timeout":
+            return "timeout (60 s)"
+        log = self.work / "ucharm" / e.dir / ("%s.%s.log" % (e.id, cfg))
+        text = log.read_text(errors="replace") if log.exists() else ""
+        pats = [r"(MPI_\w+[^\n]*not (?:implemented|supported)[^\n]*)",
+                r"(not (?:implemented|supported)[^\n]*)",
+                r"(ucharmrun: job ran past[^\n]*)",
+                r"(MPI_ERR_\w+[^\n]*)", r"(Fatal[^\n]*)", r"(Abort[^\n]*)",
+                r"(Assertion[^\n]*)", r"(Segmentation[^\n]*|signal \d+[^\n]*|SIG\w+[^\n]*)",
+                r"(Found \d+ errors?)", r"(\w[^\n]*[Ee]rror[^\n]*)"]
+        for p in pats:
+            m = re.search(p, text)
+            if m:
+                return m.group(1).strip()[:160].replace("\t", " ")
+        last = [l for l in text.splitlines() if l.strip() and not l.startswith("$ ")]
+        return ("last line: " + last[-1][:140]) if last else "no output, failed"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("mpich", help="MPICH source tree (holds test/mpi)")
+    p.add_argument("dirs", nargs="*", default=DIRS)
+    p.add_argument("--work", default="/work/mpich-run")
+    p.add_argument("--main", default=str(Path(__file__).resolve().parents[1]))
+    p.add_argument("--mpicc", default="mpicc")
+    p.add_argument("--timeout", type=int, default=60)
+    p.add_argument("--max-np", type=int, default=0)
+    p.add_argument("--max-mem", type=float, default=4.0, help="skip mem=GB entries >= this")
+    p.add_argument("--minutes", type=float, default=0, help="stop starting tests after this")
+    p.add_argument("--redo", action="store_true", help="rerun tests already run")
+    p.add_argument("--redo-build", action="store_true", help="rebuild programs")
+    p.add_argument("--all", action="store_true", help="run ucharm also where OpenMPI fails")
+    p.add_argument("--report-only", action="store_true")
+    a = p.parse_args()
+    for d in a.dirs:
+        if d not in DIRS:
+            sys.exit("mpich-tests: unknown directory %s (one of %s)" % (d, " ".join(DIRS)))
+    Harness(a).main()
+
+
+if __name__ == "__main__":
+    main()
