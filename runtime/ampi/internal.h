@@ -129,6 +129,11 @@ using CommTablePtr = std::unique_ptr<CommTable, CommTableDeleter>;
 CommTablePtr comm_table_new(int world_rank, int world_size);
 // The calling rank's communicator for handle `c`; nullptr when it is not a valid one.
 Comm* comm_get(MPI_Comm c);
+// The neighbours of the calling rank in comm's topology (comm/distgraph.cpp), as the
+// neighbourhood collectives use them: sources (receive blocks) and destinations (send
+// blocks), in MPI's order; MPI_PROC_NULL for a Cartesian neighbour off a non-periodic edge.
+// An error (MPI_ERR_TOPOLOGY when comm has none) through comm's handler.
+int topo_neighbors(MPI_Comm comm, const char* fn, std::vector<int>* sources, std::vector<int>* destinations);
 // The function of a user error handler (MPI_Comm_create_errhandler); nullptr for the
 // predefined ones and invalid handles.
 MPI_Comm_errhandler_function* errhandler_function(MPI_Errhandler h);

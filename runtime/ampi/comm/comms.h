@@ -14,11 +14,14 @@
 namespace ampi {
 namespace cm {
 
-enum class TopoKind { None, Cart, Graph };
+enum class TopoKind { None, Cart, Graph, DistGraph };
 struct Topology {
   TopoKind kind = TopoKind::None;
   std::vector<int> dims, periods;  // Cart
   std::vector<int> index, edges;   // Graph
+  // DistGraph (distgraph.cpp): this rank's in- and out-neighbours and their weights.
+  std::vector<int> sources, source_weights, destinations, dest_weights;
+  bool weighted = false;
 };
 
 struct CommSlot {

@@ -93,6 +93,7 @@ int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int p
   (void)reorder;  // ranks keep their order (a valid choice)
   Comm* c = comm_get(comm_old);
   if (!c) return bad_comm(comm_old, fn);
+  if (c->inter) return not_inter(comm_old, fn);
   if (!comm_cart) return null_arg(comm_old, fn, "comm_cart");
   long long nnodes = 1;
   if (int e = check_dims(comm_old, fn, ndims, dims, &nnodes)) return e;
@@ -290,7 +291,10 @@ int PMPI_Topo_test(MPI_Comm comm, int* status) {
   if (!comm_get(comm)) return bad_comm(comm, "MPI_Topo_test");
   if (!status) return null_arg(comm, "MPI_Topo_test", "status");
   const TopoKind k = topo_of(comm)->kind;
-  *status = k == TopoKind::Cart ? MPI_CART : k == TopoKind::Graph ? MPI_GRAPH : MPI_UNDEFINED;
+  *status = k == TopoKind::Cart        ? MPI_CART
+            : k == TopoKind::Graph     ? MPI_GRAPH
+            : k == TopoKind::DistGraph ? MPI_DIST_GRAPH
+                                       : MPI_UNDEFINED;
   return MPI_SUCCESS;
 }
 
@@ -300,6 +304,7 @@ int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const in
   (void)reorder;
   Comm* c = comm_get(comm_old);
   if (!c) return bad_comm(comm_old, fn);
+  if (c->inter) return not_inter(comm_old, fn);
   if (!comm_graph) return null_arg(comm_old, fn, "comm_graph");
   if (int e = check_graph(comm_old, fn, nnodes, index, edges, c->size())) return e;
   if (int e = comm_prefix(*c, nnodes, comm_graph, fn)) return e;
