@@ -32,6 +32,9 @@ namespace ampi {
 int error(MPI_Comm comm, int code, const char* fn, const char* fmt, ...) __attribute__((format(printf, 4, 5)));
 // The name of an error class ("MPI_ERR_RANK").
 const char* error_class_name(int code);
+// Error codes and classes the program added (MPI_Add_error_class/code, errhan/user.cpp):
+// false when `code` is none of them; else its class, and its string (MPI_Add_error_string).
+bool user_error(int code, int* error_class, const char** text);
 
 // ---- datatypes (datatype/) ------------------------------------------------------------
 // A valid handle: predefined, or created and not yet freed (committed or not).

@@ -71,6 +71,9 @@ struct CommTable {
   std::vector<Errh> errhs;
   std::vector<std::unique_ptr<Info>> infos;
   std::uint32_t next_context = 4;  // 0: MPI_COMM_WORLD, 2: MPI_COMM_SELF
+  // Error codes the program added (errhan/user.cpp), from MPI_ERR_LASTCODE + 1 on: each
+  // code's class and string.
+  std::vector<std::pair<int, std::string>> user_errors;
   // Values of the predefined attributes (MPI_Attr_get hands out pointers to them).
   int attr_values[cm::kFirstUserKeyval] = {};
 };

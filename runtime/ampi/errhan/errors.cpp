@@ -116,7 +116,11 @@ using namespace ampi;
 extern "C" {
 
 int PMPI_Error_string(int errorcode, char* string, int* resultlen) {
-  if (errorcode < 0 || errorcode >= MPI_ERR_LASTCODE)
+  int user_class = 0;
+  const char* user_text = nullptr;
+  if (user_error(errorcode, &user_class, &user_text))
+    std::snprintf(string, MPI_MAX_ERROR_STRING, "%s", user_text);
+  else if (errorcode < 0 || errorcode >= MPI_ERR_LASTCODE)
     std::snprintf(string, MPI_MAX_ERROR_STRING, "unknown error code %d", errorcode);
   else
     std::snprintf(string, MPI_MAX_ERROR_STRING, "%s: %s", kClasses[errorcode].name, kClasses[errorcode].text);
@@ -125,6 +129,7 @@ int PMPI_Error_string(int errorcode, char* string, int* resultlen) {
 }
 
 int PMPI_Error_class(int errorcode, int* errorclass) {
+  if (user_error(errorcode, errorclass, nullptr)) return MPI_SUCCESS;
   if (errorcode < 0 || errorcode >= MPI_ERR_LASTCODE)
     return error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Error_class", "unknown error code %d", errorcode);
   *errorclass = errorcode;

@@ -2,6 +2,7 @@
 #include "pt2pt/pt2pt.h"
 #include "pt2pt/wire.h"
 #include "checks.h"
+#include "errhan/grequest.h"
 #include "rank.h"
 
 using namespace ampi;
@@ -20,6 +21,7 @@ int status_error(const char* fn, MPI_Comm comm, const MPI_Status& st) {
 // Returns the request's error class (MPI_SUCCESS normally).
 int finish(P2p& p, MPI_Request* h, MPI_Status* st) {
   Request& q = p.req(*h);
+  if (q.kind == ReqKind::Generalized) return grequest_finish(p, h, st);
   const int err = q.status.MPI_ERROR;
   if (st) *st = q.status;
   if (q.persistent) {
@@ -268,6 +270,7 @@ int PMPI_Request_free(MPI_Request* request) {
   if (*request == MPI_REQUEST_NULL || !p.valid(*request))
     return error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Request_free", "invalid request %d", *request);
   Request& q = p.req(*request);
+  if (q.kind == ReqKind::Generalized) return grequest_free(p, request);
   if (q.complete || (q.persistent && !q.active)) p.release(*request);
   else q.user_freed = true, q.persistent = false;
   *request = MPI_REQUEST_NULL;
@@ -293,6 +296,7 @@ int PMPI_Cancel(MPI_Request* request) {
   if (*request == MPI_REQUEST_NULL || !p.valid(*request))
     return error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Cancel", "invalid request %d", *request);
   Request& q = p.req(*request);
+  if (q.kind == ReqKind::Generalized) return grequest_cancel(p, *request);
   // A receive not yet matched is taken back; a send has left already (it completes normally).
   if (q.kind == ReqKind::Recv && !q.complete && !q.matched && !(q.persistent && !q.active)) {
     p.unpost(*request);

@@ -34,7 +34,8 @@ struct WireExt {
 };
 static_assert(sizeof(WireHeader) == 24 && sizeof(WireExt) == 24);
 
-enum class ReqKind : std::uint8_t { Free, Send, Recv, Task };
+// Generalized: MPI_Grequest_start's (errhan/grequest.cpp; `buf` holds its functions).
+enum class ReqKind : std::uint8_t { Free, Send, Recv, Task, Generalized };
 
 struct Request {
   ReqKind kind = ReqKind::Free;

@@ -1,0 +1,108 @@
+// Generalized requests (MPI-3.1 §12.2): MPI_Grequest_start and MPI_Grequest_complete; Wait,
+// Test, Request_free and Cancel call the program's functions through grequest.h.
+// The request completes when the program calls MPI_Grequest_complete (from the rank's
+// thread: a wait on it blocks the rank until then, running its other threads meanwhile).
+#include "errhan/grequest.h"
+#include "checks.h"
+#include "rank.h"
+
+#include <memory>
+
+namespace ampi {
+namespace {
+
+// What Request::buf holds for a generalized request.
+struct Greq {
+  MPI_Grequest_query_function* query;
+  MPI_Grequest_free_function* free;
+  MPI_Grequest_cancel_function* cancel;
+  void* extra;
+  bool user_freed = false;  // MPI_Request_free before completion: free_fn at completion
+};
+
+Greq* greq_of(P2p& p, MPI_Request h) {
+  if (h == MPI_REQUEST_NULL || !p.valid(h) || p.req(h).kind != ReqKind::Generalized) return nullptr;
+  return static_cast<Greq*>(p.req(h).buf);
+}
+
+// free_fn, then the request goes.
+int release(P2p& p, MPI_Request h) {
+  std::unique_ptr<Greq> g(static_cast<Greq*>(p.req(h).buf));
+  p.req(h).buf = nullptr;
+  const int rc = g->free(g->extra);
+  p.release(h);
+  return rc;
+}
+
+}  // namespace
+
+int grequest_finish(P2p& p, MPI_Request* h, MPI_Status* st) {
+  Greq* g = greq_of(p, *h);
+  MPI_Status s{};
+  s.MPI_SOURCE = MPI_UNDEFINED;
+  s.MPI_TAG = MPI_UNDEFINED;
+  s.MPI_ERROR = MPI_SUCCESS;
+  const int qrc = g->query(g->extra, &s);
+  if (qrc != MPI_SUCCESS) s.MPI_ERROR = qrc;
+  const int frc = release(p, *h);
+  *h = MPI_REQUEST_NULL;
+  if (st) *st = s;
+  return qrc != MPI_SUCCESS ? qrc : frc;
+}
+
+int grequest_free(P2p& p, MPI_Request* h) {
+  Greq* g = greq_of(p, *h);
+  const MPI_Request r = *h;
+  *h = MPI_REQUEST_NULL;
+  if (!p.req(r).complete) {
+    g->user_freed = true;
+    return MPI_SUCCESS;
+  }
+  if (int rc = release(p, r)) return error(MPI_COMM_WORLD, rc, "MPI_Request_free", "the request's free_fn failed");
+  return MPI_SUCCESS;
+}
+
+int grequest_cancel(P2p& p, MPI_Request h) {
+  Greq* g = greq_of(p, h);
+  if (int rc = g->cancel(g->extra, p.req(h).complete ? 1 : 0))
+    return error(MPI_COMM_WORLD, rc, "MPI_Cancel", "the generalized request's cancel_fn failed");
+  return MPI_SUCCESS;
+}
+
+}  // namespace ampi
+
+using namespace ampi;
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+int PMPI_Grequest_start(MPI_Grequest_query_function* query_fn, MPI_Grequest_free_function* free_fn,
+                        MPI_Grequest_cancel_function* cancel_fn, void* extra_state, MPI_Request* request) {
+  const char* fn = "MPI_Grequest_start";
+  if (!query_fn || !free_fn || !cancel_fn) return null_arg(MPI_COMM_WORLD, fn, "query_fn, free_fn or cancel_fn");
+  if (int e = check_ptr(MPI_COMM_WORLD, fn, "request", request)) return e;
+  P2p& p = current_rank()->p2p();
+  const MPI_Request h = p.alloc(ReqKind::Generalized);
+  p.req(h).buf = new Greq{query_fn, free_fn, cancel_fn, extra_state};
+  *request = h;
+  return MPI_SUCCESS;
+}
+
+int PMPI_Grequest_complete(MPI_Request request) {
+  P2p& p = current_rank()->p2p();
+  Greq* g = greq_of(p, request);
+  if (!g)
+    return error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Grequest_complete", "%d is not a generalized request", request);
+  if (p.req(request).complete)
+    return error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Grequest_complete", "request %d is complete already", request);
+  if (g->user_freed) {
+    if (int rc = release(p, request))
+      return error(MPI_COMM_WORLD, rc, "MPI_Grequest_complete", "the request's free_fn failed");
+    return MPI_SUCCESS;
+  }
+  p.complete(request);
+  return MPI_SUCCESS;
+}
+
+}  // extern "C"
+#pragma GCC visibility pop
