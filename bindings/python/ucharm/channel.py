@@ -1,6 +1,7 @@
 """Channels: two-way, in-order streams of objects between two chares. Host objects
-travel pickled inside ordinary messages; device arrays and large read-only host buffers
-travel over a ck::CkChannel (UCX, zero-copy), each transfer completing into a futures.Op.
+travel pickled inside ordinary messages; device arrays and large host buffers whose memory
+cannot change travel over a ck::CkChannel (UCX, zero-copy), each transfer completing into
+a futures.Op that keeps its buffer and its channel alive until then.
 """
 import pickle
 import sys
@@ -117,11 +118,11 @@ class Channel:
         # sub-id, port and n modulo 2^24: ids repeat only between channels 2^24 apart,
         # which would both have to be open at once (memory runs out well before).
         nth = chare._ck_chan_count.get(peer_base, 0)
-        chare._ck_chan_count[peer_base] = nth + 1
         sub = port | ((nth % (1 << _NTH_BITS)) << 8)
         self._key = (_core.ref_id(chare.thisProxy._ref), _wire.norm(chare._ck_self._idx), port, nth)  # the peer's name for us
         self._peer_key = peer_base + (nth,)
         self._ch = _core.channel_open(chare._ck_ptr, remote._ref, remote._idx, sub)
+        chare._ck_chan_count[peer_base] = nth + 1  # counted once open (an error above takes no number)
         self._closed = False
         self._send_seq = 0
         self._recv_seq = 0
@@ -344,7 +345,7 @@ _collected = []  # core channel ends of channels collected off the PE's thread
 
 
 def _close_collected():
-    while _collected:
+    while _collected and _core.on_pe_thread():
         _core.channel_close(_collected.pop())
 
 
