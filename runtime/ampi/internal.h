@@ -56,7 +56,8 @@ struct TypeFacts {
   std::ptrdiff_t lb = 0;
   bool contiguous = false;
 };
-// False (facts untouched) when t is not usable for communication (see type_committed).
+// False (facts untouched) when t is not usable for communication (see type_committed); a
+// type the program freed is answered while the runtime still holds it (type_retain).
 // Predefined types are answered from a table here: this is on every message's path.
 namespace detail {
 extern const std::array<TypeFacts, UCHARM_MPI_PREDEFINED_TYPES> predefined_facts;
@@ -93,6 +94,9 @@ void type_release(MPI_Datatype t);
 // ---- reduction operations (ops.cpp) --------------------------------------------------------
 bool op_valid(MPI_Op op);
 bool op_commutative(MPI_Op op);
+// Whether op_apply accepts t (user ops: always; a predefined op: when its basic type allows,
+// e.g. not MPI_BAND on MPI_DOUBLE). Reductions check it when called, on every member alike.
+bool op_defined_on(MPI_Op op, MPI_Datatype t);
 // inout[i] = in[i] op inout[i] for `count` elements of type t laid out as the datatype says
 // (MPI's user-function convention: `in` holds the lower ranks' contribution). Returns
 // MPI_SUCCESS, or MPI_ERR_OP when the op is not defined on the type (a predefined op on a
@@ -205,6 +209,8 @@ int wait_all(int n, MPI_Request* reqs, MPI_Status* statuses);
 // `body(arg)` in a new user-level thread of the calling rank (it may block in the calls
 // above) and completes the request when body returns; `body` owns `arg`.
 MPI_Request start_task(int (*body)(void* arg), void* arg);
+// The communicator whose error handler reports request h's error at completion (a task's).
+void request_set_comm(MPI_Request h, MPI_Comm comm);
 
 // ---- program start (rank.cpp; called by the program's loader) -----------------------------
 // What the loader gives the runtime: where each rank's main is.

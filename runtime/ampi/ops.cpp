@@ -6,6 +6,7 @@
 // the kernel then runs over each of its runs of consecutive elements. User ops get the
 // typed buffers and the type, as MPI says.
 #include "internal.h"
+#include "refs.h"
 
 #include <array>
 #include <complex>
@@ -246,6 +247,8 @@ constexpr const char* kOpNames[kPredefinedOps] = {
 struct UserOp {
   MPI_User_function* fn = nullptr;  // nullptr: a free slot
   bool commute = true;
+  bool freed = false;  // MPI_Op_free was called: the handle is gone for the program
+  int refs = 0;        // the program's handle (until freed) + pending operations using it
 };
 
 // One table for the process: ranks in one process create ops concurrently (they never pass
@@ -263,19 +266,26 @@ class OpTable {
       i = ops_.size();
       ops_.emplace_back();
     }
-    ops_[i] = UserOp{fn, commute};
+    ops_[i] = UserOp{fn, commute, false, 1};
     return static_cast<MPI_Op>(i + kPredefinedOps);
   }
-  // A copy of the op, fn nullptr when `op` names none.
+  // A copy of the op, fn nullptr when `op` names none (a freed op still held by a pending
+  // operation is found, with `freed` set).
   UserOp find(MPI_Op op) {
     if (op < kPredefinedOps) return {};
     auto i = static_cast<std::size_t>(op - kPredefinedOps);
     std::lock_guard<std::mutex> g(mutex_);
     return i < ops_.size() ? ops_[i] : UserOp{};
   }
-  void remove(MPI_Op op) {
+  // `delta` references (+1: a pending operation takes one; -1: it, or the program's
+  // MPI_Op_free, lets go). The slot is free again when none is left.
+  void add_ref(MPI_Op op, int delta, bool free_handle = false) {
+    if (op < kPredefinedOps) return;
     auto i = static_cast<std::size_t>(op - kPredefinedOps);
     std::lock_guard<std::mutex> g(mutex_);
+    if (i >= ops_.size() || ops_[i].fn == nullptr) return;
+    if (free_handle) ops_[i].freed = true;
+    if ((ops_[i].refs += delta) > 0) return;
     ops_[i] = UserOp{};
     free_.push_back(i);
   }
@@ -310,12 +320,25 @@ std::string op_name(MPI_Op op) {
 
 }  // namespace
 
-bool op_valid(MPI_Op op) { return predefined(op) || user_ops().find(op).fn != nullptr; }
+bool op_valid(MPI_Op op) {
+  if (predefined(op)) return true;
+  const UserOp u = user_ops().find(op);
+  return u.fn != nullptr && !u.freed;
+}
+
+void op_retain(MPI_Op op) { user_ops().add_ref(op, +1); }
+void op_release(MPI_Op op) { user_ops().add_ref(op, -1); }
 
 bool op_commutative(MPI_Op op) {
   if (op == MPI_REPLACE) return false;  // the order of the contributions decides the result
   if (predefined(op)) return true;
   return user_ops().find(op).commute;
+}
+
+bool op_defined_on(MPI_Op op, MPI_Datatype t) {
+  if (!predefined(op) || op == MPI_NO_OP || op == MPI_REPLACE || type_size(t) == 0) return true;
+  const MPI_Datatype basic = type_uniform_basic(t);
+  return basic != MPI_DATATYPE_NULL && kKernels[op][basic] != nullptr;
 }
 
 int op_apply(MPI_Op op, const void* in, void* inout, int count, MPI_Datatype t) {
@@ -380,7 +403,7 @@ int PMPI_Op_free(MPI_Op* op) {
   if (predefined(*op))
     return error(MPI_COMM_WORLD, MPI_ERR_OP, fn, "%s is predefined and cannot be freed", kOpNames[*op]);
   if (!op_valid(*op)) return error(MPI_COMM_WORLD, MPI_ERR_OP, fn, "op %d is not a valid operation", *op);
-  user_ops().remove(*op);
+  user_ops().add_ref(*op, -1, true);  // pending reductions that use it keep it alive
   *op = MPI_OP_NULL;
   return MPI_SUCCESS;
 }

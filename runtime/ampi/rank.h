@@ -41,6 +41,13 @@ class Rank : public ck::ArrayElement<Rank> {
   bool initialized = false;
   bool finalized = false;
   bool exited = false;  // exit() after MPI_Finalize
+  int thread_level = MPI_THREAD_SINGLE;  // provided by MPI_Init / MPI_Init_thread (Query_thread)
+  struct BsendBuffer {                   // MPI_Buffer_attach's, handed back by MPI_Buffer_detach
+    void* buffer = nullptr;
+    int size = 0;
+    bool attached = false;
+  };
+  BsendBuffer bsend_buffer;
   void finish(int code);  // main returned (or exit() after MPI_Finalize): contributes the code
   // libc's getopt state (optind, optarg, optopt, opterr) is one per process, but each rank
   // parses its own argv: the running rank's copy is in libc's variables, the others' here.

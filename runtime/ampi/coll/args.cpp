@@ -36,6 +36,8 @@ int args_reduce(MPI_Comm comm, const char* fn, Comm*& c, const void* sendbuf, vo
   if (int e = check_count(comm, fn, "count", count)) return e;
   if (int e = check_committed(comm, fn, "datatype", t)) return e;
   if (int e = check_op(comm, fn, op)) return e;
+  if (!op_defined_on(op, t))  // here, not in the algorithm: where it failed on some members only, others waited
+    return error(comm, MPI_ERR_OP, fn, "the operation is not defined on %s", type_name(t).c_str());
   if (rooted) {
     if (int e = check_root(comm, fn, *c, root)) return e;
     if (c->rank != root) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "checks.h"
+#include "refs.h"
 
 #include <memory>
 #include <type_traits>
@@ -191,20 +192,24 @@ struct Call {
   MPI_Request* request = nullptr;
   bool nonblocking = false;
 };
+// `hold`: the other datatypes the body uses (t and op are held already): a nonblocking body
+// keeps them alive while it runs, since the program may free them at once (refs.h).
 template <class Body>
-int launch(const Call& k, Comm& c, MPI_Op op, MPI_Datatype t, Body body, int extra_tags = 0) {
+int launch(const Call& k, Comm& c, MPI_Op op, MPI_Datatype t, Body body, int extra_tags = 0, Hold hold = Hold()) {
   if (k.nonblocking) {
     if (int e = check_ptr(k.comm, k.fn, "request", k.request)) return e;
   }
   const int tag = coll_tag(c);
   for (int i = 0; i < extra_tags; ++i) coll_tag(c);
   if (!k.nonblocking) return failed(k.comm, k.fn, body(c, tag), op, t);
-  auto* task = new auto([body = std::move(body), cc = c, tag]() mutable { return body(cc, tag); });
+  auto* task = new auto([body = std::move(body), cc = c, tag, held = Hold(t, MPI_DATATYPE_NULL, op),
+                         hold = std::move(hold)]() mutable { return body(cc, tag); });
   using Task = std::remove_pointer_t<decltype(task)>;
   *k.request = start_task(+[](void* arg) -> int {
     std::unique_ptr<Task> g(static_cast<Task*>(arg));
     return (*g)();
   }, task);
+  request_set_comm(*k.request, k.comm);  // its errors go to the communicator's handler
   return MPI_SUCCESS;
 }
 

@@ -63,7 +63,8 @@ int gather_call(const Call& k, const void* sendbuf, int scount, MPI_Datatype sty
                  dp = copy_of(keep ? displs : nullptr, c->size())](Comm& cc, int tag) {
                   return gather_alg(sendbuf, scount, stype, recvbuf, rcount, data_or_null(rc), data_or_null(dp),
                                     rtype, root, cc, tag);
-                });
+                },
+                0, Hold(stype));
 }
 
 int scatter_call(const Call& k, const void* sendbuf, int scount, const int* scounts, const int* displs,
@@ -80,7 +81,8 @@ int scatter_call(const Call& k, const void* sendbuf, int scount, const int* scou
                  dp = copy_of(keep ? displs : nullptr, c->size())](Comm& cc, int tag) {
                   return scatter_alg(sendbuf, scount, data_or_null(sc), data_or_null(dp), stype, recvbuf, rcount,
                                      rtype, root, cc, tag);
-                });
+                },
+                0, Hold(rtype));
 }
 
 int allgather_call(const Call& k, const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount,
@@ -96,7 +98,8 @@ int allgather_call(const Call& k, const void* sendbuf, int scount, MPI_Datatype 
                  dp = copy_of(vector ? displs : nullptr, c->size())](Comm& cc, int tag) {
                   return allgather_alg(sendbuf, scount, stype, recvbuf, rcount, data_or_null(rc), data_or_null(dp),
                                        rtype, cc, tag);
-                });
+                },
+                0, Hold(stype));
 }
 
 int alltoall_call(const Call& k, const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount,
@@ -106,9 +109,10 @@ int alltoall_call(const Call& k, const void* sendbuf, int scount, MPI_Datatype s
                           rtype, nullptr, false);
   Comm* c = nullptr;
   if (int e = args_alltoall(k.comm, k.fn, c, sendbuf, scount, stype, recvbuf, rcount, rtype)) return e;
-  return launch(k, *c, MPI_OP_NULL, rtype, [=](Comm& cc, int tag) {
-    return alltoall_plain(sendbuf, scount, stype, recvbuf, rcount, rtype, cc, tag);
-  });
+  return launch(
+      k, *c, MPI_OP_NULL, rtype,
+      [=](Comm& cc, int tag) { return alltoall_plain(sendbuf, scount, stype, recvbuf, rcount, rtype, cc, tag); }, 0,
+      Hold(stype));
 }
 
 // Alltoallv (`types` null: one type per side) and Alltoallw (a type per rank; displacements
@@ -138,6 +142,10 @@ int alltoallvw_call(const Call& k, const void* sendbuf, const int* sendcounts, c
     sd.assign(sdispls, sdispls + n);
     st = w ? std::vector<MPI_Datatype>(sendtypes, sendtypes + n) : std::vector<MPI_Datatype>(u(n), sendtype);
   }
+  // The types a nonblocking body uses besides recvtype (which launch holds).
+  std::vector<MPI_Datatype> used = st;
+  if (w) used.insert(used.end(), rt.begin(), rt.end());
+  else used.assign(in_place ? 0 : 1, sendtype);
   return launch(k, *c, MPI_OP_NULL, w ? MPI_DATATYPE_NULL : recvtype,
                 [=, sc = std::move(sc), sd = std::move(sd), st = std::move(st), rc = std::move(rc),
                  rd = std::move(rd), rt = std::move(rt)](Comm& cc, int tag) {
@@ -148,7 +156,8 @@ int alltoallvw_call(const Call& k, const void* sendbuf, const int* sendcounts, c
                   return alltoall_alg(
                       in_place, [&](int i) { return Block{at(sendbuf, sd[u(i)], st[u(i)]), sc[u(i)], st[u(i)]}; },
                       [&](int i) { return Block{at(recvbuf, rd[u(i)], rt[u(i)]), rc[u(i)], rt[u(i)]}; }, cc, tag);
-                });
+                },
+                0, Hold(std::move(used)));
 }
 
 // Reduce_scatter (recvcounts) and Reduce_scatter_block (recvcounts null: recvcount each):

@@ -46,6 +46,28 @@ void type_unpack(const void* in, std::size_t bytes, void* buf, int count, MPI_Da
   }
 }
 
+// The bytes of the first `elements` basic elements of a sequence of t's (the inverse of
+// type_basic_elements: MPI_Status_set_elements counts basic elements, not t's).
+long long dt::bytes_of_elements(MPI_Datatype t, long long elements) {
+  const Layout& l = layout(t);
+  if (elements <= 0 || l.elements == 0) return 0;
+  long long bytes = elements / l.elements * static_cast<long long>(l.size);
+  long long left = elements % l.elements;
+  for (const Run& r : l.items) {
+    if (left == 0) break;
+    const Basic& b = kBasics[r.basic];
+    const long long run_elements = static_cast<long long>(r.count * r.reps) * b.elements;
+    if (left >= run_elements) {
+      bytes += static_cast<long long>(r.count * r.reps * b.size);
+      left -= run_elements;
+      continue;
+    }
+    bytes += left / b.elements * static_cast<long long>(b.size);
+    if (left % b.elements) bytes += static_cast<long long>(b.part1);  // a pair's value without its index
+    left = 0;
+  }
+  return bytes;
+}
 
 long long type_basic_elements(MPI_Datatype t, std::size_t bytes) {
   const Layout& l = layout(t);

@@ -212,7 +212,9 @@ int PMPI_Status_set_elements_x(MPI_Status* status, MPI_Datatype datatype, MPI_Co
   const char* fn = "MPI_Status_set_elements_x";
   if (int rc = check_type(MPI_COMM_WORLD, fn, "datatype", datatype)) return rc;
   if (int rc = check_ptr(MPI_COMM_WORLD, fn, "status", status)) return rc;
-  status->ucharm_bytes = static_cast<long long>(type_size(datatype)) * count;
+  if (count < 0) return error(MPI_COMM_WORLD, MPI_ERR_COUNT, fn, "count is negative (%lld)", static_cast<long long>(count));
+  // `count` basic elements (MPI_Get_elements gives it back), not elements of datatype.
+  status->ucharm_bytes = bytes_of_elements(datatype, count);
   return MPI_SUCCESS;
 }
 

@@ -59,8 +59,11 @@ std::array<TypeFacts, kPredefined> make_predefined_facts() {
 // Filled when the library loads, before any rank runs.
 const std::array<TypeFacts, UCHARM_MPI_PREDEFINED_TYPES> detail::predefined_facts = make_predefined_facts();
 
+// A type the program freed is still answered while the runtime holds it (a pending receive,
+// a persistent request, a nonblocking collective: see type_retain); the entry points refuse
+// freed handles themselves (pt2pt check_buffer, check_committed).
 bool detail::derived_type_facts(MPI_Datatype t, TypeFacts& out) {
-  Type* p = live(t);
+  Type* p = table().find(t);
   if (!p || t == MPI_UB || t == MPI_LB || !(p->predefined || p->committed)) return false;
   out.size = p->l.size;
   out.lb = p->l.lb;

@@ -336,6 +336,9 @@ const Layout& layout(MPI_Datatype h);
 // A new handle for a derived type made of `l` (retaining the types `r` names).
 int new_handle(Layout l, Recipe r, MPI_Datatype* newtype, const char* fn);
 
+// The bytes of the first `elements` basic elements of a sequence of h's (pack.cpp).
+long long bytes_of_elements(MPI_Datatype h, long long elements);
+
 // ---- pack and unpack ----------------------------------------------------------------------
 
 // The address `off` bytes from `base`. Integer arithmetic: with MPI_BOTTOM (a null buffer)

@@ -1,5 +1,6 @@
 // Completion: the wait and test families, Request_free / Request_get_status, cancel.
 #include "pt2pt/pt2pt.h"
+#include "pt2pt/status.h"
 #include "pt2pt/wire.h"
 #include "checks.h"
 #include "errhan/grequest.h"
@@ -85,7 +86,7 @@ bool take_one(P2p& p, int n, MPI_Request* reqs, int* indx, MPI_Status* status, c
     const MPI_Comm comm = p.req(h).comm;
     MPI_Status st;
     const int err = finish(p, &h, &st);
-    if (status) *status = st;
+    status_out(status, st);
     rc = err ? status_error(fn, comm, st) : MPI_SUCCESS;
     return true;
   }
@@ -150,7 +151,7 @@ int PMPI_Wait(MPI_Request* request, MPI_Status* status) {
   const MPI_Comm comm = p.req(*request).comm;
   MPI_Status st;
   int err = finish(p, request, &st);
-  if (status) *status = st;
+  status_out(status, st);
   return err ? status_error("MPI_Wait", comm, st) : MPI_SUCCESS;
 }
 
@@ -171,7 +172,7 @@ int PMPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   const MPI_Comm comm = p.req(*request).comm;
   MPI_Status st;
   int err = finish(p, request, &st);
-  if (status) *status = st;
+  status_out(status, st);
   return err ? status_error("MPI_Test", comm, st) : MPI_SUCCESS;
 }
 
@@ -287,7 +288,7 @@ int PMPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) 
   }
   if (!p.req(request).complete) poll_yield();
   *flag = p.req(request).complete;
-  if (*flag && status) *status = p.req(request).status;
+  if (*flag) status_out(status, p.req(request).status);
   return MPI_SUCCESS;
 }
 

@@ -46,6 +46,8 @@ struct Request {
   bool sync = false;           // persistent Ssend_init
   bool matched = false;        // a receive that has its message (it can no longer be cancelled)
   bool device = false;         // a receive into device memory
+  bool holds_type = false;     // `type` is retained (type_retain) until the request is released
+  bool buffered = false;       // persistent Bsend_init: copied out at Start, complete at once
   CthThread waiter = nullptr;  // the thread blocked until this completes
   // the operation (receives; and persistent sends, to restart them)
   void* buf = nullptr;

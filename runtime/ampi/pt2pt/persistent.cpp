@@ -11,7 +11,9 @@ using namespace ampi::pt2pt;
 extern "C" {
 
 namespace {
-int init_persistent(const char* fn, bool is_send, bool sync, const void* buf, int count, MPI_Datatype t, int peer,
+// `buffered`: Bsend_init: each Start copies the data into the message and completes at once,
+// whatever its size (a buffered send never waits for the receiver).
+int init_persistent(const char* fn, bool is_send, bool sync, bool buffered, const void* buf, int count, MPI_Datatype t, int peer,
                     int tag, MPI_Comm comm, MPI_Request* request) {
   Comm* c;
   TypeFacts f;
@@ -22,6 +24,7 @@ int init_persistent(const char* fn, bool is_send, bool sync, const void* buf, in
   Request& q = p.req(h);
   q.persistent = true;
   q.sync = sync;
+  q.buffered = buffered;
   q.buf = const_cast<void*>(buf);
   q.sbuf = buf;
   q.count = count;
@@ -29,6 +32,10 @@ int init_persistent(const char* fn, bool is_send, bool sync, const void* buf, in
   q.peer = peer;
   q.tag = tag;
   q.comm = comm;
+  if (t >= UCHARM_MPI_PREDEFINED_TYPES) {  // the program may free the type before Start
+    type_retain(t);
+    q.holds_type = true;
+  }
   *request = h;
   return MPI_SUCCESS;
 }
@@ -36,23 +43,23 @@ int init_persistent(const char* fn, bool is_send, bool sync, const void* buf, in
 
 int PMPI_Send_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                    MPI_Request* request) {
-  return init_persistent("MPI_Send_init", true, false, buf, count, datatype, dest, tag, comm, request);
+  return init_persistent("MPI_Send_init", true, false, false, buf, count, datatype, dest, tag, comm, request);
 }
 int PMPI_Ssend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                     MPI_Request* request) {
-  return init_persistent("MPI_Ssend_init", true, true, buf, count, datatype, dest, tag, comm, request);
+  return init_persistent("MPI_Ssend_init", true, true, false, buf, count, datatype, dest, tag, comm, request);
 }
 int PMPI_Rsend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                     MPI_Request* request) {
-  return init_persistent("MPI_Rsend_init", true, false, buf, count, datatype, dest, tag, comm, request);
+  return init_persistent("MPI_Rsend_init", true, false, false, buf, count, datatype, dest, tag, comm, request);
 }
 int PMPI_Bsend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                     MPI_Request* request) {
-  return init_persistent("MPI_Bsend_init", true, false, buf, count, datatype, dest, tag, comm, request);
+  return init_persistent("MPI_Bsend_init", true, false, true, buf, count, datatype, dest, tag, comm, request);
 }
 int PMPI_Recv_init(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                    MPI_Request* request) {
-  return init_persistent("MPI_Recv_init", false, false, buf, count, datatype, source, tag, comm, request);
+  return init_persistent("MPI_Recv_init", false, false, false, buf, count, datatype, source, tag, comm, request);
 }
 
 int PMPI_Start(MPI_Request* request) {
@@ -72,21 +79,21 @@ int PMPI_Start(MPI_Request* request) {
   if (q.kind == ReqKind::Send) {
     if (q.peer == MPI_PROC_NULL) {
       proc_null_status(&q.status);
-      q.complete = true;
+      p.mark_complete(h);
       return MPI_SUCCESS;
     }
     const bool on_device = q.count > 0 && is_device(q.sbuf);
     TypeFacts f;
     type_facts(q.type, f);
-    const bool device = goes_direct(q.count, f, on_device);
+    const bool device = !q.buffered && goes_direct(q.count, f, on_device);
     start_send(r, q.sbuf, q.count, q.type, f, q.peer, q.tag, *c, Ctx::P2P, q.sync ? h : 0, device && !q.sync ? h : 0,
                on_device, device);
-    if (!q.sync && !device) p.req(h).complete = true;
+    if (!q.sync && !device) p.mark_complete(h);
     return MPI_SUCCESS;
   }
   if (q.peer == MPI_PROC_NULL) {
     proc_null_status(&q.status);
-    q.complete = true;
+    p.mark_complete(h);
     return MPI_SUCCESS;
   }
   q.context = c->ctx(Ctx::P2P);

@@ -1,6 +1,7 @@
 // Probe and matched probe: Probe/Iprobe, Mprobe/Improbe and Mrecv/Imrecv, and what a
 // status says (Get_count, Get_elements).
 #include "pt2pt/pt2pt.h"
+#include "pt2pt/status.h"
 #include "pt2pt/wire.h"
 #include "checks.h"
 #include "rank.h"
@@ -135,7 +136,7 @@ int PMPI_Mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message
   const MPI_Comm comm = p.req(h).comm;
   MPI_Status st;
   const int err = finish(p, &h, &st);
-  if (status) *status = st;
+  status_out(status, st);
   return err ? status_error("MPI_Mrecv", comm, st) : MPI_SUCCESS;
 }
 
@@ -156,8 +157,7 @@ int PMPI_Get_elements(const MPI_Status* status, MPI_Datatype datatype, int* coun
 }
 
 int PMPI_Status_set_elements(MPI_Status* status, MPI_Datatype datatype, int count) {
-  status->ucharm_bytes = static_cast<long long>(type_size(datatype)) * count;
-  return MPI_SUCCESS;
+  return PMPI_Status_set_elements_x(status, datatype, count);  // datatype/queries.cpp
 }
 
 }  // extern "C"

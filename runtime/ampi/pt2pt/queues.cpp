@@ -28,7 +28,12 @@ MPI_Request P2p::alloc(ReqKind k) {
 }
 
 void P2p::release(MPI_Request h) {
-  req(h).kind = ReqKind::Free;
+  Request& q = req(h);
+  if (q.holds_type) {  // a pending receive or persistent request kept a freed type alive
+    q.holds_type = false;
+    type_release(q.type);
+  }
+  q.kind = ReqKind::Free;
   free_reqs_.push_back(h);
 }
 

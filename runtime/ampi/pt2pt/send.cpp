@@ -1,6 +1,7 @@
 // MPI_Send and MPI_Recv in every mode (standard, ready, synchronous, buffered), blocking and
 // nonblocking, Sendrecv(_replace), and the buffer of buffered sends.
 #include "pt2pt/pt2pt.h"
+#include "pt2pt/status.h"
 #include "pt2pt/wire.h"
 #include "checks.h"
 #include "rank.h"
@@ -13,7 +14,7 @@ int check_buffer(MPI_Comm comm, const char* fn, Comm* c, const void* buf, int co
   // The common checks (checks.h) run only to report a failure: this is every send's path.
   if (!c) [[unlikely]] return bad_comm(comm, fn);
   if (count < 0) [[unlikely]] return check_count(comm, fn, "count", count);
-  if (!type_facts(t, f)) [[unlikely]] {
+  if (!type_facts(t, f) || (t >= UCHARM_MPI_PREDEFINED_TYPES && type_freed(t))) [[unlikely]] {
     const int rc = check_committed(comm, fn, "datatype", t);
     return rc ? rc : error(comm, MPI_ERR_TYPE, fn, "invalid datatype %s", type_name(t).c_str());
   }
@@ -65,13 +66,16 @@ int checked_isend(const char* fn, const void* buf, int count, MPI_Datatype t, in
   MPI_Request h = p.alloc(ReqKind::Send);
   empty_status(&p.req(h).status);
   start_send(current_rank(), buf, count, t, f, dest, tag, *c, Ctx::P2P, 0, 0, count > 0 && is_device(buf), false);
-  p.req(h).complete = true;
+  p.mark_complete(h);
   *request = h;
   return MPI_SUCCESS;
 }
 
-// The error a completed request's status reports, through the communicator's handler.
 }  // namespace ampi::pt2pt
+
+namespace ampi {
+void request_set_comm(MPI_Request h, MPI_Comm comm) { current_rank()->p2p().req(h).comm = comm; }
+}  // namespace ampi
 
 #pragma GCC visibility push(default)
 extern "C" {
@@ -126,10 +130,10 @@ int PMPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, 
   if (int rc = check_recv("MPI_Recv", buf, count, datatype, source, tag, comm, c, f)) [[unlikely]] return rc;
   MPI_Status st;
   if (recv_with(current_rank(), buf, count, datatype, f, source, tag, *c, Ctx::P2P, &st) != MPI_SUCCESS) [[unlikely]] {
-    if (status) *status = st;
+    status_out(status, st);
     return status_error("MPI_Recv", comm, st);
   }
-  if (status) *status = st;
+  status_out(status, st);
   return MPI_SUCCESS;
 }
 
@@ -138,7 +142,16 @@ int PMPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag,
   Comm* c;
   TypeFacts f;
   if (int rc = check_recv("MPI_Irecv", buf, count, datatype, source, tag, comm, c, f)) [[unlikely]] return rc;
-  return irecv_with(current_rank(), buf, count, datatype, f, source, tag, *c, Ctx::P2P, request);
+  Rank* r = current_rank();
+  const int rc = irecv_with(r, buf, count, datatype, f, source, tag, *c, Ctx::P2P, request);
+  if (datatype >= UCHARM_MPI_PREDEFINED_TYPES) {  // still pending: the program may free the type now
+    Request& q = r->p2p().req(*request);
+    if (!q.complete) {
+      type_retain(datatype);
+      q.holds_type = true;
+    }
+  }
+  return rc;
 }
 
 int PMPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void* recvbuf,
@@ -153,7 +166,7 @@ int PMPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int
   isend_with(rank, sendbuf, sendcount, sendtype, sf, dest, sendtag, *c, Ctx::P2P, &r[1]);
   MPI_Status st[2];
   wait_all(2, r, st);
-  if (status) *status = st[0];
+  status_out(status, st[0]);
   return status_error("MPI_Sendrecv", comm, st[0]);
 }
 
@@ -181,19 +194,31 @@ int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest,
   ampi::irecv(buf, count, datatype, source, recvtag, *c, Ctx::P2P, &r[0]);
   MPI_Status st[2];
   wait_all(2, r, st);
-  if (status) *status = st[0];
+  status_out(status, st[0]);
   return status_error("MPI_Sendrecv_replace", comm, st[0]);
 }
 
+// Buffered sends never need the program's buffer (the runtime copies the data into its
+// messages), but the buffer is kept so that MPI_Buffer_detach hands it back, as MPI says.
 int PMPI_Buffer_attach(void* buffer, int size) {
-  (void)buffer;
-  (void)size;  // sends never need the user's buffer: the runtime copies into its messages
+  const char* fn = "MPI_Buffer_attach";
+  if (size < 0) return error(MPI_COMM_WORLD, MPI_ERR_BUFFER, fn, "size is negative (%d)", size);
+  if (size > 0 && !buffer) return null_arg(MPI_COMM_WORLD, fn, "buffer");
+  Rank::BsendBuffer& b = current_rank()->bsend_buffer;
+  if (b.attached)
+    return error(MPI_COMM_WORLD, MPI_ERR_BUFFER, fn, "a buffer is already attached (detach it first)");
+  b = Rank::BsendBuffer{buffer, size, true};
   return MPI_SUCCESS;
 }
 
 int PMPI_Buffer_detach(void* buffer_addr, int* size) {
-  *static_cast<void**>(buffer_addr) = nullptr;
-  *size = 0;
+  const char* fn = "MPI_Buffer_detach";
+  if (int rc = check_ptr(MPI_COMM_WORLD, fn, "buffer_addr", buffer_addr)) return rc;
+  if (int rc = check_ptr(MPI_COMM_WORLD, fn, "size", size)) return rc;
+  Rank::BsendBuffer& b = current_rank()->bsend_buffer;
+  *static_cast<void**>(buffer_addr) = b.attached ? b.buffer : nullptr;
+  *size = b.attached ? b.size : 0;
+  b = Rank::BsendBuffer{};
   return MPI_SUCCESS;
 }
 
