@@ -2,6 +2,8 @@
 #include "comm/comms.h"
 #include "checks.h"
 
+#include <iterator>
+
 namespace ampi::cm {
 
 // Attribute calls shared by the MPI-1 and MPI-2 names.
@@ -26,6 +28,27 @@ int attr_set(MPI_Comm comm, int keyval, void* value, const char* fn) {
   ++kv->refs;
   s->attrs[keyval] = value;
   return MPI_SUCCESS;
+}
+
+// MPI_Finalize's first step (MPI 3.1 §8.7.1), as MPI_Comm_free of `comm` (MPI_COMM_SELF)
+// would do it: every attribute's delete callback runs, newest keyval first, also for keyvals
+// the program freed already (their attributes kept them); the communicator stays.
+int attrs_delete_all(MPI_Comm comm) {
+  int rc = MPI_SUCCESS;
+  for (;;) {
+    CommSlot* s = slot_of(comm);
+    if (!s || s->attrs.empty()) return rc;
+    auto it = std::prev(s->attrs.end());
+    const int k = it->first;
+    void* v = it->second;
+    s->attrs.erase(it);
+    const Keyval kv = my_comms().keyvals[static_cast<std::size_t>(k)];  // a callback may move the table
+    if (kv.del) {
+      const int e = kv.del(comm, k, v, kv.extra);
+      if (e && !rc) rc = e;
+    }
+    keyval_release(k);
+  }
 }
 
 // A user keyval that still has a handle or attributes (a freed one keeps its attributes).

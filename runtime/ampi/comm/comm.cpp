@@ -105,14 +105,29 @@ int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
   if (!c) return bad_comm(comm, fn);
   if (!newcomm) return null_arg(comm, fn, "newcomm");
   if (c->inter) return inter_create(comm, group, newcomm, fn);
+  // A bad group on one member must not leave the others waiting in the agreement: every
+  // member takes part, with its own verdict, and all learn of any failure.
   Group* g = group_get(group);
-  if (!g) return error(comm, MPI_ERR_GROUP, fn, "invalid group %d", group);
-  int myrank = MPI_UNDEFINED;
-  if (int e = rank_in_group(comm, *c, *g, fn, &myrank)) return e;
-  std::vector<int> members = g->members;
+  int mine = g ? MPI_SUCCESS : MPI_ERR_GROUP, outsider = -1, myrank = MPI_UNDEFINED;
+  std::vector<int> members;
+  if (g) {
+    const auto in_comm = index_of(c->members);
+    const int me = c->members[static_cast<std::size_t>(c->rank)];
+    for (std::size_t i = 0; i < g->members.size() && !mine; ++i) {
+      if (!in_comm.count(g->members[i])) mine = MPI_ERR_GROUP, outsider = g->members[i];
+      if (g->members[i] == me) myrank = static_cast<int>(i);
+    }
+    members = g->members;
+  }
   std::uint32_t context = 0;
-  if (int e = agree_context(*c, coll_tag(*c), &context)) return error(comm, e, fn, "the context agreement failed");
+  int failed = MPI_SUCCESS;
+  if (int e = agree_context(*c, coll_tag(*c), &context, mine, &failed))
+    return error(comm, e, fn, "the context agreement failed");
   *newcomm = MPI_COMM_NULL;
+  if (!g) return error(comm, MPI_ERR_GROUP, fn, "invalid group %d", group);
+  if (mine)
+    return error(comm, mine, fn, "the group holds world rank %d, which is not in the communicator", outsider);
+  if (failed) return error(comm, failed, fn, "another member's group argument is invalid: no communicator was made");
   c = comm_get(comm);
   if (myrank != MPI_UNDEFINED) *newcomm = comm_add(context, std::move(members), myrank, c->errhandler);
   return MPI_SUCCESS;
@@ -131,17 +146,15 @@ int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* ne
   if (int e = rank_in_group(comm, *c, *g, fn, &myrank)) return e;
   *newcomm = MPI_COMM_NULL;
   if (myrank == MPI_UNDEFINED) return MPI_SUCCESS;
-  // Only the group's members take part: they agree among themselves, through a
-  // communicator of the group on the parent's collective context and a tag of the
-  // user's, outside the range of the parent's own collectives.
-  Comm over;
-  over.handle = comm;
-  over.context = c->context;
-  over.members = g->members;
-  over.rank = myrank;
-  over.errhandler = c->errhandler;
+  // Only the group's members take part: they agree among themselves on the parent's
+  // collective context, with a tag of the user's outside the range of the parent's own
+  // collectives, addressing each other by parent rank (agree_context_among).
+  const auto in_parent = index_of(c->members);
+  std::vector<int> ranks;
+  ranks.reserve(g->members.size());
+  for (int w : g->members) ranks.push_back(in_parent.at(w));
   std::uint32_t context = 0;
-  if (int e = agree_context(over, kCollTagFree + (tag & (kCollTagFree - 1)), &context))
+  if (int e = agree_context_among(*c, ranks, kCollTagFree + (tag & (kCollTagFree - 1)), &context))
     return error(comm, e, fn, "the context agreement failed");
   c = comm_get(comm);
   *newcomm = comm_add(context, g->members, myrank, c->errhandler);
@@ -193,13 +206,44 @@ int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm) {
   return PMPI_Comm_dup(comm, newcomm);
 }
 
-// The duplicate is made at once (a collective over comm, as Comm_dup); the request is
-// already complete. Correct for every program that calls Comm_idup on all members before
-// waiting on anything that another member completes only after its own Comm_idup.
+// Nonblocking: the context agreement runs in a task of the rank (as a nonblocking
+// collective does), so the program may communicate before it waits. *newcomm is written
+// when the request completes; attributes and topology are copied then.
 int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
-  if (!request) return null_arg(comm, "MPI_Comm_idup", "request");
-  if (int e = PMPI_Comm_dup(comm, newcomm)) return e;
-  *request = start_task(+[](void*) -> int { return MPI_SUCCESS; }, nullptr);
+  const char* fn = "MPI_Comm_idup";
+  Comm* c = comm_get(comm);
+  if (!c) return bad_comm(comm, fn);
+  if (!newcomm) return null_arg(comm, fn, "newcomm");
+  if (!request) return null_arg(comm, fn, "request");
+  if (c->inter) {  // intercommunicators: duplicated at once, the request already complete
+    if (int e = PMPI_Comm_dup(comm, newcomm)) return e;
+    *request = start_task(+[](void*) -> int { return MPI_SUCCESS; }, nullptr);
+    return MPI_SUCCESS;
+  }
+  struct Idup {
+    Comm parent;  // a copy: the program may free comm before the request completes
+    int tag;
+    MPI_Comm* out;
+  };
+  *request = start_task(
+      +[](void* arg) -> int {
+        std::unique_ptr<Idup> k(static_cast<Idup*>(arg));
+        std::uint32_t context = 0;
+        if (int e = agree_context(k->parent, k->tag, &context, 0, nullptr, true)) return e;
+        const Comm& p = k->parent;
+        const MPI_Comm h = comm_add(context, p.members, p.rank, p.errhandler);
+        if (CommSlot* from = slot_of(p.handle); from && from->comm->context == p.context) {
+          slot_of(h)->topo = from->topo;
+          if (int e = attrs_copy(p.handle, h, "MPI_Comm_idup")) {
+            comm_destroy(h);
+            return e;
+          }
+        }
+        *k->out = h;
+        return MPI_SUCCESS;
+      },
+      new Idup{*c, coll_tag(*c), newcomm});
+  request_set_comm(*request, comm);
   return MPI_SUCCESS;
 }
 

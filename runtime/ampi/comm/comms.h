@@ -4,6 +4,7 @@
 
 #include "internal.h"
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -71,6 +72,9 @@ struct CommTable {
   std::vector<Errh> errhs;
   std::vector<std::unique_ptr<Info>> infos;
   std::uint32_t next_context = 4;  // 0: MPI_COMM_WORLD, 2: MPI_COMM_SELF
+  int agreements = 0;                 // context agreements in flight (an idup's beside another)
+  std::vector<std::uint32_t> claimed;  // contexts an agreement in its check round holds
+  std::deque<std::size_t> freed_comms;  // freed communicator handles, least recently freed first
   // Error codes the program added (errhan/user.cpp), from MPI_ERR_LASTCODE + 1 on: each
   // code's class and string.
   std::vector<std::pair<int, std::string>> user_errors;
@@ -99,7 +103,9 @@ bool errh_valid(MPI_Errhandler h);
 void errh_ref(MPI_Errhandler h);
 void errh_unref(MPI_Errhandler h);
 std::unordered_map<int, int> index_of(const std::vector<int>& members);
-int agree_context(Comm& over, int tag, std::uint32_t* out);
+int agree_context(Comm& over, int tag, std::uint32_t* out, int my_error = 0, int* failed = nullptr,
+                  bool always_check = false);
+int agree_context_among(Comm& parent, const std::vector<int>& ranks, int tag, std::uint32_t* out);
 MPI_Comm comm_add(std::uint32_t context, std::vector<int> members, int rank, MPI_Errhandler eh);
 int comm_destroy(MPI_Comm handle);
 int split(Comm& parent, int color, int key, MPI_Comm* out, const char* fn);
@@ -115,6 +121,7 @@ int keyval_create(MPI_Comm_copy_attr_function* copy, MPI_Comm_delete_attr_functi
                   const char* fn);
 int keyval_free(int* keyval, const char* fn);
 int attrs_copy(MPI_Comm from, MPI_Comm to, const char* fn);
+int attrs_delete_all(MPI_Comm comm);  // MPI_Finalize: every attribute of MPI_COMM_SELF, newest keyval first
 int errhandler_set(MPI_Comm comm, MPI_Errhandler h, const char* fn);
 int errhandler_get(MPI_Comm comm, MPI_Errhandler* h, const char* fn);
 int errhandler_create(MPI_Comm_errhandler_function* f, MPI_Errhandler* h, const char* fn);

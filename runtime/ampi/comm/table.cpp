@@ -135,21 +135,125 @@ std::unordered_map<int, int> index_of(const std::vector<int>& members) {
   return m;
 }
 
-// Collective over `over`: a context unused by every participant (on `tag` of over's
-// collective context). Returns an MPI code.
-int agree_context(Comm& over, int tag, std::uint32_t* out) {
+namespace {
+// The element-wise maximum of `n` values over the participants of an agreement, in place.
+struct Exchange {
+  virtual int max(unsigned long long* v, int n) = 0;
+};
+// Over a communicator: an Allreduce on its collective context.
+struct OverComm final : Exchange {
+  Comm& over;
+  int tag;
+  OverComm(Comm& o, int t) : over(o), tag(t) {}
+  int max(unsigned long long* v, int n) override {
+    unsigned long long in[4];
+    std::copy(v, v + n, in);
+    return coll_allreduce(in, v, n, MPI_UNSIGNED_LONG_LONG, MPI_MAX, over, tag);
+  }
+};
+// Over some members of `parent` only (MPI_Comm_create_group), named by their parent ranks:
+// the first gathers and answers. The messages' sources are parent ranks, so two calls in a
+// row over different groups with the same tag never take each other's messages (each pair
+// of ranks exchanges in call order).
+struct OverGroup final : Exchange {
+  Comm& parent;
+  const std::vector<int>& ranks;  // parent ranks; ranks[0] leads
+  int tag;
+  OverGroup(Comm& p, const std::vector<int>& r, int t) : parent(p), ranks(r), tag(t) {}
+  int max(unsigned long long* v, int n) override {
+    if (ranks[0] != parent.rank) {
+      if (int e = send(v, n, MPI_UNSIGNED_LONG_LONG, ranks[0], tag, parent, Ctx::Coll)) return e;
+      return recv(v, n, MPI_UNSIGNED_LONG_LONG, ranks[0], tag, parent, Ctx::Coll, nullptr);
+    }
+    for (std::size_t i = 1; i < ranks.size(); ++i) {
+      unsigned long long other[4];
+      if (int e = recv(other, n, MPI_UNSIGNED_LONG_LONG, ranks[i], tag, parent, Ctx::Coll, nullptr)) return e;
+      for (int j = 0; j < n; ++j) v[j] = std::max(v[j], other[j]);
+    }
+    for (std::size_t i = 1; i < ranks.size(); ++i)
+      if (int e = send(v, n, MPI_UNSIGNED_LONG_LONG, ranks[i], tag, parent, Ctx::Coll)) return e;
+    return MPI_SUCCESS;
+  }
+};
+
+// A communicator of this rank uses `c` (an intercommunicator takes 4 contexts from its own).
+bool context_taken(const CommTable& t, std::uint32_t c) {
+  auto near = [c](std::uint32_t k) { return k <= c + 3 && c <= k + 3; };
+  for (const CommSlot& s : t.comms)
+    if (s.comm && near(s.comm->context)) return true;
+  return std::any_of(t.claimed.begin(), t.claimed.end(), near);
+}
+
+// The agreement: the largest next_context of the participants (and of `floor`), and
+// whether any failed. A rank may run two at once, when an MPI_Comm_idup is in flight
+// beside another creation; both could then pick the same context. So while one is in
+// flight on any participant (or for an idup, always), a second round checks that the
+// context is free on every participant (each claims it meanwhile) and else tries above.
+int agree(Exchange& x, bool always_check, std::uint32_t* out, int my_error, int* failed) {
   CommTable& t = my_comms();
-  unsigned long long mine = t.next_context, all = 0;
-  if (int e = coll_allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, over, tag)) return e;
-  *out = static_cast<std::uint32_t>(all);
-  t.next_context = static_cast<std::uint32_t>(all) + 2;
-  return MPI_SUCCESS;
+  const bool check = always_check || t.agreements > 0;
+  ++t.agreements;
+  std::uint32_t floor = 0;
+  int rc = MPI_SUCCESS;
+  for (;;) {
+    unsigned long long v[3] = {std::max<unsigned long long>(floor, t.next_context),
+                               static_cast<unsigned long long>(my_error > 0 ? my_error : 0), check ? 1u : 0u};
+    if ((rc = x.max(v, 3))) break;
+    if (failed) *failed = static_cast<int>(v[1]);
+    if (v[1]) break;
+    const auto c = static_cast<std::uint32_t>(v[0]);
+    if (v[2]) {
+      const bool taken = context_taken(t, c);
+      if (!taken) t.claimed.push_back(c);
+      unsigned long long bad = taken ? 1 : 0;
+      rc = x.max(&bad, 1);
+      if (!taken) t.claimed.erase(std::find(t.claimed.begin(), t.claimed.end(), c));
+      if (rc) break;
+      if (bad) {
+        floor = c + 4;
+        continue;
+      }
+    }
+    *out = c;
+    t.next_context = std::max(t.next_context, c + 4);
+    break;
+  }
+  --t.agreements;
+  return rc;
+}
+}  // namespace
+
+// Collective over `over`: a context unused by every participant (on `tag` of over's
+// collective context). `my_error`: this participant cannot go on (an MPI code, e.g. its
+// group argument is bad); every participant then learns of it (*failed: the largest code)
+// and none makes a communicator. `always_check`: see agree (MPI_Comm_idup). Returns an MPI
+// code of the exchange itself.
+int agree_context(Comm& over, int tag, std::uint32_t* out, int my_error, int* failed, bool always_check) {
+  OverComm x(over, tag);
+  return agree(x, always_check, out, my_error, failed);
+}
+
+// The same among some members of `parent` (their parent ranks; MPI_Comm_create_group).
+int agree_context_among(Comm& parent, const std::vector<int>& ranks, int tag, std::uint32_t* out) {
+  OverGroup x(parent, ranks, tag);
+  return agree(x, false, out, 0, nullptr);
 }
 
 // A new communicator of the calling rank (a member of `members`, at `rank`).
+// A freed handle is reused only after kCommReuseAfter others were freed since, least recently
+// freed first: requests and messages of the program may still name a freed communicator for
+// a while (a stale handle then names nothing rather than a new communicator).
 MPI_Comm comm_add(std::uint32_t context, std::vector<int> members, int rank, MPI_Errhandler eh) {
+  constexpr std::size_t kCommReuseAfter = 64;
   CommTable& t = my_comms();
-  const std::size_t h = free_slot<CommSlot>(t.comms, kFirstUserComm, [](const CommSlot& s) { return !s.comm; });
+  std::size_t h;
+  if (t.freed_comms.size() > kCommReuseAfter) {
+    h = t.freed_comms.front();
+    t.freed_comms.pop_front();
+  } else {
+    h = t.comms.size();
+    t.comms.emplace_back();
+  }
   auto c = std::make_unique<Comm>();
   c->handle = static_cast<MPI_Comm>(h);
   c->context = context;
@@ -181,6 +285,7 @@ int comm_destroy(MPI_Comm handle) {
   }
   errh_unref(s->comm->errhandler);
   *s = CommSlot{};
+  my_comms().freed_comms.push_back(static_cast<std::size_t>(handle));
   return rc;
 }
 
