@@ -1,6 +1,8 @@
 // Start-up: AMPI's options, the rank array, each rank's thread running the program's main,
 // the job's exit code; MPI_Init/Finalize/Abort and the environment queries.
 #include "rank.h"
+#include "checks.h"
+#include "comm/comms.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -287,15 +289,23 @@ int PMPI_Init(int* argc, char*** argv) {
   return MPI_SUCCESS;
 }
 
+// MPI_THREAD_FUNNELED at most: a rank's MPI calls must come from the thread that runs its
+// main (or a nonblocking collective's task), because the ranks of a PE share the PE's
+// state and its single-threaded UCX worker without locks; a pthread of the program calling
+// MPI would race with them, even one at a time (SERIALIZED).
 int PMPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   int rc = PMPI_Init(argc, argv);
-  // Ranks are user-level threads of one PE: calls are serialized, never concurrent.
-  if (provided) *provided = required < MPI_THREAD_SERIALIZED ? required : MPI_THREAD_SERIALIZED;
+  const int level = required < MPI_THREAD_FUNNELED ? MPI_THREAD_SINGLE : MPI_THREAD_FUNNELED;
+  current_rank()->thread_level = level;
+  if (provided) *provided = level;
   return rc;
 }
 
+// Also outside a rank's thread (an atexit handler or static destructor at the job's end,
+// which MPI allows to ask): MPI has been initialized and finalized by then.
 int PMPI_Initialized(int* flag) {
-  *flag = current_rank()->initialized;
+  Rank* r = g_running.rank;
+  *flag = r ? r->initialized : 1;
   return MPI_SUCCESS;
 }
 
@@ -304,28 +314,40 @@ int PMPI_Finalize(void) {
   if (!r->initialized || r->finalized)
     return error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Finalize", "MPI is %s",
                  r->finalized ? "already finalized" : "not initialized");
+  // First, as MPI_Comm_free of MPI_COMM_SELF would (MPI 3.1 §8.7.1): the delete callbacks
+  // of its attributes run, also of keyvals freed before (libraries hang their clean-up here).
+  const int del = cm::attrs_delete_all(MPI_COMM_SELF);
   // Collective over the job, as MPI says: no rank leaves (and perhaps exit()s) while
   // another still communicates.
   Comm& world = *comm_get(MPI_COMM_WORLD);
   int rc = coll_barrier(world, coll_tag(world));
   r->finalized = true;
+  if (del != MPI_SUCCESS && rc == MPI_SUCCESS)
+    rc = error(MPI_COMM_WORLD, del, "MPI_Finalize", "a delete callback of an MPI_COMM_SELF attribute failed (%d)", del);
   return rc;
 }
 
 int PMPI_Finalized(int* flag) {
-  *flag = current_rank()->finalized;
+  Rank* r = g_running.rank;
+  *flag = r ? r->finalized : 1;
   return MPI_SUCCESS;
 }
 
+// The job ends with errorcode's low 8 bits (exit statuses have 8), except that a non-zero
+// code whose low 8 bits are 0 (256, -256, ...) ends it with 1: an abort never looks like
+// success. An abnormal end: no exit handlers run (CmiExitAbnormal).
 int PMPI_Abort(MPI_Comm comm, int errorcode) {
-  std::fprintf(stderr, "MPI_Abort called by rank %d (communicator %d) with error code %d\n", world_rank(), comm,
-               errorcode);
+  int code = errorcode & 0xff;
+  if (code == 0 && errorcode != 0) code = 1;
+  std::fprintf(stderr, "MPI_Abort called by rank %d (communicator %d) with error code %d%s\n", world_rank(), comm,
+               errorcode, code == (errorcode & 0xff) ? "" : ": ending the job with exit code 1");
   std::fflush(stderr);
-  CkExit(errorcode & 0xff);
+  CmiExitAbnormal(code);
 }
 
 int PMPI_Query_thread(int* provided) {
-  *provided = MPI_THREAD_SERIALIZED;
+  if (!provided) return null_arg(MPI_COMM_WORLD, "MPI_Query_thread", "provided");
+  *provided = current_rank()->thread_level;
   return MPI_SUCCESS;
 }
 

@@ -15,7 +15,13 @@
 
 #include "converse_internal.h"
 
+#include <dlfcn.h>
+
 namespace ucharm::converse {
+// The job's end (defined with CmiExit below).
+void broadcast_exit(int code, bool abnormal);
+void shutdown_pe(int code);
+[[noreturn]] void end_process(int code, bool abnormal);
 
 PeState g_pe_state;
 
@@ -127,12 +133,13 @@ void hook_release(void* msg) { CmiFree(msg); }
 
 struct ExitPayload {
   int code;
+  int abnormal;  // CmiExitAbnormal: no exit handlers run
 };
 
 void exit_handler(void* msg) {
-  int code = reinterpret_cast<ExitPayload*>(CmiMsgPayload(msg))->code;
+  const ExitPayload p = *reinterpret_cast<ExitPayload*>(CmiMsgPayload(msg));
   CmiFree(msg);
-  ConverseExit(code);
+  end_process(p.code, p.abnormal != 0);
 }
 
 struct BarrierPayload {
@@ -201,8 +208,11 @@ void broadcast_owned(std::size_t size, void* msg, bool include_self) {
 // exit(n) called by the program (not CmiExit) ends the whole job with n, as CmiExit(n)
 // does. Without this the machine's static destructors would finalize PMIx, the launcher
 // would take this PE's end for an orderly one, and the other PEs would wait for it.
+// The process then goes on with libc's exit: the remaining handlers, destructors, flushes.
 void on_process_exit(int code, void*) {
-  if (!pe_state().exiting) CmiExit(code);
+  if (pe_state().exiting) return;
+  broadcast_exit(code, false);
+  shutdown_pe(code);
 }
 
 // An exception that leaves an entry point ends the job with a message, not a SIGABRT
@@ -350,22 +360,24 @@ void CmiBarrier() {
   CsdScheduleUntil([&] { return s.barrier_released > round; });
 }
 
-void CmiExit(int code) {
+namespace ucharm::converse {
+// Tells the other PEs to end (once; a PE already exiting has told them or been told).
+void broadcast_exit(int code, bool abnormal) {
   PeState& s = pe_state();
-  if (!s.exiting && s.num_pes > 1) {
-    void* m = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(ExitPayload));
-    CmiSetHandler(m, s.h_exit);
-    CmiSetExpedited(m);
-    reinterpret_cast<ExitPayload*>(CmiMsgPayload(m))->code = code;
-    CmiSyncBroadcastAndFree(CmiMsgHeaderSizeBytes + sizeof(ExitPayload), m);
-  }
-  ConverseExit(code);
+  if (s.exiting || s.num_pes <= 1) return;
+  void* m = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(ExitPayload));
+  CmiSetHandler(m, s.h_exit);
+  CmiSetExpedited(m);
+  *reinterpret_cast<ExitPayload*>(CmiMsgPayload(m)) = ExitPayload{code, abnormal ? 1 : 0};
+  CmiSyncBroadcastAndFree(CmiMsgHeaderSizeBytes + sizeof(ExitPayload), m);
 }
 
-void ConverseExit(int code) {
+// This PE's part of the end: the embedder's hook, queued messages discarded, the machine
+// shut down in order (pending sends complete, endpoints closed).
+void shutdown_pe(int code) {
   PeState& s = pe_state();
   s.exiting = true;
-  ucharm::converse::run_exit_hook(code);
+  run_exit_hook(code);
   std::fflush(stdout);
   // Messages still queued are discarded (as in Charm++'s CkExit), first: their senders
   // get the credit back, or a sender still flooding this PE would wait for it forever
@@ -375,10 +387,46 @@ void ConverseExit(int code) {
     CmiFree(m);
   }
   lrts::LrtsExit();
-  std::fflush(stdout);
-  std::fflush(stderr);
-  std::_Exit(code);
 }
+
+// libc's own exit, found in libc itself: a library may interpose `exit` (libucharm-ampi's
+// ends only the calling MPI rank after MPI_Finalize), but here the runtime ends the process.
+[[noreturn]] void libc_exit(int code) {
+  using Exit = void (*)(int);
+  static const Exit fn = [] {
+    void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    auto f = libc ? reinterpret_cast<Exit>(dlsym(libc, "exit")) : nullptr;
+    return f ? f : static_cast<Exit>(&std::exit);
+  }();
+  fn(code);
+  __builtin_unreachable();
+}
+
+// A normal end runs what a process's normal end runs: atexit handlers, static destructors
+// (of every loaded object, dlopen'ed ones too) and the flush of every C stdio stream. An
+// abnormal one (CmiExitAbnormal) flushes stdout/stderr only and ends at once.
+void end_process(int code, bool abnormal) {
+  shutdown_pe(code);
+  if (abnormal) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(code);
+  }
+  libc_exit(code);
+}
+}  // namespace ucharm::converse
+
+void CmiExit(int code) {
+  broadcast_exit(code, false);
+  end_process(code, false);
+}
+
+void CmiExitAbnormal(int code) {
+  broadcast_exit(code, true);
+  end_process(code, true);
+}
+
+void ConverseExit(int code) { end_process(code, false); }
 
 // ---- scheduler -------------------------------------------------------------------------
 

@@ -97,6 +97,11 @@ CmiIdleCounts CmiIdleStats();
 // every PE stops, pending sends complete, the network is torn down in order.
 // Messages still queued are discarded.
 [[noreturn]] void CmiExit(int code = 0);
+// An abnormal end of the program on all PEs with `code` (MPI_Abort): as CmiExit, but no
+// atexit handlers or static destructors run and only stdout/stderr are flushed. CmiExit
+// and ConverseExit end each process as a normal end does: atexit handlers, static
+// destructors (also of dlopen'ed objects), every C stdio stream flushed.
+[[noreturn]] void CmiExitAbnormal(int code);
 
 // ---- the scheduler -------------------------------------------------------------------
 // Queues `msg` on this PE by its header's priority and flags.
