@@ -42,5 +42,7 @@ for np in "${counts[@]}"; do
   expect err_exit5 5 "" "$np" "$out/err_exit" exit
   [ "$np" -ge 2 ] && expect err_return3 3 "" "$np" "$out/err_exit" return
 done
+# The regression programs of regress/ that are standard MPI, at their own rank counts.
+"$here/regress/run_openmpi.sh" "$out/regress" || fails=$((fails+1))
 echo "failures: $fails"
 [ $fails -eq 0 ]
