@@ -1,11 +1,15 @@
 // Neighbourhood collectives (MPI-3.1 §7.6), blocking and nonblocking, on Cartesian, graph
 // and distributed graph topologies: receive block i comes from source i, send block j goes
 // to destination j (topo_neighbors gives both lists). MPI_PROC_NULL neighbours (off a
-// non-periodic Cartesian edge) keep their block but exchange nothing. One tag per call on
-// the collective context: where a rank is a neighbour twice, its messages match in list
-// order (MPI's reference code: the sends and receives posted in that order).
+// non-periodic Cartesian edge) keep their block but exchange nothing. Where a rank is a
+// neighbour twice, its messages match in list order (the sends and receives are posted in
+// that order). On a Cartesian topology the direction is in the tag besides: what a rank
+// sends upwards (block 2d+1) arrives in its upper neighbour's block 2d, from below, also
+// where both neighbours are one rank (a periodic dimension of size 1 or 2; MPICH's and
+// OpenMPI's answer too).
 #include "coll/coll.h"
 
+#include <cstdint>
 #include <vector>
 
 namespace ampi::coll {
@@ -17,21 +21,23 @@ size_t u(int i) { return static_cast<size_t>(i); }
 struct Blocks {
   std::vector<int> ranks;
   std::vector<Block> blocks;
+  std::vector<std::uint8_t> up;  // Cartesian: sent upwards (the call's second tag)
 };
 
 // The exchange itself: every receive posted, then every send, then the wait.
 int neighbor_exchange(const Blocks& in, const Blocks& out, Comm& c, int tag) {
+  const auto tag_of = [tag](const Blocks& b, size_t i) { return b.up.empty() || !b.up[i] ? tag : next_tag(tag); };
   Requests q(in.ranks.size() + out.ranks.size());
   int e = MPI_SUCCESS;
   for (size_t i = 0; i < in.ranks.size() && !e; ++i)
     if (in.ranks[i] != MPI_PROC_NULL) {
       const Block& b = in.blocks[i];
-      e = irecv(const_cast<char*>(b.ptr), b.count, b.type, in.ranks[i], tag, c, Ctx::Coll, q.next());
+      e = irecv(const_cast<char*>(b.ptr), b.count, b.type, in.ranks[i], tag_of(in, i), c, Ctx::Coll, q.next());
     }
   for (size_t j = 0; j < out.ranks.size() && !e; ++j)
     if (out.ranks[j] != MPI_PROC_NULL) {
       const Block& b = out.blocks[j];
-      e = isend(b.ptr, b.count, b.type, out.ranks[j], tag, c, Ctx::Coll, q.next());
+      e = isend(b.ptr, b.count, b.type, out.ranks[j], tag_of(out, j), c, Ctx::Coll, q.next());
     }
   const int w = q.wait();
   return e ? e : w;
@@ -91,10 +97,17 @@ int neighbor_call(const Call& k, const SideArgs& s, const SideArgs& r) {
   Blocks in, out;
   if (int e = make_side(k, s, destinations, &out)) return e;
   if (int e = make_side(k, r, sources, &in)) return e;
-  return launch(k, *c, MPI_OP_NULL, r.types ? MPI_DATATYPE_NULL : r.type,
-                [in = std::move(in), out = std::move(out)](Comm& cc, int tag) {
-                  return neighbor_exchange(in, out, cc, tag);
-                });
+  int kind = MPI_UNDEFINED;
+  PMPI_Topo_test(k.comm, &kind);
+  if (kind == MPI_CART) {
+    // Block 2d goes down and 2d+1 up; block 2d comes from below, so it was sent up.
+    for (size_t j = 0; j < out.ranks.size(); ++j) out.up.push_back(j % 2 == 1);
+    for (size_t i = 0; i < in.ranks.size(); ++i) in.up.push_back(i % 2 == 0);
+  }
+  return launch(
+      k, *c, MPI_OP_NULL, r.types ? MPI_DATATYPE_NULL : r.type,
+      [in = std::move(in), out = std::move(out)](Comm& cc, int tag) { return neighbor_exchange(in, out, cc, tag); },
+      1);
 }
 
 SideArgs one(const char* name, const void* buf, int count, MPI_Datatype t, bool same = false) {

@@ -2,7 +2,8 @@
  * Dist_graph_create_adjacent (weighted) and Dist_graph_create (one rank names every edge;
  * each rank names its own), Dist_graph_neighbors(_count), Topo_test; Neighbor_allgather(v)
  * and Neighbor_alltoall(v,w), blocking and nonblocking, on Cartesian (MPI_PROC_NULL edges,
- * a periodic ring), graph and distributed graph topologies. Any rank count. */
+ * a periodic ring, also of 1 and 2 ranks), graph and distributed graph topologies. Any rank
+ * count. */
 #include "check.h"
 
 /* MPI_UNWEIGHTED is a small constant pointer that GCC takes for an array of size 0. */
@@ -44,8 +45,9 @@ static void test_cart(struct tctx* t) {
     CHECK_EQ(t, rb[2 * d], nb[2 * d] == MPI_PROC_NULL ? -1 : nb[2 * d] * 100 + 2 * d + 1);
   MPI_Comm_free(&cart);
 
-  /* A periodic ring of at least 3 (smaller rings have one neighbour on both sides). */
-  if (t->size >= 3) {
+  /* A periodic ring; of 1 or 2 ranks too, where one rank is the neighbour on both sides:
+   * what it sent upwards comes in from below. */
+  {
     t->section = "cart_ring";
     int n = t->size, p = 1;
     MPI_Cart_create(MPI_COMM_WORLD, 1, &n, &p, 0, &cart);
