@@ -184,7 +184,8 @@ int PMPI_Comm_group(MPI_Comm comm, MPI_Group* group) {
 
 // MPI_Comm_test_inter, remote_size, remote_group: intercomm.cpp.
 
-int PMPI_Comm_set_name  CommSlot* s = slot_of(comm);
+int PMPI_Comm_set_name(MPI_Comm comm, const char* comm_name) {
+  CommSlot* s = slot_of(comm);
   if (!s) return bad_comm(comm, "MPI_Comm_set_name");
   if (!comm_name) return null_arg(comm, "MPI_Comm_set_name", "comm_name");
   s->name.assign(comm_name, strnlen(comm_name, MPI_MAX_OBJECT_NAME - 1));
@@ -210,16 +211,12 @@ int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm) {
 // collective does), so the program may communicate before it waits. *newcomm is written
 // when the request completes; attributes and topology are copied then.
 int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
+  if (Comm* ic = comm_get(comm); ic && ic->inter && newcomm && request) return inter_idup(comm, newcomm, request);
   const char* fn = "MPI_Comm_idup";
   Comm* c = comm_get(comm);
   if (!c) return bad_comm(comm, fn);
   if (!newcomm) return null_arg(comm, fn, "newcomm");
   if (!request) return null_arg(comm, fn, "request");
-  if (c->inter) {  // intercommunicators: duplicated at once, the request already complete
-    if (int e = PMPI_Comm_dup(comm, newcomm)) return e;
-    *request = start_task(+[](void*) -> int { return MPI_SUCCESS; }, nullptr);
-    return MPI_SUCCESS;
-  }
   struct Idup {
     Comm parent;  // a copy: the program may free comm before the request completes
     int tag;

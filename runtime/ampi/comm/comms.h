@@ -143,6 +143,8 @@ MPI_Comm inter_add(std::uint32_t context, std::vector<int> local, int rank, std:
 // MPI_Comm_compare, MPI_Comm_dup, split and create when `comm` is an intercommunicator.
 int inter_compare(const Comm& a, const Comm& b);
 int inter_dup(MPI_Comm comm, MPI_Comm* newcomm, const char* fn);
+// MPI_Comm_idup of an intercommunicator (arguments checked): the agreement runs in a task.
+int inter_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request);
 int inter_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm, const char* fn);
 int inter_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm, const char* fn);
 // Reports comm as an intercommunicator where the call needs an intracommunicator.

@@ -14,6 +14,7 @@
 #include "checks.h"
 
 #include <algorithm>
+#include <memory>
 #include <numeric>
 
 namespace ampi::cm {
@@ -59,16 +60,31 @@ int swap_groups(Comm& ic, int tag, const std::vector<int>& mine, std::vector<int
   return bcast_vector(*theirs, 0, local, tag_after(tag, 1));
 }
 
-// A context free on every member of both groups, with room for the local side (+2).
-// Tags tag .. tag + 3.
-int agree_inter_context(Comm& ic, int tag, std::uint32_t* out) {
+// Both groups as one communicator, on the intercommunicator's collective context (tags
+// from its coll_tag keep this apart from its collectives): the group whose leader has the
+// lower world rank first. What agreements over both groups run on.
+Comm both_groups(const Comm& ic) {
+  const std::vector<int>& mine = ic.inter->local.members;
+  const bool first = mine[0] < ic.members[0];
+  Comm all;
+  all.handle = ic.handle;
+  all.context = ic.context;
+  all.members = first ? mine : ic.members;
+  const std::vector<int>& second = first ? ic.members : mine;
+  all.members.insert(all.members.end(), second.begin(), second.end());
+  all.rank = ic.rank + (first ? 0 : ic.size());
+  all.errhandler = ic.errhandler;
+  return all;
+}
+
+// A context free on every member of both groups, with room for the local side (+2): the
+// communicators' agreement (comm/table.cpp) over both groups. `check`: MPI_Comm_idup's
+// (another creation may run beside it).
+int agree_inter_context(Comm& ic, int tag, std::uint32_t* out, bool check = false) {
+  Comm all = both_groups(ic);
+  if (int e = agree_context(all, tag, out, 0, nullptr, check)) return e;
   CommTable& t = my_comms();
-  int mine = static_cast<int>(t.next_context), lmax = 0;
-  if (int e = coll_allreduce(&mine, &lmax, 1, MPI_INT, MPI_MAX, ic.inter->local, tag)) return e;
-  std::vector<int> r;
-  if (int e = swap_groups(ic, tag_after(tag, 1), {lmax}, &r)) return e;
-  *out = static_cast<std::uint32_t>(std::max(lmax, r.at(0)));
-  t.next_context = *out + 4;
+  t.next_context = std::max(t.next_context, *out + 4);
   return MPI_SUCCESS;
 }
 
@@ -113,6 +129,37 @@ int inter_dup(MPI_Comm comm, MPI_Comm* newcomm, const char* fn) {
     return e;
   }
   *newcomm = h;
+  return MPI_SUCCESS;
+}
+
+// Nonblocking: the agreement runs in a task of the rank, so the program may communicate
+// (on the intercommunicator too) before it waits. *newcomm is written when the request
+// completes; attributes are copied then (if comm still exists).
+int inter_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
+  Comm* c = comm_get(comm);
+  struct Idup {
+    Comm ic;  // a copy: the program may free comm before the request completes
+    int tag;
+    MPI_Comm* out;
+  };
+  const int tag = tags(*c, 4);
+  *request = start_task(
+      +[](void* arg) -> int {
+        std::unique_ptr<Idup> k(static_cast<Idup*>(arg));
+        std::uint32_t context = 0;
+        if (int e = agree_inter_context(k->ic, k->tag, &context, true)) return e;
+        const Comm& p = k->ic;
+        const MPI_Comm h = inter_add(context, p.inter->local.members, p.rank, p.members, p.errhandler);
+        if (CommSlot* from = slot_of(p.handle); from && from->comm->context == p.context) {
+          if (int e = attrs_copy(p.handle, h, "MPI_Comm_idup")) {
+            comm_destroy(h);
+            return e;
+          }
+        }
+        *k->out = h;
+        return MPI_SUCCESS;
+      },
+      new Idup{*c, tag, newcomm});
   return MPI_SUCCESS;
 }
 
@@ -312,6 +359,14 @@ int PMPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm* newintracomm) {
   members.insert(members.end(), second.begin(), second.end());
   const int rank = c->rank + (first ? 0 : c->size());
   *newintracomm = comm_add(context, std::move(members), rank, c->errhandler);
+  return MPI_SUCCESS;
+}
+
+// No process is started by MPI_Comm_spawn (dynamic processes are not supported), so none
+// has a parent: the standard's answer for such a process.
+int PMPI_Comm_get_parent(MPI_Comm* parent) {
+  if (int e = check_ptr(MPI_COMM_WORLD, "MPI_Comm_get_parent", "parent", parent)) return e;
+  *parent = MPI_COMM_NULL;
   return MPI_SUCCESS;
 }
 

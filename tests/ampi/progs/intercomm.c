@@ -1,8 +1,8 @@
 /* Intercommunicators (MPI-3.1 6.6 and 5.2.2): Intercomm_create between the even and the odd
  * world ranks, the queries, point-to-point across, every collective (blocking and
  * nonblocking; MPI_ROOT / MPI_PROC_NULL for the rooted ones), Intercomm_merge, and
- * Comm_dup / idup / split / create / compare of an intercommunicator. One rank: nothing to
- * test (prints ok). */
+ * Comm_dup / idup / split / create / compare of an intercommunicator; Comm_get_parent is
+ * MPI_COMM_NULL (not spawned). One rank: nothing to test (prints ok). */
 #include "check.h"
 
 struct ic {
@@ -22,6 +22,9 @@ static void test_queries(struct tctx* t, struct ic* x) {
   CHECK(t, flag, "Comm_test_inter says not an intercommunicator");
   MPI_Comm_test_inter(MPI_COMM_WORLD, &flag);
   CHECK(t, !flag, "MPI_COMM_WORLD is an intercommunicator?");
+  MPI_Comm parent = MPI_COMM_WORLD;
+  CHECK_MPI(t, MPI_Comm_get_parent(&parent));
+  CHECK(t, parent == MPI_COMM_NULL, "a parent, without MPI_Comm_spawn");
   MPI_Comm_size(x->inter, &n);
   CHECK_EQ(t, n, x->lsize);
   MPI_Comm_rank(x->inter, &rk);
@@ -282,9 +285,17 @@ static void test_constructors(struct tctx* t, struct ic* x) {
   CHECK_EQ(t, s, x->rsize);
   MPI_Comm_free(&d);
 
+  /* Nonblocking: the others start theirs, then Ssend to remote rank 0, which receives all
+   * before it starts its own (a blocking idup deadlocks here). */
   t->section = "idup";
   MPI_Request rq;
-  CHECK_MPI(t, MPI_Comm_idup(x->inter, &d, &rq));
+  if (x->lrank == 0) {
+    for (int i = 1; i < x->rsize; i++) MPI_Recv(&v, 1, MPI_INT, i, 8, x->inter, MPI_STATUS_IGNORE);
+    CHECK_MPI(t, MPI_Comm_idup(x->inter, &d, &rq));
+  } else {
+    CHECK_MPI(t, MPI_Comm_idup(x->inter, &d, &rq));
+    MPI_Ssend(&x->lrank, 1, MPI_INT, 0, 8, x->inter);
+  }
   MPI_Wait(&rq, MPI_STATUS_IGNORE);
   MPI_Comm_remote_size(d, &n);
   CHECK_EQ(t, n, x->rsize);
