@@ -13,7 +13,7 @@ counts=("$@")
 mpicc=${MPICC:-mpicc}
 mpirun=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
 mkdir -p "$out"
-progs=(p2p_match p2p_probe p2p_nonblocking collectives datatypes comms pmpi globals err_return intercomm neighbor darray errhan_ext)
+progs=(p2p_match p2p_order p2p_probe p2p_nonblocking collectives datatypes comms pmpi globals err_return intercomm neighbor darray errhan_ext)
 fails=0
 for p in "${progs[@]}" err_fatal err_exit; do
   $mpicc -O1 -Wall -Wextra ${MPI_CFLAGS:-} -o "$out/$p" "$here/progs/$p.c" || { echo "BUILD FAIL $p"; fails=$((fails+1)); }

@@ -26,8 +26,7 @@ int finish(P2p& p, MPI_Request* h, MPI_Status* st) {
   const int err = q.status.MPI_ERROR;
   if (st) *st = q.status;
   if (q.persistent) {
-    q.active = false;
-    q.complete = false;
+    p.deactivate(*h);
   } else {
     p.release(*h);
     *h = MPI_REQUEST_NULL;
@@ -55,42 +54,109 @@ int check_requests(P2p& p, int n, const MPI_Request* reqs, const char* fn) {
   return MPI_SUCCESS;
 }
 
-// The calling thread waits until one of the active requests completes.
-void wait_for_any(P2p& p, int n, const MPI_Request* reqs) {
-  CthThread self = CthSelf();
-  rank_wait([&] {
-    bool any = false;
-    for (int i = 0; i < n; ++i) {
-      if (inactive(p, reqs[i])) continue;
-      Request& q = p.req(reqs[i]);
-      if (q.complete) any = true;
-      else q.waiter = self;  // the first to complete clears its own and wakes us
-    }
-    return any;
-  });
-  for (int i = 0; i < n; ++i)
-    if (!inactive(p, reqs[i])) p.req(reqs[i]).waiter = nullptr;
-}
+// ---- the any/some family (Waitany, Testany, Waitsome, Testsome) ----------------------------------------
+// Their cost is what has completed, not what is pending: they read the rank's ready list
+// (P2p::mark_complete) and find a completed request's index in the array from where the
+// last scan of that array saw it (Request::stamp, slot; P2p::WaitSet), checked against the
+// array (reqs[slot] == h). A scan (every handle checked and stamped, O(n)) happens when a
+// call gets another array than the last, or meets a completed request it cannot place: the
+// program may have put new requests into the array between calls. A completed request that
+// a scan of this call did not find in the array is parked (taken off the ready list) until
+// the next scan, so later calls skip it. Before concluding that nothing in the array is
+// complete (and waiting, or reporting none), a call that has not scanned scans when a
+// parked request might have been put into the array since, or when no active request is
+// known to be left in it.
+namespace {
+constexpr int kNone = -1, kEmpty = -2, kFailed = -3;
 
-// Waitany/Testany: finishes the first complete active request (true, with *indx, *status
-// and in `rc` the call's result through the request's communicator's handler); false when
-// none is complete. `any_active`: some request is active.
-bool take_one(P2p& p, int n, MPI_Request* reqs, int* indx, MPI_Status* status, const char* fn, bool& any_active,
-              int& rc) {
-  for (int i = 0; i < n; ++i) {
-    MPI_Request& h = reqs[i];
-    if (inactive(p, h)) continue;
-    any_active = true;
-    if (!p.req(h).complete) continue;
-    *indx = i;
-    const MPI_Comm comm = p.req(h).comm;
-    MPI_Status st;
-    const int err = finish(p, &h, &st);
-    status_out(status, st);
-    rc = err ? status_error(fn, comm, st) : MPI_SUCCESS;
+struct AnyCall {
+  P2p& p;
+  int n;
+  MPI_Request* reqs;
+  const char* fn;
+  bool scanned = false;
+  int rc = MPI_SUCCESS;
+};
+
+bool rescan(AnyCall& c) {
+  c.scanned = true;
+  P2p::WaitSet& w = c.p.wait_set;
+  if ((c.rc = check_requests(c.p, c.n, c.reqs, c.fn))) {
+    w.reqs = nullptr;
+    w.n = -1;
     return true;
   }
+  w.reqs = c.reqs;
+  w.n = c.n;
+  if (++w.gen == 0) w.gen = 1;  // 0 means "stamped by no scan"
+  w.active = 0;
+  for (int i = 0; i < c.n; ++i) {
+    if (inactive(c.p, c.reqs[i])) continue;
+    Request& q = c.p.req(c.reqs[i]);
+    q.stamp = w.gen;
+    q.slot = i;
+    ++w.active;
+  }
+  c.p.unpark_all();
   return false;
+}
+
+// A call begins: a scan unless its array is the one scanned last. True on an invalid handle.
+bool begin(AnyCall& c) {
+  const P2p::WaitSet& w = c.p.wait_set;
+  if (w.gen && w.reqs == c.reqs && w.n == c.n) return false;
+  return rescan(c);
+}
+
+// The index of a completed request of the array, from the ready list; kNone; kFailed.
+int next_ready(AnyCall& c) {
+  P2p& p = c.p;
+  for (MPI_Request h = p.ready_head(); h;) {
+    Request& q = p.req(h);
+    if (q.stamp == p.wait_set.gen && q.slot >= 0 && q.slot < c.n && c.reqs[q.slot] == h) return q.slot;
+    if (!c.scanned) {  // new since the last scan, or moved: look at the array again
+      if (rescan(c)) return kFailed;
+      h = p.ready_head();
+      continue;
+    }
+    const MPI_Request next = q.rnext;
+    p.park(h);  // not in this array (the scan of this call would have stamped it)
+    h = next;
+  }
+  return kNone;
+}
+
+// next_ready, or when nothing is complete: kEmpty when no request of the array is active.
+int ready_index(AnyCall& c) {
+  for (;;) {
+    const int i = next_ready(c);
+    if (i != kNone) return i;
+    const P2p::WaitSet& w = c.p.wait_set;
+    if (c.scanned || (!c.p.any_parked() && w.active > 0)) return w.active > 0 ? kNone : kEmpty;
+    if (rescan(c)) return kFailed;
+  }
+}
+
+// Waits until some request of the rank completes (any_waiter: P2p::complete wakes it).
+void wait_any_completion(P2p& p) {
+  CthThread self = CthSelf();
+  rank_wait([&] {
+    if (p.ready_head()) return true;
+    p.any_waiter = self;
+    return false;
+  });
+  if (p.any_waiter == self) p.any_waiter = nullptr;
+}
+
+// Waitany/Testany: finishes request i: *indx, *status, and the call's result through the
+// request's communicator's handler.
+int finish_one(AnyCall& c, int i, int* indx, MPI_Status* status) {
+  *indx = i;
+  const MPI_Comm comm = c.p.req(c.reqs[i]).comm;
+  MPI_Status st;
+  const int err = finish(c.p, &c.reqs[i], &st);
+  status_out(status, st);
+  return err ? status_error(c.fn, comm, st) : MPI_SUCCESS;
 }
 
 int none_active_one(int* indx, MPI_Status* status) {
@@ -99,31 +165,16 @@ int none_active_one(int* indx, MPI_Status* status) {
   return MPI_SUCCESS;
 }
 
-std::pair<int, int> active_and_complete(P2p& p, int n, const MPI_Request* reqs) {
-  int active = 0, complete = 0;
-  for (int i = 0; i < n; ++i) {
-    if (inactive(p, reqs[i])) continue;
-    ++active;
-    if (p.req(reqs[i]).complete) ++complete;
-  }
-  return {active, complete};
-}
-
-// Waitsome/Testsome: finishes every complete active request (MPI_UNDEFINED when none is active).
-int take_some(P2p& p, int n, MPI_Request* reqs, int* outcount, int* indices, MPI_Status* statuses, const char* fn) {
-  if (active_and_complete(p, n, reqs).first == 0) {
-    *outcount = MPI_UNDEFINED;
-    return MPI_SUCCESS;
-  }
+// Waitsome/Testsome: finishes request `first` and every other completed request of the array.
+int finish_some(AnyCall& c, int first, int* outcount, int* indices, MPI_Status* statuses) {
   int done = 0;
   bool failed = false;
   MPI_Comm err_comm = MPI_COMM_WORLD;  // the first failed request's: its handler decides
-  for (int i = 0; i < n; ++i) {
-    MPI_Request& h = reqs[i];
-    if (inactive(p, h) || !p.req(h).complete) continue;
-    const MPI_Comm comm = p.req(h).comm;
+  for (int i = first; i >= 0; i = next_ready(c)) {
+    MPI_Request& h = c.reqs[i];
+    const MPI_Comm comm = c.p.req(h).comm;
     MPI_Status st;
-    if (finish(p, &h, &st) && !failed) {
+    if (finish(c.p, &h, &st) && !failed) {
       failed = true;
       err_comm = comm;
     }
@@ -131,10 +182,12 @@ int take_some(P2p& p, int n, MPI_Request* reqs, int* outcount, int* indices, MPI
     indices[done++] = i;
   }
   *outcount = done;
-  if (failed) return error(err_comm, MPI_ERR_IN_STATUS, fn, "a request failed (see the statuses)");
+  if (c.rc) return c.rc;
+  if (failed) return error(err_comm, MPI_ERR_IN_STATUS, c.fn, "a request failed (see the statuses)");
   return MPI_SUCCESS;
 }
 
+}  // namespace
 }  // namespace ampi::pt2pt
 
 #pragma GCC visibility push(default)
@@ -219,51 +272,68 @@ int PMPI_Testall(int count, MPI_Request array_of_requests[], int* flag, MPI_Stat
 }
 
 int PMPI_Waitany(int count, MPI_Request array_of_requests[], int* indx, MPI_Status* status) {
-  P2p& p = current_rank()->p2p();
-  if (int rc = check_requests(p, count, array_of_requests, "MPI_Waitany")) return rc;
+  AnyCall c{current_rank()->p2p(), count, array_of_requests, "MPI_Waitany"};
+  if (begin(c)) return c.rc;
   for (;;) {
-    bool any_active = false;
-    int rc;
-    if (take_one(p, count, array_of_requests, indx, status, "MPI_Waitany", any_active, rc)) return rc;
-    if (!any_active) return none_active_one(indx, status);
-    wait_for_any(p, count, array_of_requests);
+    const int i = ready_index(c);
+    if (i >= 0) return finish_one(c, i, indx, status);
+    if (i == kFailed) return c.rc;
+    if (i == kEmpty) return none_active_one(indx, status);
+    wait_any_completion(c.p);
   }
 }
 
 int PMPI_Testany(int count, MPI_Request array_of_requests[], int* indx, int* flag, MPI_Status* status) {
-  P2p& p = current_rank()->p2p();
-  if (int rc = check_requests(p, count, array_of_requests, "MPI_Testany")) return rc;
-  for (int pass = 0; pass < 2; ++pass) {
-    bool any_active = false;
-    int rc;
-    *flag = 1;
-    if (take_one(p, count, array_of_requests, indx, status, "MPI_Testany", any_active, rc)) return rc;
-    if (!any_active) return none_active_one(indx, status);
-    if (pass == 0) poll_yield();
+  AnyCall c{current_rank()->p2p(), count, array_of_requests, "MPI_Testany"};
+  if (begin(c)) return c.rc;
+  int i = ready_index(c);
+  if (i == kNone) {
+    poll_yield();
+    i = ready_index(c);
   }
+  if (i == kFailed) return c.rc;
+  *flag = i != kNone;
+  if (i >= 0) return finish_one(c, i, indx, status);
+  if (i == kEmpty) return none_active_one(indx, status);
   *indx = MPI_UNDEFINED;
-  *flag = 0;
   return MPI_SUCCESS;
 }
 
 int PMPI_Testsome(int incount, MPI_Request array_of_requests[], int* outcount, int array_of_indices[],
                   MPI_Status array_of_statuses[]) {
-  P2p& p = current_rank()->p2p();
-  if (int rc = check_requests(p, incount, array_of_requests, "MPI_Testsome")) return rc;
-  if (active_and_complete(p, incount, array_of_requests).second == 0) poll_yield();
-  return take_some(p, incount, array_of_requests, outcount, array_of_indices, array_of_statuses, "MPI_Testsome");
+  AnyCall c{current_rank()->p2p(), incount, array_of_requests, "MPI_Testsome"};
+  if (begin(c)) return c.rc;
+  int i = ready_index(c);
+  if (i == kNone) {
+    poll_yield();
+    i = ready_index(c);
+  }
+  if (i == kFailed) return c.rc;
+  if (i == kEmpty) {
+    *outcount = MPI_UNDEFINED;
+    return MPI_SUCCESS;
+  }
+  if (i == kNone) {
+    *outcount = 0;
+    return MPI_SUCCESS;
+  }
+  return finish_some(c, i, outcount, array_of_indices, array_of_statuses);
 }
 
 int PMPI_Waitsome(int incount, MPI_Request array_of_requests[], int* outcount, int array_of_indices[],
                   MPI_Status array_of_statuses[]) {
-  P2p& p = current_rank()->p2p();
-  if (int rc = check_requests(p, incount, array_of_requests, "MPI_Waitsome")) return rc;
+  AnyCall c{current_rank()->p2p(), incount, array_of_requests, "MPI_Waitsome"};
+  if (begin(c)) return c.rc;
   for (;;) {
-    auto [active, complete] = active_and_complete(p, incount, array_of_requests);
-    if (active == 0 || complete > 0) break;
-    wait_for_any(p, incount, array_of_requests);
+    const int i = ready_index(c);
+    if (i >= 0) return finish_some(c, i, outcount, array_of_indices, array_of_statuses);
+    if (i == kFailed) return c.rc;
+    if (i == kEmpty) {
+      *outcount = MPI_UNDEFINED;
+      return MPI_SUCCESS;
+    }
+    wait_any_completion(c.p);
   }
-  return take_some(p, incount, array_of_requests, outcount, array_of_indices, array_of_statuses, "MPI_Waitsome");
 }
 
 int PMPI_Request_free(MPI_Request* request) {

@@ -6,7 +6,8 @@
 
 #include <ucharm/charm.h>
 
-#include <deque>
+#include <memory>
+#include <vector>
 
 namespace ampi {
 
@@ -62,39 +63,110 @@ struct Request {
   MPI_Status status{};
   // queue links (posted receives), as request handles; 0: none
   MPI_Request prev = 0, next = 0;
+  std::uint64_t seq = 0;      // posted receives: the rank's posting order (P2p::post)
+  std::uint8_t pattern = 0;   // posted receives: which wildcards (kAnyTag | kAnySource)
+  // The ready list (complete, not yet waited for) or the parked list: see P2p::mark_complete.
+  std::uint8_t listed = 0;    // 0: on neither, 1: ready, 2: parked
+  MPI_Request rprev = 0, rnext = 0;
+  // Where the last scan of a Waitany/Waitsome/Testany/Testsome array saw it (WaitSet).
+  std::uint32_t stamp = 0;    // the scan's generation; 0: none
+  std::int32_t slot = -1;     // its index in that array; -1: not in it
   void* device_stage = nullptr;  // a host copy of device data being received (staging)
   int ack_world = -1;            // a matched Ssend to acknowledge when the data is in
   MPI_Request ack_req = 0;
 };
 
-// A message that arrived before its receive was posted.
+// Matching (queues.cpp). Every queue is a FIFO list found by its key in one hash table
+// (open addressing, no allocation per message): a posted receive sits in the list of its
+// pattern, (context, source, tag) with the wildcards left out of the key; an unexpected
+// message sits in four lists at once, one per pattern it matches: exact, any tag, any
+// source, both. An arriving message looks at the heads of the (at most four) posted lists
+// it matches and takes the one posted first (the lowest sequence number): MPI's
+// non-overtaking order across wildcard and specific receives. A receive looks at the one
+// unexpected list of its own pattern, whose head is the first matching arrival. O(1) both.
+enum Pattern : std::uint32_t { kAnyTag = 1, kAnySource = 2, kUnexpected = 4 };
+struct QueueKey {
+  std::uint32_t context;
+  std::int32_t src;  // 0 when the pattern has kAnySource
+  std::int32_t tag;  // 0 when the pattern has kAnyTag
+  std::uint32_t pattern;
+  bool operator==(const QueueKey&) const = default;
+};
+struct QueueEnds {
+  std::int32_t head = 0, tail = 0;  // node ids (request handles, or unexpected ids); 0: none
+};
+class QueueTable {
+ public:
+  QueueEnds* find(const QueueKey& k);  // nullptr: no such list (it is empty)
+  QueueEnds& get(const QueueKey& k);   // the list, created empty if need be
+  void erase(const QueueKey& k);       // drops an emptied list
+ private:
+  struct Slot {
+    QueueKey key{};
+    QueueEnds ends;
+    bool used = false;
+  };
+  std::size_t home(const QueueKey& k) const;
+  void grow();
+  std::vector<Slot> slots_;  // a power of two, at most half full
+  std::size_t used_ = 0;
+};
+
+// A message that arrived before its receive was posted: in the four lists of its patterns.
 struct Unexpected {
   void* msg = nullptr;
-  std::int32_t next = -1, prev = -1;
+  std::int32_t next[4] = {0, 0, 0, 0}, prev[4] = {0, 0, 0, 0};  // unexpected ids (index + 1); 0: none
 };
 
 class P2p {
  public:
-  Request& req(MPI_Request h) { return reqs_[static_cast<std::size_t>(h - 1)]; }
+  Request& req(MPI_Request h) {
+    const auto i = static_cast<std::size_t>(h - 1);
+    return chunks_[i / kChunk][i % kChunk];
+  }
   bool valid(MPI_Request h) const {
-    return h > 0 && static_cast<std::size_t>(h) <= reqs_.size() && reqs_[static_cast<std::size_t>(h - 1)].kind != ReqKind::Free;
+    if (h <= 0 || static_cast<std::size_t>(h) > n_reqs_) return false;
+    const auto i = static_cast<std::size_t>(h - 1);
+    return chunks_[i / kChunk][i % kChunk].kind != ReqKind::Free;
   }
   MPI_Request alloc(ReqKind k);
-  void release(MPI_Request h);
-  void complete(MPI_Request h);  // marks it complete and wakes its waiter
+  void release(MPI_Request h);  // also takes it off the ready or parked list
+  // Every completion goes through one of these: the request is then on the ready list.
+  void mark_complete(MPI_Request h);  // complete; wakes nobody (the caller is the waiter)
+  void complete(MPI_Request h);       // complete; wakes the thread waiting for it, or for any
+  void deactivate(MPI_Request h);     // a persistent request waited for: inactive, off the lists
 
-  // posted receives, in posting order
+  // posted receives: each gets the rank's next sequence number
   void post(MPI_Request h);
-  void unpost(MPI_Request h);
-  MPI_Request match_posted(std::uint32_t context, int src, int tag);
+  void unpost(MPI_Request h);  // a posted receive taken back (MPI_Cancel)
+  // The first-posted receive matching a message, taken off its queue; 0 when none.
+  MPI_Request take_posted(std::uint32_t context, int src, int tag);
 
   // unexpected messages, in arrival order
   void push_unexpected(void* msg);
-  // The first unexpected message matching; -1 when none. take() removes it.
-  std::int32_t find_unexpected(std::uint32_t context, int src, int tag) const;
+  // The first unexpected message matching (src, tag may be wildcards); -1 when none.
+  // take_unexpected removes it.
+  std::int32_t find_unexpected(std::uint32_t context, int src, int tag);
   void* unexpected_msg(std::int32_t i) const { return unexpected_[static_cast<std::size_t>(i)].msg; }
   void* take_unexpected(std::int32_t i);
 
+  // ---- completed requests (completion.cpp reads them) ----
+  // The ready list holds every complete request not yet waited for, in completion order;
+  // the parked list those a scan found outside the array being waited on (so that later
+  // calls on that array skip them). Waitany & co. look at the ready list only: their cost
+  // is what completed, not what is pending.
+  MPI_Request ready_head() const { return ready_.head; }
+  bool any_parked() const { return parked_.head != 0; }
+  void park(MPI_Request h);
+  void unpark_all();  // back to the ready list (a new scan may find them in its array)
+  // The last array a scan looked at: its requests carry stamp == gen and their slot.
+  struct WaitSet {
+    const MPI_Request* reqs = nullptr;
+    int n = -1;
+    std::uint32_t gen = 0;
+    int active = 0;  // its active requests at the scan, less those finished since
+  } wait_set;
+  CthThread any_waiter = nullptr;  // a thread in Waitany/Waitsome, woken by every completion
   CthThread probe_waiter = nullptr;  // a thread in MPI_Probe, woken by every new arrival
 
   // Messages taken by MPI_Mprobe/Improbe until MPI_Mrecv/Imrecv: handles from 2 up (0 is
@@ -104,11 +176,23 @@ class P2p {
   void* take_matched(MPI_Message m, MPI_Comm* comm);
 
  private:
-  std::deque<Request> reqs_;  // stable addresses; handle = index + 1
+  // Requests in chunks: stable addresses, and one small, hot table of chunks (a deque would
+  // put each ~200-byte request in a block of its own). Handle = index + 1.
+  static constexpr std::size_t kChunk = 64;
+  std::vector<std::unique_ptr<Request[]>> chunks_;
+  std::size_t n_reqs_ = 0;
   std::vector<MPI_Request> free_reqs_;
-  MPI_Request posted_head_ = 0, posted_tail_ = 0;
-  std::vector<Unexpected> unexpected_;  // nodes; a free list through `next`
-  std::int32_t unexp_head_ = -1, unexp_tail_ = -1, unexp_free_ = -1;
+  QueueTable queues_;  // posted and unexpected lists
+  std::uint64_t post_seq_ = 0;
+  int posted_by_pattern_[4] = {0, 0, 0, 0};  // posted receives of each pattern: skips empty lookups
+  std::vector<Unexpected> unexpected_;  // nodes; a free list through next[0]
+  std::int32_t unexp_free_ = 0;         // unexpected id; 0: none
+  struct RList {
+    MPI_Request head = 0, tail = 0;
+  };
+  RList ready_, parked_;
+  void link(RList& l, std::uint8_t which, MPI_Request h);
+  void unlink(MPI_Request h);
   struct Matched {
     void* msg = nullptr;
     MPI_Comm comm = MPI_COMM_NULL;

@@ -1,9 +1,93 @@
-// The request table and the two matching queues of a rank (P2p in p2p.h): posted receives
-// in posting order, unexpected messages in arrival order, and messages taken by MPI_Mprobe.
+// The request table and the matching queues of a rank (P2p in p2p.h): posted receives and
+// unexpected messages in FIFO lists found through one hash table (O(1) per message, see
+// "Matching" in p2p.h), the ready list of completed requests, and messages taken by
+// MPI_Mprobe.
 #include "pt2pt/wire.h"
 
 namespace ampi {
 using namespace pt2pt;
+
+// ---- the queue table -------------------------------------------------------------------------------
+namespace {
+inline std::uint64_t mix(std::uint64_t x) {  // a 64-bit finalizer: every key bit moves every slot bit
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+constexpr std::size_t kFirstSlots = 64;
+}  // namespace
+
+std::size_t QueueTable::home(const QueueKey& k) const {
+  const std::uint64_t a = (std::uint64_t{k.context} << 32) | static_cast<std::uint32_t>(k.src);
+  const std::uint64_t b = (std::uint64_t{static_cast<std::uint32_t>(k.tag)} << 32) | k.pattern;
+  return static_cast<std::size_t>(mix(a ^ mix(b))) & (slots_.size() - 1);
+}
+
+QueueEnds* QueueTable::find(const QueueKey& k) {
+  if (used_ == 0) return nullptr;
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = home(k);; i = (i + 1) & mask) {
+    Slot& s = slots_[i];
+    if (!s.used) return nullptr;
+    if (s.key == k) return &s.ends;
+  }
+}
+
+QueueEnds& QueueTable::get(const QueueKey& k) {
+  if (2 * (used_ + 1) > slots_.size()) grow();
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = home(k);; i = (i + 1) & mask) {
+    Slot& s = slots_[i];
+    if (s.used && s.key == k) return s.ends;
+    if (!s.used) {
+      s = Slot{k, QueueEnds{}, true};
+      ++used_;
+      return s.ends;
+    }
+  }
+}
+
+// Linear probing with backward-shift deletion: no tombstones, so lookups stay short however
+// many lists come and go (each message may create and drop several).
+void QueueTable::erase(const QueueKey& k) {
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t i = home(k);
+  while (!(slots_[i].used && slots_[i].key == k)) {
+    if (!slots_[i].used) return;
+    i = (i + 1) & mask;
+  }
+  for (std::size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+    if (!slots_[j].used) break;
+    const std::size_t h = home(slots_[j].key);
+    // Slot j may move back to the hole at i unless its home lies cyclically in (i, j].
+    if (((j - h) & mask) >= ((j - i) & mask)) {
+      slots_[i] = slots_[j];
+      i = j;
+    }
+  }
+  slots_[i].used = false;
+  --used_;
+}
+
+void QueueTable::grow() {
+  std::vector<Slot> old(slots_.empty() ? kFirstSlots : 2 * slots_.size());
+  old.swap(slots_);
+  used_ = 0;
+  for (const Slot& s : old)
+    if (s.used) get(s.key) = s.ends;
+}
+
+namespace {
+inline std::uint32_t pattern_of(int src, int tag) {
+  return (tag == MPI_ANY_TAG ? kAnyTag : 0u) | (src == MPI_ANY_SOURCE ? kAnySource : 0u);
+}
+inline QueueKey key_of(std::uint32_t context, int src, int tag, std::uint32_t pattern) {
+  return QueueKey{context, (pattern & kAnySource) ? 0 : src, (pattern & kAnyTag) ? 0 : tag, pattern};
+}
+}  // namespace
 
 // ---- P2p bookkeeping -------------------------------------------------------------------------------
 MPI_Request P2p::alloc(ReqKind k) {
@@ -12,19 +96,30 @@ MPI_Request P2p::alloc(ReqKind k) {
     h = free_reqs_.back();
     free_reqs_.pop_back();
   } else {
-    reqs_.emplace_back();
-    h = static_cast<MPI_Request>(reqs_.size());
+    if (n_reqs_ % kChunk == 0) chunks_.push_back(std::make_unique<Request[]>(kChunk));
+    h = static_cast<MPI_Request>(++n_reqs_);
   }
   Request& q = req(h);
   q.kind = k;
   q.complete = q.persistent = q.active = q.user_freed = q.sync = q.matched = q.device = false;
   q.waiter = nullptr;
   q.prev = q.next = 0;
+  q.listed = 0;
+  q.rprev = q.rnext = 0;
+  q.stamp = 0;
+  q.slot = -1;
   q.device_stage = nullptr;
   q.ack_world = -1;
   q.comm = MPI_COMM_NULL;
   q.status = MPI_Status{};
   return h;
+}
+
+// A request of the last scanned array leaves it: one active request fewer there.
+static void leave_wait_set(P2p::WaitSet& w, Request& q) {
+  if (q.stamp == w.gen && q.slot >= 0) --w.active;
+  q.stamp = 0;
+  q.slot = -1;
 }
 
 void P2p::release(MPI_Request h) {
@@ -33,78 +128,176 @@ void P2p::release(MPI_Request h) {
     q.holds_type = false;
     type_release(q.type);
   }
+  unlink(h);
+  leave_wait_set(wait_set, q);
   q.kind = ReqKind::Free;
   free_reqs_.push_back(h);
 }
 
-void P2p::complete(MPI_Request h) {
+void P2p::link(RList& l, std::uint8_t which, MPI_Request h) {
   Request& q = req(h);
-  q.complete = true;
-  if (q.user_freed && !q.persistent) {
-    release(h);
-    return;
-  }
-  if (CthThread w = q.waiter) {
-    q.waiter = nullptr;
-    // From a handler, the waiting rank runs at once (no trip through the queue); from the
-    // waiting thread itself (a handler it runs while it waits: rank_wait) nothing to do.
-    CthThread self = CthSelf();
-    if (!self) CthResume(w);
-    else if (w != self) CthAwaken(w);
+  q.listed = which;
+  q.rprev = l.tail;
+  q.rnext = 0;
+  if (l.tail) req(l.tail).rnext = h;
+  else l.head = h;
+  l.tail = h;
+}
+
+void P2p::unlink(MPI_Request h) {
+  Request& q = req(h);
+  if (!q.listed) return;
+  RList& l = q.listed == 1 ? ready_ : parked_;
+  if (q.rprev) req(q.rprev).rnext = q.rnext;
+  else l.head = q.rnext;
+  if (q.rnext) req(q.rnext).rprev = q.rprev;
+  else l.tail = q.rprev;
+  q.rprev = q.rnext = 0;
+  q.listed = 0;
+}
+
+void P2p::park(MPI_Request h) {
+  unlink(h);
+  link(parked_, 2, h);
+}
+
+void P2p::unpark_all() {
+  while (MPI_Request h = parked_.head) {
+    unlink(h);
+    link(ready_, 1, h);
   }
 }
 
+void P2p::mark_complete(MPI_Request h) {
+  Request& q = req(h);
+  q.complete = true;
+  if (!q.listed) link(ready_, 1, h);
+}
+
+void P2p::deactivate(MPI_Request h) {
+  Request& q = req(h);
+  q.active = false;
+  q.complete = false;
+  unlink(h);
+  leave_wait_set(wait_set, q);
+}
+
+namespace {
+// From a handler, the waiting rank runs at once (no trip through the queue); from the
+// waiting thread itself (a handler it runs while it waits: rank_wait) nothing to do.
+void wake(CthThread w) {
+  if (!w) return;
+  CthThread self = CthSelf();
+  if (!self) CthResume(w);
+  else if (w != self) CthAwaken(w);
+}
+}  // namespace
+
+void P2p::complete(MPI_Request h) {
+  Request& q = req(h);
+  if (q.user_freed && !q.persistent) {
+    q.complete = true;
+    release(h);
+    return;
+  }
+  mark_complete(h);
+  CthThread w = std::exchange(q.waiter, nullptr);
+  CthThread any = std::exchange(any_waiter, nullptr);
+  wake(w);
+  if (any != w) wake(any);
+}
+
+// ---- posted receives -------------------------------------------------------------------------------
 void P2p::post(MPI_Request h) {
   Request& q = req(h);
-  q.prev = posted_tail_;
+  q.seq = ++post_seq_;
+  q.pattern = static_cast<std::uint8_t>(pattern_of(q.peer, q.tag));
+  ++posted_by_pattern_[q.pattern];
+  QueueEnds& l = queues_.get(key_of(q.context, q.peer, q.tag, q.pattern));
+  q.prev = l.tail;
   q.next = 0;
-  if (posted_tail_) req(posted_tail_).next = h;
-  else posted_head_ = h;
-  posted_tail_ = h;
+  if (l.tail) req(l.tail).next = h;
+  else l.head = h;
+  l.tail = h;
 }
 
 void P2p::unpost(MPI_Request h) {
   Request& q = req(h);
+  const QueueKey k = key_of(q.context, q.peer, q.tag, q.pattern);
+  QueueEnds* l = queues_.find(k);
+  if (!l || (!q.prev && l->head != h)) return;  // not posted
   if (q.prev) req(q.prev).next = q.next;
-  else posted_head_ = q.next;
+  else l->head = q.next;
   if (q.next) req(q.next).prev = q.prev;
-  else posted_tail_ = q.prev;
+  else l->tail = q.prev;
   q.prev = q.next = 0;
+  --posted_by_pattern_[q.pattern];
+  if (!l->head) queues_.erase(k);
 }
 
-MPI_Request P2p::match_posted(std::uint32_t context, int src, int tag) {
-  for (MPI_Request h = posted_head_; h; h = req(h).next) {
-    const Request& q = req(h);
-    if (q.context == context && (q.peer == MPI_ANY_SOURCE || q.peer == src) && (q.tag == MPI_ANY_TAG || q.tag == tag))
-      return h;
+MPI_Request P2p::take_posted(std::uint32_t context, int src, int tag) {
+  MPI_Request best = 0;
+  std::uint64_t best_seq = 0;
+  for (std::uint32_t pat = 0; pat < 4; ++pat) {
+    if (!posted_by_pattern_[pat]) continue;
+    const QueueEnds* l = queues_.find(key_of(context, src, tag, pat));
+    if (!l) continue;
+    const std::uint64_t s = req(l->head).seq;
+    if (!best || s < best_seq) best = l->head, best_seq = s;
   }
-  return 0;
+  if (best) unpost(best);
+  return best;
 }
 
+// ---- unexpected messages ---------------------------------------------------------------------------
 void P2p::push_unexpected(void* msg) {
-  std::int32_t i;
-  if (unexp_free_ >= 0) {
-    i = unexp_free_;
-    unexp_free_ = unexpected_[static_cast<std::size_t>(i)].next;
+  std::int32_t id;
+  if (unexp_free_) {
+    id = unexp_free_;
+    unexp_free_ = unexpected_[static_cast<std::size_t>(id - 1)].next[0];
   } else {
-    i = static_cast<std::int32_t>(unexpected_.size());
     unexpected_.emplace_back();
+    id = static_cast<std::int32_t>(unexpected_.size());
   }
-  Unexpected& u = unexpected_[static_cast<std::size_t>(i)];
+  Unexpected& u = unexpected_[static_cast<std::size_t>(id - 1)];
   u.msg = msg;
-  u.next = -1;
-  u.prev = unexp_tail_;
-  if (unexp_tail_ >= 0) unexpected_[static_cast<std::size_t>(unexp_tail_)].next = i;
-  else unexp_head_ = i;
-  unexp_tail_ = i;
+  const WireHeader& h = wire(msg);
+  for (std::uint32_t pat = 0; pat < 4; ++pat) {
+    QueueEnds& l = queues_.get(key_of(h.context, h.src, h.tag, kUnexpected | pat));
+    u.prev[pat] = l.tail;
+    u.next[pat] = 0;
+    if (l.tail) unexpected_[static_cast<std::size_t>(l.tail - 1)].next[pat] = id;
+    else l.head = id;
+    l.tail = id;
+  }
 }
 
-std::int32_t P2p::find_unexpected(std::uint32_t context, int src, int tag) const {
-  for (std::int32_t i = unexp_head_; i >= 0; i = unexpected_[static_cast<std::size_t>(i)].next)
-    if (matches(wire(unexpected_[static_cast<std::size_t>(i)].msg), context, src, tag)) return i;
-  return -1;
+std::int32_t P2p::find_unexpected(std::uint32_t context, int src, int tag) {
+  const QueueEnds* l = queues_.find(key_of(context, src, tag, kUnexpected | pattern_of(src, tag)));
+  return l ? l->head - 1 : -1;
 }
 
+void* P2p::take_unexpected(std::int32_t i) {
+  const std::int32_t id = i + 1;
+  Unexpected& u = unexpected_[static_cast<std::size_t>(i)];
+  const WireHeader& h = wire(u.msg);
+  for (std::uint32_t pat = 0; pat < 4; ++pat) {
+    const QueueKey k = key_of(h.context, h.src, h.tag, kUnexpected | pat);
+    QueueEnds* l = queues_.find(k);
+    if (u.prev[pat]) unexpected_[static_cast<std::size_t>(u.prev[pat] - 1)].next[pat] = u.next[pat];
+    else l->head = u.next[pat];
+    if (u.next[pat]) unexpected_[static_cast<std::size_t>(u.next[pat] - 1)].prev[pat] = u.prev[pat];
+    else l->tail = u.prev[pat];
+    if (!l->head) queues_.erase(k);
+  }
+  void* m = u.msg;
+  u.msg = nullptr;
+  u.next[0] = unexp_free_;
+  unexp_free_ = id;
+  return m;
+}
+
+// ---- messages taken by MPI_Mprobe -------------------------------------------------------------------
 MPI_Message P2p::keep_matched(void* msg, MPI_Comm comm) {
   std::size_t i = 0;
   while (i < matched_.size() && matched_[i].msg) ++i;
@@ -119,19 +312,6 @@ void* P2p::take_matched(MPI_Message m, MPI_Comm* comm) {
   void* msg = std::exchange(k.msg, nullptr);
   *comm = k.comm;
   return msg;
-}
-
-void* P2p::take_unexpected(std::int32_t i) {
-  Unexpected& u = unexpected_[static_cast<std::size_t>(i)];
-  if (u.prev >= 0) unexpected_[static_cast<std::size_t>(u.prev)].next = u.next;
-  else unexp_head_ = u.next;
-  if (u.next >= 0) unexpected_[static_cast<std::size_t>(u.next)].prev = u.prev;
-  else unexp_tail_ = u.prev;
-  void* m = u.msg;
-  u.msg = nullptr;
-  u.next = unexp_free_;
-  unexp_free_ = i;
-  return m;
 }
 
 }  // namespace ampi

@@ -1,10 +1,10 @@
 // Point-to-point transfer: routing, arrival, delivery, sends and receives inside the runtime,
 // nonblocking-collective tasks; device buffers.
 //
-// A message is one core raw message to the receiving rank's element: WireHeader (+ WireExt)
+// A message is one Converse message to the receiving rank's PE: WireHeader (+ WireExt)
 // + the packed data. The runtime delivers the messages of a pair of ranks in order, so the
 // receiver matches them in arrival order against its posted receives, or queues them as
-// unexpected: no sequence numbers here.
+// unexpected (queues.cpp: O(1) per message); no sequence numbers on the wire.
 //
 // Device buffers (CUDA memory, found by the memory-type cache): the data goes device-direct
 // as a Converse device transfer (CmiSendDevice) started at once, next to the host message,
@@ -224,7 +224,7 @@ void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeF
 
 // The calling thread waits until request h completes.
 void wait_one(P2p& p, MPI_Request h) {
-  Request& q = p.req(h);  // stable: requests live in a deque that only grows
+  Request& q = p.req(h);  // stable: requests live in chunks that never move
   if (q.complete) return;
   CthThread self = CthSelf();
   rank_wait([&q, self] {
@@ -248,8 +248,7 @@ void on_message(Rank* r, void* msg) {
     else p.complete(req);
     return;
   }
-  if (MPI_Request req = p.match_posted(h.context, h.src, h.tag)) {
-    p.unpost(req);
+  if (MPI_Request req = p.take_posted(h.context, h.src, h.tag)) {
     deliver(r, req, msg);
     return;
   }
@@ -298,7 +297,7 @@ int isend_with(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFa
   if (dest == MPI_PROC_NULL) {
     MPI_Request h = p.alloc(ReqKind::Send);
     proc_null_status(&p.req(h).status);
-    p.req(h).complete = true;
+    p.mark_complete(h);
     *req = h;
     return MPI_SUCCESS;
   }
@@ -307,7 +306,7 @@ int isend_with(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFa
   MPI_Request h = p.alloc(ReqKind::Send);
   empty_status(&p.req(h).status);
   start_send(r, buf, count, t, f, dest, tag, c, ctx, 0, device ? h : 0, on_device, device);
-  if (!device) p.req(h).complete = true;  // the data is in the message: the buffer is free
+  if (!device) p.mark_complete(h);  // the data is in the message: the buffer is free
   *req = h;
   return MPI_SUCCESS;
 }
@@ -334,7 +333,7 @@ int irecv_with(Rank* r, void* buf, int count, MPI_Datatype t, const TypeFacts& f
   *req = h;
   if (src == MPI_PROC_NULL) {
     proc_null_status(&q.status);
-    q.complete = true;
+    p.mark_complete(h);
     return MPI_SUCCESS;
   }
   q.buf = buf;
