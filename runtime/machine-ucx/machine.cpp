@@ -4,8 +4,8 @@
 // endpoints.cpp; their shared state in machine_internal.h.
 //
 // UCX callbacks only record completions; delivery to Converse and re-posting happen
-// after ucp_worker_progress returns, so no UCX call is ever made from inside a UCX
-// callback.
+// after ucp_worker_progress returns, so no UCX call is made from inside a UCX callback
+// (but for the news of a lost peer, sent on the way out: peer_lost).
 #include <ucharm/machine.h>
 #include <ucharm/tag.h>
 
@@ -50,9 +50,81 @@ void wait_for_launcher() {
 }
 }  // namespace
 
+// News of a lost peer. A PE that loses a peer on another host (its PEER-mode endpoint
+// fails) tells the others before it stops: the PEs on the dead one's host reach it by
+// shared memory, which cannot notice a death, and no launcher tells them (mpirun and srun
+// stop the job without a word to the PEs). Each PE keeps one receive posted for it.
+namespace {
+struct LostNote {
+  std::int32_t pe = -1;  // the PE that died
+  std::int32_t by = -1;  // the PE that saw it
+  char why[120] = {};
+};
+struct LostNews {
+  LostNote in;            // the posted receive's buffer
+  LostNote out;           // what this PE sends; outlives the sends (the process ends first)
+  void* recv = nullptr;   // the posted receive
+};
+LostNews g_lost_news;  // this process's PE (non-SMP), beside g_machine
+
+void lost_note_arrived(void* request, ucs_status_t status, const ucp_tag_recv_info_t*, void*) {
+  Machine& m = M();
+  g_lost_news.recv = nullptr;
+  ucp_request_free(request);
+  const LostNote& n = g_lost_news.in;
+  if (status != UCS_OK || m.shutting_down || n.pe < 0 || n.pe >= m.info.num_pes) return;
+  const std::string why = fmt::format("PE {} lost it: {}", n.by, std::string(n.why, ::strnlen(n.why, sizeof n.why)));
+  m.hooks.peer_failed(n.pe, why.c_str());
+}
+
+// Runs inside a UCX callback and the process stops next: sends that cannot leave at once
+// (no connection yet) are let go.
+void tell_others_lost(int pe, const char* why) {
+  Machine& m = M();
+  LostNote& n = g_lost_news.out;
+  n.pe = pe;
+  n.by = m.info.my_pe;
+  std::snprintf(n.why, sizeof n.why, "%s", why);
+  ucp_request_param_t p{};
+  for (int q = 0; q < m.info.num_pes; ++q) {
+    ucp_ep_h ep = m.eps[static_cast<std::size_t>(q)];
+    if (!ep || q == pe || q == m.info.my_pe) continue;
+    ucs_status_ptr_t sp =
+        ucp_tag_send_nbx(ep, &n, sizeof n, tag::host_tag(tag::MsgType::PeerLost), &p);
+    if (UCS_PTR_IS_PTR(sp)) ucp_request_free(sp);
+  }
+}
+
+void post_lost_news() {
+  Machine& m = M();
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_MEMORY_TYPE |
+                   UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  p.cb.recv = lost_note_arrived;
+  p.memory_type = UCS_MEMORY_TYPE_HOST;
+  ucs_status_ptr_t sp = ucp_tag_recv_nbx(m.worker, &g_lost_news.in, sizeof g_lost_news.in,
+                                         tag::host_tag(tag::MsgType::PeerLost), tag::kFullMask, &p);
+  if (UCS_PTR_IS_ERR(sp)) check(UCS_PTR_STATUS(sp), "ucp_tag_recv_nbx");
+  g_lost_news.recv = sp;
+}
+
+void cancel_lost_news() {
+  Machine& m = M();
+  if (g_lost_news.recv) ucp_request_cancel(m.worker, g_lost_news.recv);
+  while (g_lost_news.recv) ucp_worker_progress(m.worker);
+}
+}  // namespace
+
 void peer_lost(int pe, const char* why) {
-  wait_for_launcher();
-  M().hooks.peer_failed(pe, why);
+  Machine& m = M();
+  // A peer on another host: no launcher will report it; say so at once, and tell the rest.
+  const bool remote = pe >= 0 && static_cast<std::size_t>(pe) < m.ep_peer_mode.size() &&
+                      m.ep_peer_mode[static_cast<std::size_t>(pe)];
+  if (remote)
+    tell_others_lost(pe, why);
+  else
+    wait_for_launcher();
+  m.hooks.peer_failed(pe, why);
 }
 
 void failed_maybe_by_peer(const std::string& what) {
@@ -162,6 +234,7 @@ void LrtsInit(const Options& options, const Hooks& hooks) {
   m.eps.assign(static_cast<std::size_t>(m.info.num_pes), nullptr);
   m.ep_peer_mode.assign(static_cast<std::size_t>(m.info.num_pes), false);
   post_host_receives();
+  post_lost_news();
 
   // Every PE's address is known (and its receives posted) once the fence is done. Peers
   // that finish the fence first may already send: their messages are received here but
@@ -225,6 +298,7 @@ void LrtsExit() {
   while (m.open_recvs) ucp_worker_progress(m.worker);
   m.done.clear();
   cancel_host_receives();
+  cancel_lost_news();
   // 3. Close endpoints; a second fence keeps every worker alive until all have closed.
   std::vector<ucs_status_ptr_t> closing;
   for (std::size_t pe = 0; pe < m.eps.size(); ++pe) {

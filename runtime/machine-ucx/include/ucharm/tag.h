@@ -24,7 +24,8 @@ namespace ucharm::tag {
 
 using Tag = std::uint64_t;
 
-enum class MsgType : std::uint8_t { Eager = 1, Large = 2, Device = 3, Channel = 4 };
+// PeerLost: a PE tells the others that a peer on another host died (machine.cpp).
+enum class MsgType : std::uint8_t { Eager = 1, Large = 2, Device = 3, Channel = 4, PeerLost = 5 };
 
 inline constexpr unsigned kTypeBits = 4;
 inline constexpr Tag kTypeMask = (Tag{1} << kTypeBits) - 1;
