@@ -179,7 +179,8 @@ int inter_gather(const Call& k, Comm& c, const void* sendbuf, int scount, MPI_Da
                   }
                   const int w = q.wait();
                   return e ? e : w;
-                });
+                },
+                0, Hold(is_root(root) || sends_nothing(root) ? MPI_DATATYPE_NULL : stype));
 }
 
 int inter_scatter(const Call& k, Comm& c, const void* sendbuf, int scount, const int* scounts, const int* displs,
@@ -213,7 +214,8 @@ int inter_scatter(const Call& k, Comm& c, const void* sendbuf, int scount, const
                   }
                   const int w = q.wait();
                   return e ? e : w;
-                });
+                },
+                0, Hold(is_root(root) || sends_nothing(root) ? MPI_DATATYPE_NULL : rtype));
 }
 
 // Every member's block goes to every member of the other group.
@@ -237,7 +239,8 @@ int inter_allgather(const Call& k, Comm& c, const void* sendbuf, int scount, MPI
                                std::vector<int>(u(cc.size()), 0), stype, {}};
                   const Side r{static_cast<const char*>(recvbuf), rcount, rc, dp, rtype, {}};
                   return exchange(s, r, cc, tag);
-                });
+                },
+                0, Hold(stype));
 }
 
 int inter_alltoall(const Call& k, Comm& c, const void* sendbuf, int scount, const int* sendcounts,
@@ -257,12 +260,18 @@ int inter_alltoall(const Call& k, Comm& c, const void* sendbuf, int scount, cons
   }
   Side s{static_cast<const char*>(sendbuf), scount, copy_of(sendcounts, n), copy_of(sdispls, n), sendtype, {}};
   Side r{static_cast<const char*>(recvbuf), rcount, copy_of(recvcounts, n), copy_of(rdispls, n), recvtype, {}};
+  // The types a nonblocking body uses besides recvtype (which launch holds).
+  std::vector<MPI_Datatype> used{sendtype};
   if (w) {
     s.types.assign(sendtypes, sendtypes + n);
     r.types.assign(recvtypes, recvtypes + n);
+    used = s.types;
+    used.insert(used.end(), r.types.begin(), r.types.end());
   }
-  return launch(k, c, MPI_OP_NULL, w ? MPI_DATATYPE_NULL : recvtype,
-                [s = std::move(s), r = std::move(r)](Comm& cc, int tag) { return exchange(s, r, cc, tag); });
+  return launch(
+      k, c, MPI_OP_NULL, w ? MPI_DATATYPE_NULL : recvtype,
+      [s = std::move(s), r = std::move(r)](Comm& cc, int tag) { return exchange(s, r, cc, tag); }, 0,
+      Hold(std::move(used)));
 }
 
 // Each group's reduction of sum(recvcounts) elements, scattered over the other group by the

@@ -104,10 +104,15 @@ int neighbor_call(const Call& k, const SideArgs& s, const SideArgs& r) {
     for (size_t j = 0; j < out.ranks.size(); ++j) out.up.push_back(j % 2 == 1);
     for (size_t i = 0; i < in.ranks.size(); ++i) in.up.push_back(i % 2 == 0);
   }
+  // The types a nonblocking body uses besides the receive type (which launch holds).
+  std::vector<MPI_Datatype> used;
+  if (s.types) used.assign(s.types, s.types + out.ranks.size());
+  else used.push_back(s.type);
+  if (r.types) used.insert(used.end(), r.types, r.types + in.ranks.size());
   return launch(
       k, *c, MPI_OP_NULL, r.types ? MPI_DATATYPE_NULL : r.type,
       [in = std::move(in), out = std::move(out)](Comm& cc, int tag) { return neighbor_exchange(in, out, cc, tag); },
-      1);
+      1, Hold(std::move(used)));
 }
 
 SideArgs one(const char* name, const void* buf, int count, MPI_Datatype t, bool same = false) {

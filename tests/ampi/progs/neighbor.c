@@ -136,6 +136,18 @@ static void test_adjacent(struct tctx* t) {
   CHECK_EQ(t, ag[0], src[0]);
   CHECK_EQ(t, ag[1], src[1]);
   CHECK_EQ(t, rb[1], src[0] * 100 + 1);
+
+  /* A derived type freed while the nonblocking call still uses it (MPI 3.1 4.1.9). */
+  t->section = "ineighbor_type_freed";
+  MPI_Datatype one;
+  MPI_Type_contiguous(1, MPI_INT, &one);
+  MPI_Type_commit(&one);
+  rb[0] = rb[1] = -1;
+  CHECK_MPI(t, MPI_Ineighbor_alltoall(sb, 1, one, rb, 1, one, g, &rq[0]));
+  MPI_Type_free(&one);
+  MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+  CHECK_EQ(t, rb[0], src[0] * 100 + 0);
+  CHECK_EQ(t, rb[1], src[1] * 100 + 1);
   MPI_Comm_free(&g);
 }
 
