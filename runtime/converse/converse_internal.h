@@ -37,6 +37,14 @@ struct PeState {
   int barrier_arrivals[2] = {0, 0};
   // threads
   CthThread current_thread = nullptr;
+  // Finished threads' stacks and thread records, reused by CthCreate (threads.cpp).
+  struct FreeStack {
+    std::size_t asked;   // the size CthCreate was given
+    std::size_t mapped;  // the mapping, guard page included (Boost's stack_context.size)
+    void* sp;            // its top
+  };
+  std::vector<FreeStack> free_stacks;
+  std::vector<CthThread> free_threads;
   CmiEmbedHooks hooks;
 };
 // Runs the embedder's exit hook once (CmiExit, ConverseExit, CmiAbort).

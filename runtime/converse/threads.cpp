@@ -1,6 +1,10 @@
 // User-level threads on Boost.Context fibers. A thread runs only when the scheduler
 // dispatches its resume message (CthAwaken), and gives control back to whoever resumed
 // it when it suspends or finishes. Stacks have a guard page (protected_fixedsize_stack).
+// Stacks and thread records are pooled per PE: a finished thread's stack (and its record,
+// with its resume message) serves the next CthCreate of the same size, so a short-lived
+// thread (a threaded entry method, an AMPI nonblocking collective) costs no mmap, mprotect,
+// munmap or fresh-page faults once the pool is warm.
 #include <boost/context/fiber.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
 #include <ucharm/converse.h>
@@ -10,6 +14,7 @@
 #include "converse_internal.h"
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -50,16 +55,46 @@ struct CthThreadStruct {
 };
 
 namespace {
-// protected_fixedsize_stack that records where the stack lies (for the annotations).
-struct RecordingStack {
-  ctx::protected_fixedsize_stack inner;
+// At most this many stacks (and records) wait for reuse on a PE; more are unmapped (freed).
+constexpr std::size_t kPooledStacks = 16;
+constexpr std::size_t kPooledThreads = 64;
+
+// A Boost stack allocator over the PE's pool of stacks of `asked` bytes; it records where
+// the stack lies (for the annotations).
+struct PooledStack {
+  std::size_t asked;
   CthThreadStruct* t;
   ctx::stack_context allocate() {
-    ctx::stack_context sc = inner.allocate();
+    auto& pool = pe_state().free_stacks;
+    ctx::stack_context sc;
+    auto it = pool.end();
+    for (auto i = pool.begin(); i != pool.end(); ++i)
+      if (i->asked == asked) it = i;  // the most recent one: its pages are likely warm
+    if (it != pool.end()) {
+      sc.size = it->mapped;
+      sc.sp = it->sp;
+      pool.erase(it);
+#if defined(__SANITIZE_ADDRESS__)
+      // The last thread's frames may have left poisoned redzones that no epilogue cleared.
+      __asan_unpoison_memory_region(static_cast<char*>(sc.sp) - sc.size, sc.size);
+#endif
+    } else {
+      sc = ctx::protected_fixedsize_stack(asked).allocate();
+    }
     t->stack = {static_cast<char*>(sc.sp) - sc.size, sc.size};
     return sc;
   }
-  void deallocate(ctx::stack_context& sc) noexcept { inner.deallocate(sc); }
+  void deallocate(ctx::stack_context& sc) noexcept {
+    auto& pool = pe_state().free_stacks;
+    if (pool.size() < kPooledStacks) {
+      try {
+        pool.push_back({asked, sc.size, sc.sp});
+        return;
+      } catch (...) {  // no memory for the pool entry: unmap it instead
+      }
+    }
+    ctx::protected_fixedsize_stack(asked).deallocate(sc);
+  }
 };
 }  // namespace
 
@@ -77,6 +112,12 @@ void run_thread(CthThread t) {
   switch_end(fake, nullptr);
   s.current_thread = prev;
   if (t->finished) {
+    // Its record and resume message serve the next CthCreate (not if it is still queued:
+    // that message would resume whatever thread the record became).
+    if (!t->queued && s.free_threads.size() < kPooledThreads) {
+      s.free_threads.push_back(t);
+      return;
+    }
     CmiFree(t->resume_msg);
     delete t;
   }
@@ -102,15 +143,24 @@ void CthResume(CthThread t) {
 
 CthThread CthCreate(CthVoidFn fn, void* arg, std::size_t stacksize) {
   auto& s = pe_state();
-  auto* t = new CthThreadStruct;
+  CthThread t;
+  if (!s.free_threads.empty()) {
+    t = s.free_threads.back();
+    s.free_threads.pop_back();
+    t->queued = t->finished = false;
+    t->fake_stack = nullptr;
+    t->data = nullptr;
+  } else {
+    t = new CthThreadStruct;
+    t->resume_msg = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(CthThread));
+    CmiSetHandler(t->resume_msg, s.h_thread_resume);
+    CmiMsgHeaderOf(t->resume_msg)->srcpe = CmiMyPe();
+    *reinterpret_cast<CthThread*>(CmiMsgPayload(t->resume_msg)) = t;
+  }
   t->fn = fn;
   t->arg = arg;
-  t->resume_msg = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(CthThread));
-  CmiSetHandler(t->resume_msg, s.h_thread_resume);
-  CmiMsgHeaderOf(t->resume_msg)->srcpe = CmiMyPe();
-  *reinterpret_cast<CthThread*>(CmiMsgPayload(t->resume_msg)) = t;
   std::size_t size = stacksize ? stacksize : s.options.stack_size;
-  t->self = ctx::fiber(std::allocator_arg, RecordingStack{ctx::protected_fixedsize_stack(size), t},
+  t->self = ctx::fiber(std::allocator_arg, PooledStack{size, t},
                        [t](ctx::fiber&& resumer) {
                          switch_end(nullptr, &t->resumer_stack);
                          t->resumer = std::move(resumer);
