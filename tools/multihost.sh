@@ -192,6 +192,7 @@ case $cmd in
     job=
     stop() {
       [ -n "$job" ] && kill -"$1" "$job" 2>/dev/null && sleep 1
+      disown -a  # no "Killed" notice for a job that `down` ends
       [ $made = 1 ] && down
       exit "$2"
     }

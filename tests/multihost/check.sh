@@ -24,8 +24,7 @@ if [ "$mode" = job ]; then regex=$1; shift; fi
 
 # A fresh pair of hosts: whatever an earlier, killed test left is removed first.
 "$mh" down
-err=$("$mh" up 2>&1) || { rc=$?; echo "$err"; [ $rc = 77 ] && echo "SKIP: $err"; exit $rc; }
-trap '"$mh" down' EXIT
+err=$("$mh" up 2>&1) || { rc=$?; echo "$err"; exit $rc; }
 out=$(mktemp)
 trap '"$mh" down; rm -f "$out"' EXIT
 
