@@ -153,6 +153,7 @@ class Harness:
             sys.exit("mpich-tests: %s has no test/mpi/util/mtest.c" % a.mpich)
         self.work = Path(a.work).resolve()
         self.root = Path(a.main).resolve()
+        self.rebuilt = set()  # (compiler, dir, program) built by this call
         self.cc = {"ompi": a.mpicc, "ucharm": str(self.root / "build/runtime/ampi/bin/ampicc")}
         self.run_cmd = str(self.root / "build/tools/ucharmrun/ucharmrun")
         for c in (self.cc["ucharm"], self.run_cmd):
@@ -180,7 +181,7 @@ class Harness:
         libs = []
         for lib, srcs in UTIL_SOURCES.items():
             a = d / ("lib%s.a" % lib)
-            if not a.exists() or self.a.redo_build:
+            if not a.exists() or self.a.redo_build or (self.a.redo_ucharm and comp == "ucharm"):
                 objs = []
                 for s in srcs:
                     o = d / (Path(s).stem + ".o")
@@ -202,7 +203,9 @@ class Harness:
         d.mkdir(parents=True, exist_ok=True)
         exe, log = d / e.name, d / (e.name + ".build.log")
         stamp = d / (e.name + ".build.rc")
-        if stamp.exists() and not self.a.redo_build:
+        again = (self.a.redo_build or (self.a.redo_ucharm and comp == "ucharm")) \
+            and (comp, e.dir, e.name) not in self.rebuilt
+        if stamp.exists() and not again:
             ok = stamp.read_text().strip() == "0"
             if ok or not (self.a.redo_failed and comp == "ucharm"):
                 return "ok" if ok else "build"
@@ -220,13 +223,14 @@ class Harness:
                *objs, "-o", str(exe), *libs, "-lm"]
         rc, _ = sh(cmd, str(log))
         stamp.write_text("%d\n" % rc)
+        self.rebuilt.add((comp, e.dir, e.name))
         return "ok" if rc == 0 else "build"
 
     def run(self, cfg, e):
         comp = "ompi" if cfg == "ompi" else "ucharm"
         d = self.work / comp / e.dir
         res = d / ("%s.%s.res" % (e.id, cfg))
-        if res.exists() and not self.a.redo:
+        if res.exists() and not self.a.redo and not (self.a.redo_ucharm and cfg != "ompi"):
             st = res.read_text().split("\t")[0]
             if st == "pass" or cfg == "ompi" or not self.a.redo_failed:
                 return st
@@ -418,6 +422,8 @@ def main():
     p.add_argument("--minutes", type=float, default=0, help="stop starting tests after this")
     p.add_argument("--redo", action="store_true", help="rerun tests already run")
     p.add_argument("--redo-build", action="store_true", help="rebuild programs")
+    p.add_argument("--redo-ucharm", action="store_true",
+                   help="rebuild and rerun every ucharm run (OpenMPI's results kept)")
     p.add_argument("--redo-failed", action="store_true",
                    help="rebuild and rerun ucharm's failures (the runtime changed)")
     p.add_argument("--all", action="store_true", help="run ucharm also where OpenMPI fails")
