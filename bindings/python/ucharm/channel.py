@@ -102,13 +102,13 @@ class Channel:
     host buffers whose memory cannot change go zero-copy the same way."""
 
     def __init__(self, chare, remote, port=0):
+        self._ch = 0
+        self._closed = True  # until open: __del__ of a half-built channel does nothing
         if not isinstance(remote, proxy.ElementProxy):
             raise TypeError("Channel(self, remote=...): remote must be the proxy of one element")
         if not isinstance(port, int) or not 0 <= port < _PORTS:
             raise ValueError(f"Channel(..., port={port!r}): ports are 0 to {_PORTS - 1}")
         _close_collected()
-        self._ch = 0
-        self._closed = True  # until open: __del__ of a half-built channel does nothing
         self._chare = chare
         self._remote = remote
         self.remote = remote  # charm4py's public name
