@@ -1,10 +1,12 @@
 // What runtimes built on the core use (the Python bindings): raw broadcasts, futures with
-// handlers, embedder maps, the embedding hooks. Prints "embedder ok" from PE 0 and exits
-// 0, or aborts naming the failed check.
+// handlers and their value accessors, embedder maps, the embedder's readonly value, the
+// embedding hooks. Prints "embedder ok" from PE 0 and exits 0, or aborts naming the failed
+// check.
 #include <ucharm/charm.h>
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 namespace {
 
@@ -31,11 +33,20 @@ struct Elem : ck::ArrayElement<Elem> {
   int seen = 0;
 };
 
+constexpr const char* kReadonly = "embedder's start-up data";
+int readonly_arrivals = 0;  // this PE's calls of the readonly hook
+void readonly_arrived(const std::string& value) {
+  expect(CkMyPe() != 0, "the readonly hook runs on the PEs that receive the value, not on PE 0");
+  expect(value == kReadonly, "the readonly hook gets the value set on PE 0");
+  ++readonly_arrivals;
+}
+
 struct Main : ck::MainChare<Main> {
   int got = 0, values = 0, sum = 0;
-  std::uint32_t fid = 0;
+  std::uint32_t fid = 0, typed_fid = 0;
   explicit Main(ck::MainArgs) {
     mainProxy = thisProxy;
+    ck::set_embedder_readonly(kReadonly);
     fid = ck::future_create(&on_value);
     auto a = ck::ArrayProxy<Elem>::create(ck::dims(kPerPe * CkNumPes()), ck::embedder_map(7));
     void* msg = ck::raw_alloc(sizeof(int));
@@ -44,6 +55,7 @@ struct Main : ck::MainChare<Main> {
     ck::raw_broadcast<ck::RawEntry<Elem, &on_raw>>(a.ref(), msg);
   }
   static void on_value(std::uint32_t id, void* msg);
+  static void on_typed(std::uint32_t id, void* msg);
   void arrived(int idx, int pe) {
     expect(pe == CkNumPes() - 1 - idx / kPerPe, "the element lives where the embedder map put it");
     if (++got == kPerPe * CkNumPes()) {
@@ -63,12 +75,16 @@ void on_raw(Elem* e, void* msg) {
   expect(v == 42, "a raw broadcast's payload arrives intact");
   CmiFree(msg);
   expect(++e->seen == 1, "each element gets a raw broadcast once");
+  expect(ck::embedder_readonly() == kReadonly, "every PE has the embedder's readonly value before its first message");
+  expect(readonly_arrivals == (CkMyPe() == 0 ? 0 : 1), "the readonly hook ran once on each PE but PE 0");
   mainProxy->send<&Main::arrived>(e->thisIndex, CkMyPe());
 }
 
 void Main::on_value(std::uint32_t id, void* msg) {
   Main* m = mainProxy->local();
   expect(id == m->fid, "the handler gets its future's id");
+  expect(ck::future_value_is_raw(msg), "a value sent with future_send_raw is raw");
+  expect(!ck::future_value_holds<std::string>(msg), "a raw value holds no typed value");
   int v = 0;
   std::memcpy(&v, ck::raw_payload(msg), sizeof v);
   CmiFree(msg);
@@ -76,9 +92,21 @@ void Main::on_value(std::uint32_t id, void* msg) {
   if (++m->values == kValues) {
     expect(m->sum == kValues * (kValues + 1) / 2, "every value reaches the handler");
     ck::future_release(id);
-    CkPrintf("embedder ok\n");
-    CkExit(0);
+    // A typed value (what a callback or a reduction sends) into a future with a handler.
+    m->typed_fid = ck::future_create(&on_typed);
+    ck::CkCallback::future(CkMyPe(), m->typed_fid).send(std::string("typed value"));
   }
+}
+
+void Main::on_typed(std::uint32_t id, void* msg) {
+  expect(!ck::future_value_is_raw(msg), "a typed value is not raw");
+  expect(ck::future_value_holds<std::string>(msg), "the value holds the type it was sent with");
+  expect(!ck::future_value_holds<int>(msg), "the value holds no other type");
+  expect(ck::future_value<std::string>(msg) == "typed value", "future_value unpacks the value");
+  CmiFree(msg);
+  ck::future_release(id);
+  CkPrintf("embedder ok\n");
+  CkExit(0);
 }
 
 void exit_hook(int code) { std::printf("exit hook %d on PE %d\n", code, CkMyPe()); }
@@ -87,6 +115,7 @@ void exit_hook(int code) { std::printf("exit hook %d on PE %d\n", code, CkMyPe()
 
 int main(int argc, char** argv) {
   ck::set_embedder_map(&reversed_map);
+  ck::set_embedder_readonly_hook(&readonly_arrived);
   CmiEmbedHooks hooks;
   hooks.on_exit = &exit_hook;
   CkSetEmbedHooks(hooks);
