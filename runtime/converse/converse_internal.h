@@ -37,7 +37,9 @@ struct PeState {
   int barrier_arrivals[2] = {0, 0};
   // threads
   CthThread current_thread = nullptr;
-  // Finished threads' stacks and thread records, reused by CthCreate (threads.cpp).
+  CmiEmbedHooks hooks;
+  // Finished threads' stacks and thread records, reused by CthCreate (threads.cpp). Last,
+  // so that the fields the message path reads keep their places.
   struct FreeStack {
     std::size_t asked;   // the size CthCreate was given
     std::size_t mapped;  // the mapping, guard page included (Boost's stack_context.size)
@@ -45,7 +47,6 @@ struct PeState {
   };
   std::vector<FreeStack> free_stacks;
   std::vector<CthThread> free_threads;
-  CmiEmbedHooks hooks;
 };
 // Runs the embedder's exit hook once (CmiExit, ConverseExit, CmiAbort).
 void run_exit_hook(int code);
