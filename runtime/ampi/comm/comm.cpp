@@ -226,7 +226,9 @@ int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
       +[](void* arg) -> int {
         std::unique_ptr<Idup> k(static_cast<Idup*>(arg));
         std::uint32_t context = 0;
-        if (int e = agree_context(k->parent, k->tag, &context, 0, nullptr, true)) return e;
+        const int e = agree_context(k->parent, k->tag, &context, 0, nullptr, true);
+        --my_comms().agreements;
+        if (e) return e;
         const Comm& p = k->parent;
         const MPI_Comm h = comm_add(context, p.members, p.rank, p.errhandler);
         if (CommSlot* from = slot_of(p.handle); from && from->comm->context == p.context) {
@@ -240,6 +242,9 @@ int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
         return MPI_SUCCESS;
       },
       new Idup{*c, coll_tag(*c), newcomm});
+  // In flight from now on, before its task runs: a creation started meanwhile checks its
+  // context (agree_context), since this one has not read next_context yet.
+  ++my_comms().agreements;
   request_set_comm(*request, comm);
   return MPI_SUCCESS;
 }

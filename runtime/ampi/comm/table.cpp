@@ -294,21 +294,31 @@ int comm_destroy(MPI_Comm handle) {
 int split(Comm& parent, int color, int key, MPI_Comm* out, const char* fn) {
   CommTable& t = my_comms();
   const int n = parent.size();
-  int mine[3] = {color, key, static_cast<int>(t.next_context)};
-  std::vector<int> all(3 * static_cast<std::size_t>(n));
+  // The 4th value: an agreement (an idup's) is in flight here, so the context must be
+  // checked on every member as agree_context does.
+  int mine[4] = {color, key, static_cast<int>(t.next_context), t.agreements > 0 ? 1 : 0};
+  std::vector<int> all(4 * static_cast<std::size_t>(n));
   const int tag = coll_tag(parent);
-  if (int e = coll_allgather(mine, 3, MPI_INT, all.data(), parent, tag))
+  if (int e = coll_allgather(mine, 4, MPI_INT, all.data(), parent, tag))
     return error(parent.handle, e, fn, "the exchange of colors and keys failed");
   std::uint32_t context = 0;
-  for (int i = 0; i < n; ++i) context = std::max(context, static_cast<std::uint32_t>(all[3 * static_cast<std::size_t>(i) + 2]));
-  t.next_context = context + 2;
+  bool check = false;
+  for (int i = 0; i < n; ++i) {
+    context = std::max(context, static_cast<std::uint32_t>(all[4 * static_cast<std::size_t>(i) + 2]));
+    check = check || all[4 * static_cast<std::size_t>(i) + 3] != 0;
+  }
+  if (!check) {
+    t.next_context = context + 2;
+  } else if (int e = agree_context(parent, tag, &context, 0, nullptr, true)) {
+    return error(parent.handle, e, fn, "the context agreement failed");
+  }
   *out = MPI_COMM_NULL;
   if (color == MPI_UNDEFINED) return MPI_SUCCESS;
   std::vector<int> ranks;  // parent ranks of my color
   for (int i = 0; i < n; ++i)
-    if (all[3 * static_cast<std::size_t>(i)] == color) ranks.push_back(i);
+    if (all[4 * static_cast<std::size_t>(i)] == color) ranks.push_back(i);
   std::stable_sort(ranks.begin(), ranks.end(), [&](int a, int b) {
-    return all[3 * static_cast<std::size_t>(a) + 1] < all[3 * static_cast<std::size_t>(b) + 1];
+    return all[4 * static_cast<std::size_t>(a) + 1] < all[4 * static_cast<std::size_t>(b) + 1];
   });
   std::vector<int> members(ranks.size());
   int rank = 0;

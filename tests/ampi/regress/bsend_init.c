@@ -1,5 +1,5 @@
-/* MPI_Bsend_init is buffered: two ranks that Bsend_init 1 MiB to each other, Start, then
- * Recv, complete (a buffered send completes locally, with the attached buffer). */
+/* MPI_Bsend_init is buffered: two ranks that Bsend_init 1 MiB to each other, Start and
+ * Wait, then Recv, complete (a buffered send completes locally, with the attached buffer). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +25,8 @@ int main(int argc, char** argv) {
       MPI_Request r;
       MPI_Bsend_init(out, N, MPI_INT, peer, 5, MPI_COMM_WORLD, &r);
       MPI_Start(&r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE); /* before the peer receives */
       MPI_Recv(in, N, MPI_INT, peer, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      MPI_Wait(&r, MPI_STATUS_IGNORE);
       MPI_Request_free(&r);
       for (int i = 0; i < N; i++)
         if (in[i] != peer * 7 + i) bad = 1;
