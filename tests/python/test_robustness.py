@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from conftest import check_ok, run
+from conftest import check_fails, check_ok, run
 
 
 @pytest.mark.parametrize("pes", [1, 2])
@@ -25,3 +25,10 @@ def test_exit_runs_atexit_and_flushes_files(pes, tmp_path):
             f"PE {pe}: the file it left open lost its buffered output\n" + r.describe()
         assert pathlib.Path(tmp_path, f"atexit{pe}.txt").exists(), \
             f"PE {pe}: its atexit handler did not run\n" + r.describe()
+
+
+@pytest.mark.parametrize("pes", [1, 2])
+def test_abort_runs_no_atexit_handler(pes, tmp_path):
+    check_fails(run("robustness.py", pes, args=["abort", str(tmp_path)]), "aborting on purpose")
+    for pe in range(pes):
+        assert not pathlib.Path(tmp_path, f"atexit{pe}.txt").exists(), f"PE {pe} ran an atexit handler after abort"

@@ -112,6 +112,7 @@ class Peer(Chare):
             a[:] = 1.0                     # allowed: send() has returned
             frozen = np.frombuffer(bytes(1 << 20), dtype=np.uint8)  # memory that cannot change
             h2 = ch.send(frozen)
+            assert not h.ops and len(h2.ops) == 1, "zero-copy: the view was not copied or the bytes were"
             assert ch.recv() == "done"
             h.get()
             h2.get()

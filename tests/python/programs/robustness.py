@@ -6,6 +6,7 @@
 #   bad_buffer        _core.send with a buffer that cannot be given contiguously, many times
 #   exit_flush DIR    charm.exit: every PE runs its atexit handlers and its open files reach
 #                     the disk (written, never flushed or closed)
+#   abort DIR         charm.abort: no atexit handler runs (the job ends at once, code 1)
 import atexit
 import os
 import sys
@@ -133,6 +134,11 @@ def main(args):
         g.write(folder, awaitable=True).get()
         print("exiting")
         charm.exit(0)
+    elif case == "abort":
+        folder = args[2]
+        g = Group(Writer)
+        g.write(folder, awaitable=True).get()
+        charm.abort("aborting on purpose")
     print("ok")
     charm.exit()
 
