@@ -80,6 +80,7 @@ static_assert(sizeof kClasses / sizeof kClasses[0] == MPI_ERR_LASTCODE);
 }  // namespace
 
 const char* error_class_name(int code) {
+  if (user_error(code, nullptr, nullptr)) return "an error code the program added";
   return code >= 0 && code < MPI_ERR_LASTCODE ? kClasses[code].name : "unknown error code";
 }
 

@@ -4,6 +4,7 @@
 // thread: a wait on it blocks the rank until then, running its other threads meanwhile).
 #include "errhan/grequest.h"
 #include "checks.h"
+#include "pt2pt/status.h"
 #include "rank.h"
 
 #include <memory>
@@ -34,20 +35,35 @@ int release(P2p& p, MPI_Request h) {
   return rc;
 }
 
-}  // namespace
-
-int grequest_finish(P2p& p, MPI_Request* h, MPI_Status* st) {
-  Greq* g = greq_of(p, *h);
+// The status query_fn gives; its error (if any) in MPI_ERROR.
+MPI_Status query(Greq* g) {
   MPI_Status s{};
   s.MPI_SOURCE = MPI_UNDEFINED;
   s.MPI_TAG = MPI_UNDEFINED;
   s.MPI_ERROR = MPI_SUCCESS;
-  const int qrc = g->query(g->extra, &s);
-  if (qrc != MPI_SUCCESS) s.MPI_ERROR = qrc;
+  if (const int rc = g->query(g->extra, &s); rc != MPI_SUCCESS) s.MPI_ERROR = rc;
+  return s;
+}
+
+}  // namespace
+
+int grequest_finish(P2p& p, MPI_Request* h, MPI_Status* st) {
+  Greq* g = greq_of(p, *h);
+  MPI_Status s = query(g);
+  const int qrc = s.MPI_ERROR;
   const int frc = release(p, *h);
   *h = MPI_REQUEST_NULL;
   if (st) *st = s;
   return qrc != MPI_SUCCESS ? qrc : frc;
+}
+
+int grequest_status(P2p& p, MPI_Request h, MPI_Status* st) {
+  Greq* g = greq_of(p, h);
+  MPI_Status s = query(g);
+  if (s.MPI_ERROR != MPI_SUCCESS)
+    return error(MPI_COMM_WORLD, s.MPI_ERROR, "MPI_Request_get_status", "the generalized request's query_fn failed");
+  pt2pt::status_out(st, s);
+  return MPI_SUCCESS;
 }
 
 int grequest_free(P2p& p, MPI_Request* h) {

@@ -11,6 +11,9 @@ namespace ampi {
 // the request is released and *h set to MPI_REQUEST_NULL. Returns the error of query_fn
 // (or of free_fn).
 int grequest_finish(P2p& p, MPI_Request* h, MPI_Status* st);
+// MPI_Request_get_status of a completed generalized request: the status from query_fn (the
+// request stays). Returns query_fn's error through MPI_COMM_WORLD's handler.
+int grequest_status(P2p& p, MPI_Request h, MPI_Status* st);
 // MPI_Request_free: free_fn now if complete, else when MPI_Grequest_complete is called.
 int grequest_free(P2p& p, MPI_Request* h);
 // MPI_Cancel: cancel_fn(extra_state, complete).

@@ -358,6 +358,7 @@ int PMPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) 
   }
   if (!p.req(request).complete) poll_yield();
   *flag = p.req(request).complete;
+  if (*flag && p.req(request).kind == ReqKind::Generalized) return grequest_status(p, request, status);
   if (*flag) status_out(status, p.req(request).status);
   return MPI_SUCCESS;
 }

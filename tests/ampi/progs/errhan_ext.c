@@ -2,8 +2,8 @@
  * Add_error_class/code/string with Error_class/Error_string and MPI_LASTUSEDCODE (OpenMPI 4.1
  * gives MPI_ERR_UNKNOWN as the class of an added class, so that is not checked);
  * Comm_call_errhandler with a user handler and MPI_ERRORS_RETURN; Grequest_start/complete
- * with Wait, Test, Waitall, Request_free before completion, and Cancel (query_fn gives the
- * status, free_fn runs once). */
+ * with Wait, Test, Request_get_status, Waitall, Request_free before completion, and Cancel
+ * (query_fn gives the status, free_fn runs once). */
 #include "check.h"
 
 struct greq_state {
@@ -112,6 +112,13 @@ static void test_grequest(struct tctx* t) {
   CHECK_EQ(t, flag, 0);
   CHECK_EQ(t, s[1].freed, 0);
   MPI_Grequest_complete(r);
+  /* Request_get_status asks query_fn too, and leaves the request. */
+  flag = -1;
+  CHECK_MPI(t, MPI_Request_get_status(r, &flag, &st));
+  CHECK_EQ(t, flag, 1);
+  MPI_Get_count(&st, MPI_BYTE, &count);
+  CHECK_EQ(t, count, 41);
+  CHECK_EQ(t, s[1].freed, 0);
   CHECK_MPI(t, MPI_Test(&r, &flag, &st));
   CHECK_EQ(t, flag, 1);
   MPI_Get_count(&st, MPI_BYTE, &count);
