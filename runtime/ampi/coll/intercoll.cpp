@@ -34,6 +34,16 @@ int check_side(const Call& k, const char* buf_name, const void* buf, const char*
   return check_committed(k.comm, k.fn, type_name_, t);
 }
 
+// The type and op of a reduction: refused here on every member alike (an op not defined on
+// the type), not midway through the algorithm where the others would wait.
+int check_reduction(const Call& k, MPI_Datatype t, MPI_Op op) {
+  if (int e = check_committed(k.comm, k.fn, "datatype", t)) return e;
+  if (int e = check_op(k.comm, k.fn, op)) return e;
+  if (!op_defined_on(op, t))
+    return error(k.comm, MPI_ERR_OP, k.fn, "the operation is not defined on %s", type_name(t).c_str());
+  return MPI_SUCCESS;
+}
+
 // Block i of a side: `one` elements each (counts null), or counts[i] at displs[i] elements
 // (v), or counts[i] of types[i] at displs[i] bytes (w).
 struct Side {
@@ -111,13 +121,15 @@ int inter_bcast(const Call& k, Comm& c, void* buffer, int count, MPI_Datatype t,
 int inter_reduce(const Call& k, Comm& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_Op op,
                  int root) {
   if (int e = check_inter_root(k, c, root)) return e;
-  if (int e = check_count(k.comm, k.fn, "count", count)) return e;
-  if (int e = check_committed(k.comm, k.fn, "datatype", t)) return e;
-  if (int e = check_op(k.comm, k.fn, op)) return e;
-  if (int e = no_in_place(k.comm, k.fn, is_root(root) ? "recvbuf" : "sendbuf", is_root(root) ? recvbuf : sendbuf))
-    return e;
-  return launch(k, c, op, t, [=](Comm& cc, int tag) {
-    if (sends_nothing(root)) return MPI_SUCCESS;
+  if (!sends_nothing(root)) {  // MPI_PROC_NULL: the other arguments mean nothing
+    if (int e = check_count(k.comm, k.fn, "count", count)) return e;
+    if (int e = check_reduction(k, t, op)) return e;
+    if (int e = no_in_place(k.comm, k.fn, is_root(root) ? "recvbuf" : "sendbuf", is_root(root) ? recvbuf : sendbuf))
+      return e;
+  }
+  const bool idle = sends_nothing(root);
+  return launch(k, c, idle ? MPI_OP_NULL : op, idle ? MPI_DATATYPE_NULL : t, [=](Comm& cc, int tag) {
+    if (idle) return MPI_SUCCESS;
     if (is_root(root)) return recv(recvbuf, count, t, 0, tag, cc, Ctx::Coll, nullptr);
     Comm& l = cc.inter->local;
     Scratch part(l.rank == 0 ? count : 0, t);
@@ -131,8 +143,7 @@ int inter_reduce(const Call& k, Comm& c, const void* sendbuf, void* recvbuf, int
 int inter_allreduce(const Call& k, Comm& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype t,
                     MPI_Op op) {
   if (int e = check_count(k.comm, k.fn, "count", count)) return e;
-  if (int e = check_committed(k.comm, k.fn, "datatype", t)) return e;
-  if (int e = check_op(k.comm, k.fn, op)) return e;
+  if (int e = check_reduction(k, t, op)) return e;
   if (int e = no_in_place(k.comm, k.fn, "sendbuf", sendbuf)) return e;
   if (int e = no_in_place(k.comm, k.fn, "recvbuf", recvbuf)) return e;
   return launch(
@@ -284,8 +295,7 @@ int inter_reduce_scatter(const Call& k, Comm& c, const void* sendbuf, void* recv
   } else if (int e = check_count(k.comm, k.fn, "recvcount", recvcount)) {
     return e;
   }
-  if (int e = check_committed(k.comm, k.fn, "datatype", t)) return e;
-  if (int e = check_op(k.comm, k.fn, op)) return e;
+  if (int e = check_reduction(k, t, op)) return e;
   if (int e = no_in_place(k.comm, k.fn, "sendbuf", sendbuf)) return e;
   std::vector<int> counts = recvcounts ? copy_of(recvcounts, n) : std::vector<int>(u(n), recvcount);
   std::vector<int> displs(counts.size());
