@@ -282,7 +282,9 @@ int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group* group) {
 // The leaders swap, over peer_comm (significant at the leaders only), their group's members
 // and the highest context any member uses; each leader then broadcasts the other group's
 // within its own. The leaders' messages use peer_comm's collective context with a tag made
-// from the user's, in the range no collective of peer_comm uses.
+// from the user's, in the range no collective of peer_comm uses. (Unlike the agreements over
+// an existing communicator, this one does not recheck its context against an MPI_Comm_idup
+// still in flight on a member: no channel joins both groups before the leaders' exchange.)
 int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag,
                           MPI_Comm* newintercomm) {
   const char* fn = "MPI_Intercomm_create";
