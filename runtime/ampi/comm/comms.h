@@ -106,6 +106,9 @@ std::unordered_map<int, int> index_of(const std::vector<int>& members);
 int agree_context(Comm& over, int tag, std::uint32_t* out, int my_error = 0, int* failed = nullptr,
                   bool always_check = false);
 int agree_context_among(Comm& parent, const std::vector<int>& ranks, int tag, std::uint32_t* out);
+bool context_in_use(std::uint32_t c);
+void context_claim(std::uint32_t c);
+void context_unclaim(std::uint32_t c);
 MPI_Comm comm_add(std::uint32_t context, std::vector<int> members, int rank, MPI_Errhandler eh);
 int comm_destroy(MPI_Comm handle);
 int split(Comm& parent, int color, int key, MPI_Comm* out, const char* fn);

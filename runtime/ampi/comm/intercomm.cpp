@@ -88,6 +88,29 @@ int agree_inter_context(Comm& ic, int tag, std::uint32_t* out, bool check = fals
   return MPI_SUCCESS;
 }
 
+// MPI_Intercomm_create's check round (as the agreements over a communicator have one):
+// whether `context` is in use on any member of either group, or held by an agreement in its
+// check round (an MPI_Comm_idup in flight); held here meanwhile. Within the group on
+// `local` (tags tag, tag + 1, tag + 2), between the leaders on `peer` (leaders only) with
+// `ptag`.
+int anyone_uses(std::uint32_t context, Comm& local, int local_leader, Comm* peer, int remote_leader, int ptag,
+                int tag, bool* any) {
+  const bool taken = context_in_use(context);
+  if (!taken) context_claim(context);
+  int mine = taken ? 1 : 0, group = 0;
+  int rc = coll_allreduce(&mine, &group, 1, MPI_INT, MPI_MAX, local, tag);
+  std::vector<int> both{group};
+  if (!rc && peer) {
+    std::vector<int> other;
+    rc = swap_with(*peer, remote_leader, ptag, {group}, &other);
+    if (!rc) both.push_back(other.at(0));
+  }
+  if (!rc) rc = bcast_vector(both, local_leader, local, tag_after(tag, 1));
+  if (!taken) context_unclaim(context);
+  *any = !rc && std::any_of(both.begin(), both.end(), [](int x) { return x != 0; });
+  return rc;
+}
+
 // Reserves n consecutive collective tags of c; returns the first.
 int tags(Comm& c, int n) {
   const int first = coll_tag(c);
@@ -282,9 +305,8 @@ int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group* group) {
 // The leaders swap, over peer_comm (significant at the leaders only), their group's members
 // and the highest context any member uses; each leader then broadcasts the other group's
 // within its own. The leaders' messages use peer_comm's collective context with a tag made
-// from the user's, in the range no collective of peer_comm uses. (Unlike the agreements over
-// an existing communicator, this one does not recheck its context against an MPI_Comm_idup
-// still in flight on a member: no channel joins both groups before the leaders' exchange.)
+// from the user's, in the range no collective of peer_comm uses. A check round then makes
+// sure no member took the context meanwhile (an MPI_Comm_idup in flight), else tries above.
 int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag,
                           MPI_Comm* newintercomm) {
   const char* fn = "MPI_Intercomm_create";
@@ -306,7 +328,8 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
     if (remote_leader == peer->rank)
       return error(local_comm, MPI_ERR_RANK, fn, "remote_leader %d is the local leader itself", remote_leader);
   }
-  const int t = tags(*c, 3);
+  const int t = tags(*c, 6);
+  const int ptag = kCollTagFree | (tag & (kCollTagFree - 1));
   int mine = static_cast<int>(my_comms().next_context), lmax = 0;
   if (int e = coll_allreduce(&mine, &lmax, 1, MPI_INT, MPI_MAX, *c, t))
     return error(local_comm, e, fn, "the context agreement failed");
@@ -316,15 +339,23 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
     c = comm_get(local_comm);
     std::vector<int> msg{lmax};
     msg.insert(msg.end(), c->members.begin(), c->members.end());
-    if (int e = swap_with(*comm_get(peer_comm), remote_leader, kCollTagFree | (tag & (kCollTagFree - 1)), msg, &remote))
+    if (int e = swap_with(*comm_get(peer_comm), remote_leader, ptag, msg, &remote))
       return error(local_comm, e, fn, "the exchange between the leaders failed");
   }
   c = comm_get(local_comm);
   if (int e = bcast_vector(remote, local_leader, *c, tag_after(t, 1)))
     return error(local_comm, e, fn, "the broadcast of the remote group failed");
   if (remote.size() < 2) return error(local_comm, MPI_ERR_INTERN, fn, "the remote group is empty");
-  const std::uint32_t context = static_cast<std::uint32_t>(std::max(lmax, remote[0]));
-  my_comms().next_context = context + 4;
+  auto context = static_cast<std::uint32_t>(std::max(lmax, remote[0]));
+  for (bool any = true; any;) {
+    if (int e = anyone_uses(context, *comm_get(local_comm), local_leader, leader ? comm_get(peer_comm) : nullptr,
+                            remote_leader, ptag, tag_after(t, 3), &any))
+      return error(local_comm, e, fn, "the context check failed");
+    if (any) context += 4;
+  }
+  CommTable& table = my_comms();
+  table.next_context = std::max(table.next_context, context + 4);
+  c = comm_get(local_comm);
   remote.erase(remote.begin());
   const auto in_local = index_of(c->members);
   for (int w : remote)

@@ -233,6 +233,15 @@ int agree_context(Comm& over, int tag, std::uint32_t* out, int my_error, int* fa
   return agree(x, always_check, out, my_error, failed);
 }
 
+// For an agreement made elsewhere (MPI_Intercomm_create, comm/intercomm.cpp): whether this
+// rank uses context c (or an agreement in its check round holds it); claim/unclaim hold it.
+bool context_in_use(std::uint32_t c) { return context_taken(my_comms(), c); }
+void context_claim(std::uint32_t c) { my_comms().claimed.push_back(c); }
+void context_unclaim(std::uint32_t c) {
+  auto& v = my_comms().claimed;
+  v.erase(std::find(v.begin(), v.end(), c));
+}
+
 // The same among some members of `parent` (their parent ranks; MPI_Comm_create_group).
 int agree_context_among(Comm& parent, const std::vector<int>& ranks, int tag, std::uint32_t* out) {
   OverGroup x(parent, ranks, tag);

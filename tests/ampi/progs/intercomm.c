@@ -351,6 +351,33 @@ static void test_constructors(struct tctx* t, struct ic* x) {
   MPI_Group_free(&lg);
 }
 
+/* Intercomm_create while an MPI_Comm_idup of MPI_COMM_WORLD is still in flight: the two must
+ * get different contexts. Every rank sends on the new intercommunicator to remote rank 0;
+ * once one has arrived there, a probe of the dup must not see it. */
+static void test_create_beside_idup(struct tctx* t, struct ic* x) {
+  t->section = "create_beside_idup";
+  MPI_Comm d, ic2;
+  MPI_Request rq, sq;
+  MPI_Comm_idup(MPI_COMM_WORLD, &d, &rq);
+  CHECK_MPI(t, MPI_Intercomm_create(x->local, 0, MPI_COMM_WORLD, 1 - x->color, 77, &ic2));
+  MPI_Wait(&rq, MPI_STATUS_IGNORE);
+  int v = t->rank, got = -1, flag = 1;
+  MPI_Isend(&v, 1, MPI_INT, 0, 9, ic2, &sq);
+  if (x->lrank == 0) {
+    MPI_Probe(MPI_ANY_SOURCE, 9, ic2, MPI_STATUS_IGNORE);
+    MPI_Iprobe(MPI_ANY_SOURCE, 9, d, &flag, MPI_STATUS_IGNORE);
+    CHECK(t, !flag, "a message sent on the intercommunicator shows on the dup (one context for both)");
+    for (int i = 0; i < x->rsize; i++) {
+      MPI_Status st;
+      MPI_Recv(&got, 1, MPI_INT, MPI_ANY_SOURCE, 9, ic2, &st);
+      CHECK_EQ(t, got, world_of(1 - x->color, st.MPI_SOURCE));
+    }
+  }
+  MPI_Wait(&sq, MPI_STATUS_IGNORE);
+  MPI_Comm_free(&ic2);
+  MPI_Comm_free(&d);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   struct tctx t;
@@ -375,6 +402,7 @@ int main(int argc, char** argv) {
     test_nonblocking(&t, &x);
     test_merge(&t, &x);
     test_constructors(&t, &x);
+    test_create_beside_idup(&t, &x);
     MPI_Comm_free(&x.inter);
     MPI_Comm_free(&peer);
     MPI_Comm_free(&x.local);
