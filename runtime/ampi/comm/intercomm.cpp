@@ -192,29 +192,28 @@ int inter_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
 int inter_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm, const char* fn) {
   Comm* c = comm_get(comm);
   Comm& local = c->inter->local;
-  const int t = tags(*c, 4);
+  const int t = tags(*c, 8);
   const int n = local.size();
-  int mine[3] = {color, key, static_cast<int>(my_comms().next_context)};
-  std::vector<int> all(3 * static_cast<std::size_t>(n));
-  if (int e = coll_allgather(mine, 3, MPI_INT, all.data(), local, t))
+  int mine[2] = {color, key};
+  std::vector<int> all(2 * static_cast<std::size_t>(n));
+  if (int e = coll_allgather(mine, 2, MPI_INT, all.data(), local, t))
     return error(comm, e, fn, "the exchange of colors and keys failed");
   std::vector<int> remote;
   if (int e = swap_groups(*c, tag_after(t, 1), all, &remote))
     return error(comm, e, fn, "the exchange of colors and keys failed");
+  // One context for every colour (their members are disjoint), agreed over both groups.
   std::uint32_t context = 0;
-  for (std::size_t i = 2; i < all.size(); i += 3) context = std::max(context, static_cast<std::uint32_t>(all[i]));
-  for (std::size_t i = 2; i < remote.size(); i += 3)
-    context = std::max(context, static_cast<std::uint32_t>(remote[i]));
-  my_comms().next_context = context + 4;
+  if (int e = agree_inter_context(*comm_get(comm), tag_after(t, 4), &context))
+    return error(comm, e, fn, "the context agreement failed");
   *newcomm = MPI_COMM_NULL;
   if (color == MPI_UNDEFINED) return MPI_SUCCESS;
   // The world ranks of `group`'s members of my color, by (key, rank); my position in them.
   const auto pick = [color](const std::vector<int>& kv, const std::vector<int>& group, int me, int* pos) {
     std::vector<int> ranks;
-    for (std::size_t i = 0; 3 * i < kv.size(); ++i)
-      if (kv[3 * i] == color) ranks.push_back(static_cast<int>(i));
+    for (std::size_t i = 0; 2 * i < kv.size(); ++i)
+      if (kv[2 * i] == color) ranks.push_back(static_cast<int>(i));
     std::stable_sort(ranks.begin(), ranks.end(), [&](int a, int b) {
-      return kv[3 * static_cast<std::size_t>(a) + 1] < kv[3 * static_cast<std::size_t>(b) + 1];
+      return kv[2 * static_cast<std::size_t>(a) + 1] < kv[2 * static_cast<std::size_t>(b) + 1];
     });
     std::vector<int> out;
     for (int r : ranks) {
