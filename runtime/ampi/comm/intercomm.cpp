@@ -7,9 +7,11 @@
 // sender's local rank, which is its rank in the receiver's remote group. `inter->local` is
 // the local group as an intracommunicator on context + 2 (collectives within one group).
 //
-// Agreements between the groups go through their leaders (local rank 0): each group reduces
-// or gathers what it has, the leaders swap it over the intercommunicator's collective
-// context, and each leader broadcasts the other group's part within its group.
+// What one group knows (its members, colours, keys) reaches the other through the leaders
+// (local rank 0): they swap it over the intercommunicator's collective context and each
+// broadcasts the other group's part within its group. Contexts are agreed by the
+// communicators' agreement (comm/table.cpp) over a view of both groups as one (both_groups);
+// Intercomm_create, before any such view exists, does the same through the leaders.
 #include "comm/comms.h"
 #include "checks.h"
 
