@@ -20,6 +20,8 @@
 #
 # Exit codes: the job's (run), 0 (other commands), 2 usage, 77 no namespaces here (not
 # root, or the kernel refuses them: the reason is printed), 1 other failures.
+# MULTIHOST_NAME (default ucharm-mh) names a pair of hosts: NAME-h1 and NAME-h2, state in
+# /run/NAME. Pairs of other names are independent of each other (tests use their own).
 #
 # Addresses: 198.18.0.1 and .2/24 (RFC 2544's benchmarking range, never routed). Not
 # link-local 169.254.x.y: UCX skips IPv4 link-local addresses when it lists TCP devices
@@ -29,10 +31,10 @@ set -u
 readonly SELF=$(readlink -f "${BASH_SOURCE[0]}")
 readonly NAME=${MULTIHOST_NAME:-ucharm-mh}          # state folder, host names, interfaces
 readonly STATE=/run/$NAME
-readonly HOSTS=("${NAME}1" "${NAME}2")              # host names (UTS)
+readonly HOSTS=("${NAME}-h1" "${NAME}-h2")          # host names (UTS)
 readonly ADDRS=(198.18.0.1 198.18.0.2)
 readonly IFACE=mhnet                                # the veth end's name in each host
-readonly VETH=("${NAME:0:13}-a" "${NAME:0:13}-b")  # the veth ends' names before the move
+readonly VETH=("${NAME:0:12}-a" "${NAME:0:12}-b")  # the veth ends' names before the move
 
 die() { echo "multihost.sh: $*" >&2; exit 1; }
 skip() { echo "multihost.sh: SKIP: $*" >&2; exit 77; }

@@ -22,8 +22,12 @@ regex=
 if [ "$mode" = job ]; then regex=$1; shift; fi
 [ "${1:-}" = -- ] && shift
 
-# A fresh pair of hosts: whatever an earlier, killed test left is removed first.
-"$mh" down
+# A pair of hosts of this run's own (other test runs may use theirs at the same time);
+# pairs left by runs that were killed are removed first.
+for d in /run/ucmh-*; do
+  [ -d "$d" ] && ! kill -0 "${d#/run/ucmh-}" 2>/dev/null && MULTIHOST_NAME=${d#/run/} "$mh" down
+done
+export MULTIHOST_NAME=ucmh-$$
 err=$("$mh" up 2>&1) || { rc=$?; echo "$err"; exit $rc; }
 out=$(mktemp)
 trap '"$mh" down; rm -f "$out"' EXIT
@@ -63,7 +67,7 @@ if [ "$mode" = job ]; then
   echo "$rows" | grep -q " inter tcp/mhnet" || fail "no TCP between the hosts"
   echo "$rows" | grep -Eq " intra (sysv|posix)/memory" || fail "no shared memory inside a host"
   for h in 1 2; do
-    echo "$rows" | grep -q "mh$h inter" || fail "host $h reported no TCP table"
+    echo "$rows" | grep -q "^$MULTIHOST_NAME-h$h inter" || fail "host $h reported no TCP table"
   done
   echo "check.sh: ok"
   exit 0
@@ -80,7 +84,7 @@ done
 victim=$(sed -n 's/.*rank 3 pid \([0-9]*\) on \([^ ]*\) ready.*/\1 \2/p' "$out")
 [ -n "$victim" ] || { cat "$out"; fail "rank 3 never said it was ready"; }
 set -- $victim
-case $2 in *mh2) ;; *) cat "$out"; fail "rank 3 runs on $2, not on host 2" ;; esac
+[ "$2" = "$MULTIHOST_NAME-h2" ] || { cat "$out"; fail "rank 3 runs on $2, not on host 2"; }
 start=$(date +%s.%N)
 kill -KILL "$1"
 wait $job
