@@ -4,8 +4,10 @@
 # ../run_openmpi.sh; not run by CTest.
 #   tests/ampi/regress/run_openmpi.sh [outdir] [rank counts...]   (defaults: /tmp/ampi-openmpi-regress, 2 3 5)
 # Environment: MPICC (default mpicc), MPIRUN (default "mpirun --allow-run-as-root --oversubscribe").
-# Not here: comm_create_error (MPI leaves the other members' outcome to the implementation)
-# and abort_code at 256 (OpenMPI ends such a job with status 0: the defect ucharm fixed).
+# Not here: comm_create_error (MPI leaves the other members' outcome to the implementation),
+# comm_handle_reuse (OpenMPI reports an error of a request whose communicator was freed on
+# MPI_COMM_NULL, fatally) and abort_code at 256 (OpenMPI ends such a job with status 0: the
+# defect ucharm fixed).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-/tmp/ampi-openmpi-regress}
