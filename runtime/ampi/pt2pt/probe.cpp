@@ -14,6 +14,12 @@ extern "C" {
 
 namespace {
 constexpr std::int32_t kProbeProcNull = -2;
+// A probe of MPI_PROC_NULL: its status, MPI_ERROR left alone (single completion, §3.2.5).
+void probe_null_status(MPI_Status* status) {
+  MPI_Status st;
+  proc_null_status(&st);
+  status_out(status, st);
+}
 // What the four probes share: checks the arguments (an error: *rc, and -1), then finds the
 // first matching unexpected message, waiting for one (`blocking`) or after one scheduler
 // step (else; -1 when none). kProbeProcNull for MPI_PROC_NULL.
@@ -49,7 +55,7 @@ int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* statu
   const std::int32_t u = probe_find("MPI_Iprobe", source, tag, comm, false, &rc, p);
   if (rc) return rc;
   *flag = u >= 0 || u == kProbeProcNull;
-  if (u == kProbeProcNull) proc_null_status(status);
+  if (u == kProbeProcNull) probe_null_status(status);
   else if (u >= 0) fill_status_from_msg(status, p->unexpected_msg(u));
   return MPI_SUCCESS;
 }
@@ -59,7 +65,7 @@ int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
   P2p* p = nullptr;
   const std::int32_t u = probe_find("MPI_Probe", source, tag, comm, true, &rc, p);
   if (rc) return rc;
-  if (u == kProbeProcNull) proc_null_status(status);
+  if (u == kProbeProcNull) probe_null_status(status);
   else fill_status_from_msg(status, p->unexpected_msg(u));
   return MPI_SUCCESS;
 }
@@ -74,7 +80,7 @@ int PMPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* mes
   *flag = u >= 0 || u == kProbeProcNull;
   if (u == kProbeProcNull) {
     *message = MPI_MESSAGE_NO_PROC;
-    proc_null_status(status);
+    probe_null_status(status);
   } else if (u >= 0) {
     fill_status_from_msg(status, p->unexpected_msg(u));
     *message = p->keep_matched(p->take_unexpected(u), comm);
@@ -89,7 +95,7 @@ int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_St
   if (rc) return rc;
   if (u == kProbeProcNull) {
     *message = MPI_MESSAGE_NO_PROC;
-    proc_null_status(status);
+    probe_null_status(status);
     return MPI_SUCCESS;
   }
   fill_status_from_msg(status, p->unexpected_msg(u));
