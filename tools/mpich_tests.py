@@ -281,11 +281,13 @@ class Harness:
             return res.read_text().split("\t")
         return None
 
+    def wanted(self, e):
+        """Within --max-np and under --max-mem (the testlist's mem=GB)."""
+        return (not self.a.max_np or e.np <= self.a.max_np) and \
+            float(e.opts.get("mem", 0)) < self.a.max_mem
+
     def do_dir(self, d, libs):
-        entries = parse_testlist(self.src, d)
-        if self.a.max_np:
-            entries = [e for e in entries if e.np <= self.a.max_np]
-        entries = [e for e in entries if float(e.opts.get("mem", 0)) < self.a.max_mem]
+        entries = [e for e in parse_testlist(self.src, d) if self.wanted(e)]
         rules = makefile_rules(self.src, d)
         print("== %s: %d entries at %s" % (d, len(entries), self.commit()), flush=True)
         for e in entries:
@@ -331,6 +333,8 @@ class Harness:
             commits = set()
             for e in entries:
                 n[0] += 1
+                if not self.wanted(e):
+                    continue
                 o = self.result("ompi", "ompi", e)
                 if o is None:
                     if (self.work / "ompi" / d / (e.name + ".build.rc")).exists():
@@ -363,7 +367,7 @@ class Harness:
                         if r is not None and r[0] != "pass":
                             fails.append([d, e.name, str(e.np), " ".join(e.args), cfg, r[0],
                                           self.hint(e, cfg, r[0])])
-            pct = lambda a, b: "%.0f%%" % (100.0 * a / b) if b else "-"
+            pct = lambda a, b: "%.1f%%" % (100.0 * a / b) if b else "-"
             summ.append([d, n[0], n[1], n[2], n[3], pct(n[3], n[2]), n[4], n[5],
                          pct(n[5], n[4]), ",".join(sorted(commits))])
             for i in range(6):
@@ -377,7 +381,7 @@ class Harness:
             f.write("dir\tprogram\tnp\targs\tconfig\tstatus\tcause\n")
             for r in fails:
                 f.write("\t".join(r) + "\n")
-        pct = lambda a, b: "%.0f%%" % (100.0 * a / b) if b else "-"
+        pct = lambda a, b: "%.1f%%" % (100.0 * a / b) if b else "-"
         lines = ["| dir | listed | run | OpenMPI pass | ucharm n=N pass | % | OpenMPI pass, N>2 |"
                  " ucharm +vp pass | % | commit(s) |", "|" + "---|" * 10]
         for s in summ:
