@@ -20,6 +20,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -81,7 +82,24 @@ class ProgramImage {
       return fail(rank, "writing the program into a memfd", std::strerror(e));
     }
     std::string path = unique_path(fd, copies_++);
+    // The name glibc records for the copy must never come to mean another file: a tool that
+    // reopens loaded objects by name (a sanitizer's leak check at exit) would read whatever
+    // file later gets this fd number (a rank's output file, empty until exit flushes it:
+    // SIGBUS). So the copy is opened through a symlink in a fresh private directory, both
+    // removed at once: the recorded name then names nothing. (Without a writable temporary
+    // directory, the /proc/self/fd path itself.)
+    std::string dir = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/ucharm-ampi-XXXXXX";
+    std::string link;
+    if (::mkdtemp(dir.data()) != nullptr) {
+      link = dir + "/program";
+      if (::symlink(path.c_str(), link.c_str()) == 0) path = link;
+      else link.clear();
+    } else {
+      dir.clear();
+    }
     void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!link.empty()) ::unlink(link.c_str());
+    if (!dir.empty()) ::rmdir(dir.c_str());
     ::close(fd);  // the mapping keeps the file's pages
     if (handle == nullptr) {
       const char* why = ::dlerror();
