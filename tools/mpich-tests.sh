@@ -2,7 +2,8 @@
 # mpich-tests.sh: MPICH's test/mpi programs under OpenMPI and under ucharm's AMPI.
 #
 # Usage: tools/mpich-tests.sh MPICH_SRC [dir...] [--work DIR] [--minutes M] [--max-np N]
-#                             [--redo] [--redo-build] [--redo-failed] [--all] [--report-only]
+#                             [--max-mem GB] [--redo] [--redo-build] [--redo-ucharm]
+#                             [--redo-failed] [--all] [--report-only]
 #   MPICH_SRC  a tree holding test/mpi (e.g. `git archive HEAD test/mpi` of pmodels/mpich)
 #   dir        basic pt2pt coll datatype comm group attr init errhan info topo (default: all)
 # Each testlist entry (program, process count N, arg=...) is built with OpenMPI's mpicc
@@ -13,14 +14,14 @@
 #   ucharm vp:  ucharmrun -n 2 --timeout 60 ./prog args +vp N     (only where N > 2)
 # ucharm runs only where OpenMPI passed (--all: everywhere). Passing = exit 0 and
 # " No Errors" printed. Results accumulate in the work folder (default /work/mpich-run):
-# a rerun skips what was built/run (--redo, --redo-build to repeat; --redo-failed: ucharm's
-# failures again, for a runtime that changed). Writes
+# a rerun skips what was built/run (--redo, --redo-build to repeat; --redo-ucharm: every
+# ucharm run again, --redo-failed: ucharm's failures again, for a runtime that changed). Writes
 # results.tsv, failures.tsv (with a cause guessed from the log) and summary.md there.
 # Everything runs under `nice -n 15`, one build or run at a time.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [[ $# -lt 1 || "$1" == -h || "$1" == --help ]]; then
-    sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit $(( $# < 1 ? 2 : 0 ))
 fi
 command -v mpicc >/dev/null || { echo "mpich-tests: OpenMPI's mpicc not found" >&2; exit 2; }
