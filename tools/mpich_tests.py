@@ -350,7 +350,7 @@ class Harness:
                         p = ["build", "", "", ""]
                         v = ["build", "", "", ""] if e.np > 2 else None
                 for r in (p, v):
-                    if r and len(r) > 3 and r[3].strip():
+                    if o[0] == "pass" and r and len(r) > 3 and r[3].strip():
                         commits.add(r[3].strip())
                 cell = lambda r: r[0] if r else "-"
                 rows.append([d, e.name, str(e.np), " ".join(e.args), cell(o), cell(p),
