@@ -49,26 +49,12 @@ int args_reduce(MPI_Comm comm, const char* fn, Comm*& c, const void* sendbuf, vo
   return check_alias(comm, fn, sendbuf, recvbuf, count);
 }
 
-// The names that messages give one side's arguments.
-struct SideNames {
-  const char* buf;
-  const char* buf_off_root;
-  const char* count;
-  const char* counts;
-  const char* type;
-};
-constexpr SideNames kSendSide{"sendbuf", "sendbuf on a rank other than the root", "sendcount", "sendcounts",
-                              "sendtype"};
-constexpr SideNames kRecvSide{"recvbuf", "recvbuf on a rank other than the root", "recvcount", "recvcounts",
-                              "recvtype"};
-
 // The side of a rank's own block (the send side of a gather, the receive side of a scatter).
 int check_block(MPI_Comm comm, const char* fn, const SideNames& n, int count, MPI_Datatype t) {
   if (int e = check_count(comm, fn, n.count, count)) return e;
   return check_committed(comm, fn, n.type, t);
 }
 
-// The side of a block per rank (`size` of them): counts and displs (`vector`) or one count.
 int check_blocks(MPI_Comm comm, const char* fn, const SideNames& n, const void* buf, int count, const int* counts,
                  const int* displs, MPI_Datatype t, int size, bool vector) {
   if (int e = no_in_place(comm, fn, n.buf, buf)) return e;

@@ -179,6 +179,23 @@ int args_alltoall(MPI_Comm comm, const char* fn, Comm*& c, const void* sendbuf, 
                   void* recvbuf, int rcount, MPI_Datatype rtype);
 int check_side_vw(MPI_Comm comm, const char* fn, bool send, int n, const int* counts, const int* displs,
                   MPI_Datatype t, const MPI_Datatype* types, bool w);
+// The names that messages give one side's arguments.
+struct SideNames {
+  const char* buf;
+  const char* buf_off_root;
+  const char* count;
+  const char* counts;
+  const char* type;
+};
+inline constexpr SideNames kSendSide{"sendbuf", "sendbuf on a rank other than the root", "sendcount", "sendcounts",
+                                     "sendtype"};
+inline constexpr SideNames kRecvSide{"recvbuf", "recvbuf on a rank other than the root", "recvcount", "recvcounts",
+                                     "recvtype"};
+// The side of a block per rank (`size` of them): counts and displs (`vector`) or one count
+// (the root's side of a gather or scatter, the receive side of an allgather; also on
+// intercommunicators).
+int check_blocks(MPI_Comm comm, const char* fn, const SideNames& n, const void* buf, int count, const int* counts,
+                 const int* displs, MPI_Datatype t, int size, bool vector);
 
 // How every collective entry point ends after its checks: the blocking call (`request`
 // null) runs `body(c, tag)` now and reports its error through comm's handler; the

@@ -59,17 +59,18 @@ struct Side {
   }
 };
 
-// Every member sends block i of `s` to remote rank i and receives block i of `r` from it.
-int exchange(const Side& s, const Side& r, Comm& c, int tag) {
+// Every member sends block i of `s` to remote rank i and receives block i of `r` from it;
+// a null side moves nothing (the root of a gather only receives, of a scatter only sends).
+int exchange(const Side* s, const Side* r, Comm& c, int tag) {
   const int n = c.size();
-  Requests q(2 * u(n));
+  Requests q((s ? u(n) : 0) + (r ? u(n) : 0));
   int e = MPI_SUCCESS;
-  for (int i = 0; i < n && !e; ++i) {
-    Block b = r.at(i);
+  for (int i = 0; r && i < n && !e; ++i) {
+    Block b = r->at(i);
     e = irecv(const_cast<char*>(b.ptr), b.count, b.type, i, tag, c, Ctx::Coll, q.next());
   }
-  for (int i = 0; i < n && !e; ++i) {
-    Block b = s.at(i);
+  for (int i = 0; s && i < n && !e; ++i) {
+    Block b = s->at(i);
     e = isend(b.ptr, b.count, b.type, i, tag, c, Ctx::Coll, q.next());
   }
   const int w = q.wait();
@@ -164,14 +165,7 @@ int inter_gather(const Call& k, Comm& c, const void* sendbuf, int scount, MPI_Da
   if (int e = check_inter_root(k, c, root)) return e;
   const int n = c.size();
   if (is_root(root)) {
-    if (int e = no_in_place(k.comm, k.fn, "recvbuf", recvbuf)) return e;
-    if (vector) {
-      if (int e = check_counts(k.comm, k.fn, "recvcounts", rcounts, n)) return e;
-      if (int e = check_ptr(k.comm, k.fn, "displs", displs)) return e;
-    } else if (int e = check_count(k.comm, k.fn, "recvcount", rcount)) {
-      return e;
-    }
-    if (int e = check_committed(k.comm, k.fn, "recvtype", rtype)) return e;
+    if (int e = check_blocks(k.comm, k.fn, kRecvSide, recvbuf, rcount, rcounts, displs, rtype, n, vector)) return e;
   } else if (!sends_nothing(root)) {
     if (int e = check_side(k, "sendbuf", sendbuf, "sendcount", scount, "sendtype", stype)) return e;
   }
@@ -182,14 +176,7 @@ int inter_gather(const Call& k, Comm& c, const void* sendbuf, int scount, MPI_Da
                   if (sends_nothing(root)) return MPI_SUCCESS;
                   if (!is_root(root)) return send(sendbuf, scount, stype, root, tag, cc, Ctx::Coll);
                   const Side r{static_cast<const char*>(recvbuf), rcount, rc, dp, rtype, {}};
-                  Requests q(u(cc.size()));
-                  int e = MPI_SUCCESS;
-                  for (int i = 0; i < cc.size() && !e; ++i) {
-                    Block b = r.at(i);
-                    e = irecv(const_cast<char*>(b.ptr), b.count, b.type, i, tag, cc, Ctx::Coll, q.next());
-                  }
-                  const int w = q.wait();
-                  return e ? e : w;
+                  return exchange(nullptr, &r, cc, tag);
                 },
                 0, Hold(is_root(root) || sends_nothing(root) ? MPI_DATATYPE_NULL : stype));
 }
@@ -199,14 +186,7 @@ int inter_scatter(const Call& k, Comm& c, const void* sendbuf, int scount, const
   if (int e = check_inter_root(k, c, root)) return e;
   const int n = c.size();
   if (is_root(root)) {
-    if (int e = no_in_place(k.comm, k.fn, "sendbuf", sendbuf)) return e;
-    if (vector) {
-      if (int e = check_counts(k.comm, k.fn, "sendcounts", scounts, n)) return e;
-      if (int e = check_ptr(k.comm, k.fn, "displs", displs)) return e;
-    } else if (int e = check_count(k.comm, k.fn, "sendcount", scount)) {
-      return e;
-    }
-    if (int e = check_committed(k.comm, k.fn, "sendtype", stype)) return e;
+    if (int e = check_blocks(k.comm, k.fn, kSendSide, sendbuf, scount, scounts, displs, stype, n, vector)) return e;
   } else if (!sends_nothing(root)) {
     if (int e = check_side(k, "recvbuf", recvbuf, "recvcount", rcount, "recvtype", rtype)) return e;
   }
@@ -217,14 +197,7 @@ int inter_scatter(const Call& k, Comm& c, const void* sendbuf, int scount, const
                   if (sends_nothing(root)) return MPI_SUCCESS;
                   if (!is_root(root)) return recv(recvbuf, rcount, rtype, root, tag, cc, Ctx::Coll, nullptr);
                   const Side s{static_cast<const char*>(sendbuf), scount, sc, dp, stype, {}};
-                  Requests q(u(cc.size()));
-                  int e = MPI_SUCCESS;
-                  for (int i = 0; i < cc.size() && !e; ++i) {
-                    Block b = s.at(i);
-                    e = isend(b.ptr, b.count, b.type, i, tag, cc, Ctx::Coll, q.next());
-                  }
-                  const int w = q.wait();
-                  return e ? e : w;
+                  return exchange(&s, nullptr, cc, tag);
                 },
                 0, Hold(is_root(root) || sends_nothing(root) ? MPI_DATATYPE_NULL : rtype));
 }
@@ -234,14 +207,7 @@ int inter_allgather(const Call& k, Comm& c, const void* sendbuf, int scount, MPI
                     int rcount, const int* rcounts, const int* displs, MPI_Datatype rtype, bool vector) {
   const int n = c.size();
   if (int e = check_side(k, "sendbuf", sendbuf, "sendcount", scount, "sendtype", stype)) return e;
-  if (int e = no_in_place(k.comm, k.fn, "recvbuf", recvbuf)) return e;
-  if (vector) {
-    if (int e = check_counts(k.comm, k.fn, "recvcounts", rcounts, n)) return e;
-    if (int e = check_ptr(k.comm, k.fn, "displs", displs)) return e;
-  } else if (int e = check_count(k.comm, k.fn, "recvcount", rcount)) {
-    return e;
-  }
-  if (int e = check_committed(k.comm, k.fn, "recvtype", rtype)) return e;
+  if (int e = check_blocks(k.comm, k.fn, kRecvSide, recvbuf, rcount, rcounts, displs, rtype, n, vector)) return e;
   return launch(k, c, MPI_OP_NULL, rtype,
                 [=, rc = copy_of(vector ? rcounts : nullptr, n), dp = copy_of(vector ? displs : nullptr, n)](
                     Comm& cc, int tag) {
@@ -249,7 +215,7 @@ int inter_allgather(const Call& k, Comm& c, const void* sendbuf, int scount, MPI
                   const Side s{static_cast<const char*>(sendbuf), 0, std::vector<int>(u(cc.size()), scount),
                                std::vector<int>(u(cc.size()), 0), stype, {}};
                   const Side r{static_cast<const char*>(recvbuf), rcount, rc, dp, rtype, {}};
-                  return exchange(s, r, cc, tag);
+                  return exchange(&s, &r, cc, tag);
                 },
                 0, Hold(stype));
 }
@@ -281,7 +247,7 @@ int inter_alltoall(const Call& k, Comm& c, const void* sendbuf, int scount, cons
   }
   return launch(
       k, c, MPI_OP_NULL, w ? MPI_DATATYPE_NULL : recvtype,
-      [s = std::move(s), r = std::move(r)](Comm& cc, int tag) { return exchange(s, r, cc, tag); }, 0,
+      [s = std::move(s), r = std::move(r)](Comm& cc, int tag) { return exchange(&s, &r, cc, tag); }, 0,
       Hold(std::move(used)));
 }
 

@@ -82,6 +82,15 @@ int make(Comm& c, const char* fn, Topology t, MPI_Comm* out) {
   return MPI_SUCCESS;
 }
 
+// comm_old of Dist_graph_create(_adjacent): an intracommunicator; and somewhere to put the new one.
+int check_old(MPI_Comm comm_old, const char* fn, const MPI_Comm* comm_dist_graph, Comm*& c) {
+  c = comm_get(comm_old);
+  if (!c) return bad_comm(comm_old, fn);
+  if (c->inter) return not_inter(comm_old, fn);
+  if (!comm_dist_graph) return null_arg(comm_old, fn, "comm_dist_graph");
+  return MPI_SUCCESS;
+}
+
 int dist_graph_of(MPI_Comm comm, const char* fn, Topology*& t) {
   if (!comm_get(comm)) return bad_comm(comm, fn);
   t = &slot_of(comm)->topo;
@@ -101,10 +110,8 @@ int PMPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int s
   const char* fn = "MPI_Dist_graph_create_adjacent";
   (void)info;
   (void)reorder;
-  Comm* c = comm_get(comm_old);
-  if (!c) return bad_comm(comm_old, fn);
-  if (c->inter) return not_inter(comm_old, fn);
-  if (!comm_dist_graph) return null_arg(comm_old, fn, "comm_dist_graph");
+  Comm* c = nullptr;
+  if (int e = check_old(comm_old, fn, comm_dist_graph, c)) return e;
   if (indegree < 0 || outdegree < 0)
     return error(comm_old, MPI_ERR_ARG, fn, "indegree (%d) and outdegree (%d) must not be negative", indegree,
                  outdegree);
@@ -132,10 +139,8 @@ int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const 
   const char* fn = "MPI_Dist_graph_create";
   (void)info;
   (void)reorder;
-  Comm* c = comm_get(comm_old);
-  if (!c) return bad_comm(comm_old, fn);
-  if (c->inter) return not_inter(comm_old, fn);
-  if (!comm_dist_graph) return null_arg(comm_old, fn, "comm_dist_graph");
+  Comm* c = nullptr;
+  if (int e = check_old(comm_old, fn, comm_dist_graph, c)) return e;
   if (n < 0) return error(comm_old, MPI_ERR_ARG, fn, "n is negative (%d)", n);
   const int size = c->size();
   if (int e = check_ranks(comm_old, fn, "sources", n, sources, size)) return e;
