@@ -137,6 +137,15 @@ int ready_index(AnyCall& c) {
   }
 }
 
+// Testany/Testsome: ready_index, and if nothing is complete yet, again after one round of
+// progress (so a test can see what has arrived meanwhile).
+int ready_index_polled(AnyCall& c) {
+  const int i = ready_index(c);
+  if (i != kNone) return i;
+  poll_yield();
+  return ready_index(c);
+}
+
 // Waits until some request of the rank completes (any_waiter: P2p::complete wakes it).
 void wait_any_completion(P2p& p) {
   CthThread self = CthSelf();
@@ -286,11 +295,7 @@ int PMPI_Waitany(int count, MPI_Request array_of_requests[], int* indx, MPI_Stat
 int PMPI_Testany(int count, MPI_Request array_of_requests[], int* indx, int* flag, MPI_Status* status) {
   AnyCall c{current_rank()->p2p(), count, array_of_requests, "MPI_Testany"};
   if (begin(c)) return c.rc;
-  int i = ready_index(c);
-  if (i == kNone) {
-    poll_yield();
-    i = ready_index(c);
-  }
+  const int i = ready_index_polled(c);
   if (i == kFailed) return c.rc;
   *flag = i != kNone;
   if (i >= 0) return finish_one(c, i, indx, status);
@@ -303,11 +308,7 @@ int PMPI_Testsome(int incount, MPI_Request array_of_requests[], int* outcount, i
                   MPI_Status array_of_statuses[]) {
   AnyCall c{current_rank()->p2p(), incount, array_of_requests, "MPI_Testsome"};
   if (begin(c)) return c.rc;
-  int i = ready_index(c);
-  if (i == kNone) {
-    poll_yield();
-    i = ready_index(c);
-  }
+  const int i = ready_index_polled(c);
   if (i == kFailed) return c.rc;
   if (i == kEmpty) {
     *outcount = MPI_UNDEFINED;

@@ -9,9 +9,6 @@
 using namespace ampi;
 using namespace ampi::pt2pt;
 
-#pragma GCC visibility push(default)
-extern "C" {
-
 namespace {
 constexpr std::int32_t kProbeProcNull = -2;
 // A probe of MPI_PROC_NULL: its status, MPI_ERROR left alone (single completion, §3.2.5).
@@ -47,7 +44,21 @@ std::int32_t probe_find(const char* fn, int source, int tag, MPI_Comm comm, bool
   p.probe_waiter = nullptr;
   return u;
 }
+// Mprobe/Improbe that found message u or MPI_PROC_NULL: its status, and the message handle
+// (the message leaves the unexpected queue for the matched ones).
+void hand_out(P2p* p, std::int32_t u, MPI_Comm comm, MPI_Message* message, MPI_Status* status) {
+  if (u == kProbeProcNull) {
+    *message = MPI_MESSAGE_NO_PROC;
+    probe_null_status(status);
+    return;
+  }
+  fill_status_from_msg(status, p->unexpected_msg(u));
+  *message = p->keep_matched(p->take_unexpected(u), comm);
+}
 }  // namespace
+
+#pragma GCC visibility push(default)
+extern "C" {
 
 int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
   int rc;
@@ -78,13 +89,7 @@ int PMPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* mes
   const std::int32_t u = probe_find("MPI_Improbe", source, tag, comm, false, &rc, p);
   if (rc) return rc;
   *flag = u >= 0 || u == kProbeProcNull;
-  if (u == kProbeProcNull) {
-    *message = MPI_MESSAGE_NO_PROC;
-    probe_null_status(status);
-  } else if (u >= 0) {
-    fill_status_from_msg(status, p->unexpected_msg(u));
-    *message = p->keep_matched(p->take_unexpected(u), comm);
-  }
+  if (*flag) hand_out(p, u, comm, message, status);
   return MPI_SUCCESS;
 }
 
@@ -93,13 +98,7 @@ int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_St
   P2p* p = nullptr;
   const std::int32_t u = probe_find("MPI_Mprobe", source, tag, comm, true, &rc, p);
   if (rc) return rc;
-  if (u == kProbeProcNull) {
-    *message = MPI_MESSAGE_NO_PROC;
-    probe_null_status(status);
-    return MPI_SUCCESS;
-  }
-  fill_status_from_msg(status, p->unexpected_msg(u));
-  *message = p->keep_matched(p->take_unexpected(u), comm);
+  hand_out(p, u, comm, message, status);
   return MPI_SUCCESS;
 }
 

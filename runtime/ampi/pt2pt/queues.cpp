@@ -134,25 +134,39 @@ void P2p::release(MPI_Request h) {
   free_reqs_.push_back(h);
 }
 
-void P2p::link(RList& l, std::uint8_t which, MPI_Request h) {
-  Request& q = req(h);
-  q.listed = which;
-  q.rprev = l.tail;
-  q.rnext = 0;
-  if (l.tail) req(l.tail).rnext = h;
+namespace {
+// The ready and parked lists (links rprev/rnext) and each posted queue (prev/next) are
+// lists of requests threaded through two of their fields: appending and taking out is one
+// piece of code for both, instantiated per pair of fields (small enough to be inlined).
+template <MPI_Request Request::*Prev, MPI_Request Request::*Next, class Ends>
+void list_append(P2p& p, Ends& l, MPI_Request h) {
+  Request& q = p.req(h);
+  q.*Prev = l.tail;
+  q.*Next = 0;
+  if (l.tail) p.req(l.tail).*Next = h;
   else l.head = h;
   l.tail = h;
+}
+template <MPI_Request Request::*Prev, MPI_Request Request::*Next, class Ends>
+void list_remove(P2p& p, Ends& l, MPI_Request h) {
+  Request& q = p.req(h);
+  if (q.*Prev) p.req(q.*Prev).*Next = q.*Next;
+  else l.head = q.*Next;
+  if (q.*Next) p.req(q.*Next).*Prev = q.*Prev;
+  else l.tail = q.*Prev;
+  q.*Prev = q.*Next = 0;
+}
+}  // namespace
+
+void P2p::link(RList& l, std::uint8_t which, MPI_Request h) {
+  req(h).listed = which;
+  list_append<&Request::rprev, &Request::rnext>(*this, l, h);
 }
 
 void P2p::unlink(MPI_Request h) {
   Request& q = req(h);
   if (!q.listed) return;
-  RList& l = q.listed == 1 ? ready_ : parked_;
-  if (q.rprev) req(q.rprev).rnext = q.rnext;
-  else l.head = q.rnext;
-  if (q.rnext) req(q.rnext).rprev = q.rprev;
-  else l.tail = q.rprev;
-  q.rprev = q.rnext = 0;
+  list_remove<&Request::rprev, &Request::rnext>(*this, q.listed == 1 ? ready_ : parked_, h);
   q.listed = 0;
 }
 
@@ -213,12 +227,7 @@ void P2p::post(MPI_Request h) {
   q.seq = ++post_seq_;
   q.pattern = static_cast<std::uint8_t>(pattern_of(q.peer, q.tag));
   ++posted_by_pattern_[q.pattern];
-  QueueEnds& l = queues_.get(key_of(q.context, q.peer, q.tag, q.pattern));
-  q.prev = l.tail;
-  q.next = 0;
-  if (l.tail) req(l.tail).next = h;
-  else l.head = h;
-  l.tail = h;
+  list_append<&Request::prev, &Request::next>(*this, queues_.get(key_of(q.context, q.peer, q.tag, q.pattern)), h);
 }
 
 void P2p::unpost(MPI_Request h) {
@@ -226,11 +235,7 @@ void P2p::unpost(MPI_Request h) {
   const QueueKey k = key_of(q.context, q.peer, q.tag, q.pattern);
   QueueEnds* l = queues_.find(k);
   if (!l || (!q.prev && l->head != h)) return;  // not posted
-  if (q.prev) req(q.prev).next = q.next;
-  else l->head = q.next;
-  if (q.next) req(q.next).prev = q.prev;
-  else l->tail = q.prev;
-  q.prev = q.next = 0;
+  list_remove<&Request::prev, &Request::next>(*this, *l, h);
   --posted_by_pattern_[q.pattern];
   if (!l->head) queues_.erase(k);
 }
