@@ -17,7 +17,9 @@ struct RuntimeOptions {
   std::size_t flow_window = 4u << 20;
   std::size_t send_queue_limit = 64u << 20;
   std::size_t stack_size = 1 << 20;
-  int idle_spin_us = 50;
+  // -1: chosen at start-up: 50, or 0 when this host has more PEs than cores (a PE that
+  // polls there takes the core from the PE that has work).
+  int idle_spin_us = -1;
   bool bind = true;
   bool verbose = false;
 };

@@ -30,6 +30,7 @@ void bind_to_core(Machine& m) {
     return;
   }
   int cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+  m.info.oversubscribed = cores > 0 && m.info.local_size > cores;
   if (!m.opt.bind) {
     m.info.binding = "none (+nobind)";
   } else if (cores <= 0 || m.info.local_size > cores) {

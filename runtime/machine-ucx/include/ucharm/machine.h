@@ -44,6 +44,7 @@ struct Info {
   bool launched = false;       // under a PMIx server (else a singleton)
   std::string hostname;
   std::string binding;         // e.g. "core 3" or "none (8 PEs on 2 cores)"
+  bool oversubscribed = false;  // more PEs on this host than cores
   std::string ucx_version;
   std::string transports;      // filled by LrtsDescribeTransports
 };
