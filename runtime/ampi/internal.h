@@ -90,6 +90,10 @@ void type_for_each_run(MPI_Datatype t, int count, TypeRunFn fn, void* ctx);
 // Keep a derived type alive while the runtime uses it (the program may free it meanwhile).
 void type_retain(MPI_Datatype t);
 void type_release(MPI_Datatype t);
+// The calling rank's attributes of a datatype (comm/attributes.cpp): MPI_Type_dup copies them
+// by their copy callbacks, MPI_Type_free deletes them (last set first); the first error.
+int type_attrs_copy(MPI_Datatype from, MPI_Datatype to, const char* fn);
+int type_attrs_delete(MPI_Datatype t);
 
 // ---- reduction operations (ops.cpp) --------------------------------------------------------
 bool op_valid(MPI_Op op);

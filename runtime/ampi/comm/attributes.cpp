@@ -2,54 +2,177 @@
 #include "comm/comms.h"
 #include "checks.h"
 
-#include <iterator>
+#include <algorithm>
 
 namespace ampi::cm {
 
-// Attribute calls shared by the MPI-1 and MPI-2 names.
-int attr_set(MPI_Comm comm, int keyval, void* value, const char* fn) {
-  CommSlot* s = slot_of(comm);
-  if (!s) return bad_comm(comm, fn);
-  if (keyval > 0 && keyval < kFirstUserKeyval)
-    return error(comm, MPI_ERR_KEYVAL, fn, "keyval %d is predefined: its attribute cannot be set", keyval);
+namespace {
+// The object an attribute call names: a communicator or a datatype (`h`), and the
+// communicator whose error handler reports its errors.
+struct Obj {
+  KeyKind kind;
+  int h;
+  MPI_Comm ec;
+};
+Obj comm_obj(MPI_Comm c) { return {KeyKind::Comm, c, c}; }
+Obj type_obj(MPI_Datatype t) { return {KeyKind::Type, t, MPI_COMM_WORLD}; }
+
+// The attributes of `o` (looked up anew after every callback: a callback may move the tables),
+// or null for an invalid communicator; datatypes are checked by their entry points.
+Attrs* attrs_of(Obj o) {
+  if (o.kind == KeyKind::Type) return &my_comms().type_attrs[o.h];
+  CommSlot* s = slot_of(o.h);
+  return s ? &s->attrs : nullptr;
+}
+
+const char* kind_name(KeyKind k) { return k == KeyKind::Comm ? "communicator" : "datatype"; }
+
+// A keyval of o's kind the program still holds.
+Keyval* keyval_of(Obj o, int keyval) {
   Keyval* kv = keyval_get(keyval);
-  if (!kv) return error(comm, MPI_ERR_KEYVAL, fn, "invalid keyval %d", keyval);
-  auto it = s->attrs.find(keyval);
-  if (it != s->attrs.end()) {
+  return kv && kv->kind == o.kind ? kv : nullptr;
+}
+
+// Like keyval_of, also a freed keyval that attributes still use.
+bool keyval_usable(Obj o, int keyval) {
+  return keyval_live(keyval) && my_comms().keyvals[static_cast<std::size_t>(keyval)].kind == o.kind;
+}
+
+int bad_keyval(Obj o, int keyval, const char* fn) {
+  return error(o.ec, MPI_ERR_KEYVAL, fn, "invalid %s keyval %d", kind_name(o.kind), keyval);
+}
+
+int set(Obj o, int keyval, void* value, const char* fn) {
+  Attrs* a = attrs_of(o);
+  if (!a) return bad_comm(o.h, fn);
+  if (o.kind == KeyKind::Comm && keyval > 0 && keyval < kFirstUserKeyval)
+    return error(o.ec, MPI_ERR_KEYVAL, fn, "keyval %d is predefined: its attribute cannot be set", keyval);
+  Keyval* kv = keyval_of(o, keyval);
+  if (!kv) return bad_keyval(o, keyval, fn);
+  auto it = attr_find(*a, keyval);
+  if (it != a->end()) {
     void* old = it->second;
     if (kv->del) {
-      if (int e = kv->del(comm, keyval, old, kv->extra))
-        return error(comm, e, fn, "the delete callback of keyval %d failed (%d)", keyval, e);
+      if (int e = kv->del(o.h, keyval, old, kv->extra))
+        return error(o.ec, e, fn, "the delete callback of keyval %d failed (%d)", keyval, e);
     }
-    s = slot_of(comm);
-    s->attrs[keyval] = value;
-    return MPI_SUCCESS;
+    a = attrs_of(o);  // a replaced value keeps its place in the set order
+    it = attr_find(*a, keyval);
+    if (it != a->end()) {
+      it->second = value;
+      return MPI_SUCCESS;
+    }
+    // the callback deleted it: set it anew (its keyval reference went with it)
   }
-  ++kv->refs;
-  s->attrs[keyval] = value;
+  ++keyval_get(keyval)->refs;
+  a->emplace_back(keyval, value);
   return MPI_SUCCESS;
 }
 
-// MPI_Finalize's first step (MPI 3.1 §8.7.1), as MPI_Comm_free of `comm` (MPI_COMM_SELF)
-// would do it: every attribute's delete callback runs, newest keyval first, also for keyvals
-// the program freed already (their attributes kept them); the communicator stays.
-int attrs_delete_all(MPI_Comm comm) {
+int get(Obj o, int keyval, void* value, int* flag, const char* fn) {
+  Attrs* a = attrs_of(o);
+  if (!a) return bad_comm(o.h, fn);
+  if (!value) return null_arg(o.ec, fn, "attribute_val");
+  if (!flag) return null_arg(o.ec, fn, "flag");
+  // Predefined attributes: a pointer to the int value (on every communicator).
+  if (o.kind == KeyKind::Comm && keyval > 0 && keyval < kFirstUserKeyval) {
+    *static_cast<void**>(value) = &my_comms().attr_values[keyval];
+    *flag = 1;
+    return MPI_SUCCESS;
+  }
+  if (!keyval_usable(o, keyval)) return bad_keyval(o, keyval, fn);
+  auto it = attr_find(*a, keyval);
+  *flag = it != a->end();
+  if (*flag) *static_cast<void**>(value) = it->second;
+  return MPI_SUCCESS;
+}
+
+int del(Obj o, int keyval, const char* fn) {
+  Attrs* a = attrs_of(o);
+  if (!a) return bad_comm(o.h, fn);
+  if (!keyval_usable(o, keyval)) return bad_keyval(o, keyval, fn);
+  auto it = attr_find(*a, keyval);
+  if (it == a->end()) return error(o.ec, MPI_ERR_KEYVAL, fn, "no attribute for keyval %d", keyval);
+  const Keyval kv = my_comms().keyvals[static_cast<std::size_t>(keyval)];
+  if (kv.del) {
+    if (int e = kv.del(o.h, keyval, it->second, kv.extra))
+      return error(o.ec, e, fn, "the delete callback of keyval %d failed (%d)", keyval, e);
+  }
+  a = attrs_of(o);
+  if (auto at = attr_find(*a, keyval); at != a->end()) a->erase(at);
+  keyval_release(keyval);
+  return MPI_SUCCESS;
+}
+
+// Copies the attributes of `from` onto the new `to` (MPI_Comm_dup, MPI_Type_dup) by their
+// copy callbacks.
+int copy_all(Obj from, Obj to, const char* fn) {
+  const Attrs attrs = *attrs_of(from);  // callbacks may change the table
+  for (const auto& [k, v] : attrs) {
+    const Keyval kv = my_comms().keyvals[static_cast<std::size_t>(k)];
+    if (kv.copy == MPI_COMM_NULL_COPY_FN) continue;
+    void* out = v;
+    int flag = 1;
+    if (kv.copy != MPI_COMM_DUP_FN) {
+      flag = 0;
+      if (int e = kv.copy(from.h, k, kv.extra, v, &out, &flag))
+        return error(from.ec, e, fn, "the copy callback of keyval %d failed (%d)", k, e);
+    }
+    if (flag) {
+      ++my_comms().keyvals[static_cast<std::size_t>(k)].refs;
+      attrs_of(to)->emplace_back(k, out);
+    }
+  }
+  return MPI_SUCCESS;
+}
+
+// Deletes every attribute of `o`, the last set first; the first failing callback's code.
+int delete_all(Obj o) {
   int rc = MPI_SUCCESS;
   for (;;) {
-    CommSlot* s = slot_of(comm);
-    if (!s || s->attrs.empty()) return rc;
-    auto it = std::prev(s->attrs.end());
-    const int k = it->first;
-    void* v = it->second;
-    s->attrs.erase(it);
+    Attrs* a = attrs_of(o);
+    if (!a || a->empty()) break;
+    const auto [k, v] = a->back();
+    a->pop_back();
     const Keyval kv = my_comms().keyvals[static_cast<std::size_t>(k)];  // a callback may move the table
     if (kv.del) {
-      const int e = kv.del(comm, k, v, kv.extra);
+      const int e = kv.del(o.h, k, v, kv.extra);
       if (e && !rc) rc = e;
     }
     keyval_release(k);
   }
+  return rc;
 }
+}  // namespace
+
+}  // namespace ampi::cm
+
+namespace ampi {
+int type_attrs_copy(MPI_Datatype from, MPI_Datatype to, const char* fn) {
+  return cm::copy_all(cm::type_obj(from), cm::type_obj(to), fn);
+}
+int type_attrs_delete(MPI_Datatype t) {
+  CommTable& tab = my_comms();
+  auto it = tab.type_attrs.find(t);
+  if (it == tab.type_attrs.end()) return MPI_SUCCESS;
+  const int rc = cm::delete_all(cm::type_obj(t));
+  my_comms().type_attrs.erase(t);  // the handle may be given to a new type
+  return rc;
+}
+}  // namespace ampi
+
+namespace ampi::cm {
+int attr_set(MPI_Comm comm, int keyval, void* value, const char* fn) { return set(comm_obj(comm), keyval, value, fn); }
+int attr_get(MPI_Comm comm, int keyval, void* value, int* flag, const char* fn) {
+  return get(comm_obj(comm), keyval, value, flag, fn);
+}
+int attr_delete(MPI_Comm comm, int keyval, const char* fn) { return del(comm_obj(comm), keyval, fn); }
+int attrs_copy(MPI_Comm from, MPI_Comm to, const char* fn) { return copy_all(comm_obj(from), comm_obj(to), fn); }
+
+// MPI_Finalize's first step (MPI 3.1 §8.7.1), as MPI_Comm_free of `comm` (MPI_COMM_SELF)
+// would do it: every attribute's delete callback runs, the last set first, also for keyvals
+// the program freed already (their attributes kept them); the communicator stays.
+int attrs_delete_all(MPI_Comm comm) { return delete_all(comm_obj(comm)); }
 
 // A user keyval that still has a handle or attributes (a freed one keeps its attributes).
 bool keyval_live(int keyval) {
@@ -58,77 +181,24 @@ bool keyval_live(int keyval) {
          t.keyvals[static_cast<std::size_t>(keyval)].refs != 0;
 }
 
-int attr_get(MPI_Comm comm, int keyval, void* value, int* flag, const char* fn) {
-  CommSlot* s = slot_of(comm);
-  if (!s) return bad_comm(comm, fn);
-  if (!value) return null_arg(comm, fn, "attribute_val");
-  if (!flag) return null_arg(comm, fn, "flag");
-  // Predefined attributes: a pointer to the int value (on every communicator).
-  if (keyval > 0 && keyval < kFirstUserKeyval) {
-    *static_cast<void**>(value) = &my_comms().attr_values[keyval];
-    *flag = 1;
-    return MPI_SUCCESS;
-  }
-  if (!keyval_live(keyval)) return error(comm, MPI_ERR_KEYVAL, fn, "invalid keyval %d", keyval);
-  auto it = s->attrs.find(keyval);
-  *flag = it != s->attrs.end();
-  if (*flag) *static_cast<void**>(value) = it->second;
-  return MPI_SUCCESS;
-}
-
-int attr_delete(MPI_Comm comm, int keyval, const char* fn) {
-  CommSlot* s = slot_of(comm);
-  if (!s) return bad_comm(comm, fn);
-  if (!keyval_live(keyval)) return error(comm, MPI_ERR_KEYVAL, fn, "invalid keyval %d", keyval);
-  auto it = s->attrs.find(keyval);
-  if (it == s->attrs.end()) return error(comm, MPI_ERR_KEYVAL, fn, "no attribute for keyval %d", keyval);
-  Keyval& kv = my_comms().keyvals[static_cast<std::size_t>(keyval)];
-  if (kv.del) {
-    if (int e = kv.del(comm, keyval, it->second, kv.extra))
-      return error(comm, e, fn, "the delete callback of keyval %d failed (%d)", keyval, e);
-  }
-  slot_of(comm)->attrs.erase(keyval);
-  keyval_release(keyval);
-  return MPI_SUCCESS;
-}
-
 int keyval_create(MPI_Comm_copy_attr_function* copy, MPI_Comm_delete_attr_function* del, int* keyval, void* extra,
-                  const char* fn) {
+                  const char* fn, KeyKind kind) {
   if (!keyval) return null_arg(MPI_COMM_NULL, fn, "keyval");
   CommTable& t = my_comms();
   const std::size_t k = free_slot<Keyval>(t.keyvals, kFirstUserKeyval, [](const Keyval& kv) { return kv.refs == 0; });
-  t.keyvals[k] = Keyval{copy, del, extra, 1, false};
+  t.keyvals[k] = Keyval{copy, del, extra, 1, false, kind};
   *keyval = static_cast<int>(k);
   return MPI_SUCCESS;
 }
 
-int keyval_free(int* keyval, const char* fn) {
+int keyval_free(int* keyval, const char* fn, KeyKind kind) {
   if (!keyval) return null_arg(MPI_COMM_NULL, fn, "keyval");
-  if (!keyval_get(*keyval)) return error(MPI_COMM_NULL, MPI_ERR_KEYVAL, fn, "invalid keyval %d", *keyval);
-  my_comms().keyvals[static_cast<std::size_t>(*keyval)].freed = true;
+  Keyval* kv = keyval_get(*keyval);
+  if (!kv || kv->kind != kind)
+    return error(MPI_COMM_NULL, MPI_ERR_KEYVAL, fn, "invalid %s keyval %d", kind_name(kind), *keyval);
+  kv->freed = true;
   keyval_release(*keyval);
   *keyval = MPI_KEYVAL_INVALID;
-  return MPI_SUCCESS;
-}
-
-// Copies the attributes of `from` onto the new `to` (MPI_Comm_dup) by their copy callbacks.
-int attrs_copy(MPI_Comm from, MPI_Comm to, const char* fn) {
-  const std::map<int, void*> attrs = slot_of(from)->attrs;  // callbacks may change the table
-  for (const auto& [k, v] : attrs) {
-    Keyval kv = my_comms().keyvals[static_cast<std::size_t>(k)];
-    if (kv.copy == MPI_COMM_NULL_COPY_FN) continue;
-    void* out = v;
-    int flag = 1;
-    if (kv.copy != MPI_COMM_DUP_FN) {
-      flag = 0;
-      if (int e = kv.copy(from, k, kv.extra, v, &out, &flag))
-        return error(from, e, fn, "the copy callback of keyval %d failed (%d)", k, e);
-    }
-    if (flag) {
-      ++my_comms().keyvals[static_cast<std::size_t>(k)].refs;
-      slot_of(to)->attrs[k] = out;
-    }
-  }
   return MPI_SUCCESS;
 }
 
@@ -223,6 +293,29 @@ int PMPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval) {
   return attr_delete(comm, comm_keyval, "MPI_Comm_delete_attr");
 }
 int PMPI_Attr_delete(MPI_Comm comm, int keyval) { return attr_delete(comm, keyval, "MPI_Attr_delete"); }
+
+// ---- datatype attributes: the communicator machinery on the rank's per-type lists -------------
+int PMPI_Type_create_keyval(MPI_Type_copy_attr_function* type_copy_attr_fn,
+                            MPI_Type_delete_attr_function* type_delete_attr_fn, int* type_keyval, void* extra_state) {
+  return keyval_create(type_copy_attr_fn, type_delete_attr_fn, type_keyval, extra_state, "MPI_Type_create_keyval",
+                       KeyKind::Type);
+}
+int PMPI_Type_free_keyval(int* type_keyval) { return keyval_free(type_keyval, "MPI_Type_free_keyval", KeyKind::Type); }
+int PMPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void* attribute_val) {
+  const char* fn = "MPI_Type_set_attr";
+  if (int rc = check_type(MPI_COMM_WORLD, fn, "datatype", datatype)) return rc;
+  return set(type_obj(datatype), type_keyval, attribute_val, fn);
+}
+int PMPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void* attribute_val, int* flag) {
+  const char* fn = "MPI_Type_get_attr";
+  if (int rc = check_type(MPI_COMM_WORLD, fn, "datatype", datatype)) return rc;
+  return get(type_obj(datatype), type_keyval, attribute_val, flag, fn);
+}
+int PMPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval) {
+  const char* fn = "MPI_Type_delete_attr";
+  if (int rc = check_type(MPI_COMM_WORLD, fn, "datatype", datatype)) return rc;
+  return del(type_obj(datatype), type_keyval, fn);
+}
 
 }  // extern "C"
 #pragma GCC visibility pop

@@ -4,6 +4,7 @@
 
 #include "internal.h"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <memory>
@@ -25,10 +26,17 @@ struct Topology {
   bool weighted = false;
 };
 
+// A communicator's attributes, (keyval, value) in the order they were first set: MPI_Finalize
+// deletes MPI_COMM_SELF's in reverse set order (MPI 3.1 §8.7.1). Few per communicator: a vector.
+using Attrs = std::vector<std::pair<int, void*>>;
+inline Attrs::iterator attr_find(Attrs& a, int keyval) {
+  return std::find_if(a.begin(), a.end(), [keyval](const auto& p) { return p.first == keyval; });
+}
+
 struct CommSlot {
   std::unique_ptr<Comm> comm;
   std::string name;
-  std::map<int, void*> attrs;  // keyval -> value
+  Attrs attrs;
   Topology topo;
 };
 
@@ -36,12 +44,17 @@ struct Group {
   std::vector<int> members;  // world ranks, by rank in the group
 };
 
+// What a keyval's attributes hang on (MPI keeps communicator and datatype keyvals apart).
+// The callbacks of both have the same C type (MPI_Comm and MPI_Datatype are int).
+enum class KeyKind : unsigned char { Comm, Type };
+
 struct Keyval {
   MPI_Comm_copy_attr_function* copy = nullptr;
   MPI_Comm_delete_attr_function* del = nullptr;
   void* extra = nullptr;
   int refs = 0;  // the handle (until freed) + attributes that use it; 0: the slot is free
   bool freed = false;
+  KeyKind kind = KeyKind::Comm;
 };
 
 struct Errh {
@@ -69,6 +82,9 @@ struct CommTable {
   std::vector<CommSlot> comms;  // indexed by handle; comm null: free or never used
   std::vector<std::unique_ptr<Group>> groups;
   std::vector<Keyval> keyvals;
+  // This rank's datatype attributes (datatypes are shared by the ranks of a process), by
+  // handle; MPI_Type_free deletes a type's entry.
+  std::map<MPI_Datatype, cm::Attrs> type_attrs;
   std::vector<Errh> errhs;
   std::vector<std::unique_ptr<Info>> infos;
   std::uint32_t next_context = 4;  // 0: MPI_COMM_WORLD, 2: MPI_COMM_SELF
@@ -121,10 +137,10 @@ bool keyval_live(int keyval);
 int attr_get(MPI_Comm comm, int keyval, void* value, int* flag, const char* fn);
 int attr_delete(MPI_Comm comm, int keyval, const char* fn);
 int keyval_create(MPI_Comm_copy_attr_function* copy, MPI_Comm_delete_attr_function* del, int* keyval, void* extra,
-                  const char* fn);
-int keyval_free(int* keyval, const char* fn);
+                  const char* fn, KeyKind kind = KeyKind::Comm);
+int keyval_free(int* keyval, const char* fn, KeyKind kind = KeyKind::Comm);
 int attrs_copy(MPI_Comm from, MPI_Comm to, const char* fn);
-int attrs_delete_all(MPI_Comm comm);  // MPI_Finalize: every attribute of MPI_COMM_SELF, newest keyval first
+int attrs_delete_all(MPI_Comm comm);  // MPI_Finalize: every attribute of MPI_COMM_SELF, last set first
 int errhandler_set(MPI_Comm comm, MPI_Errhandler h, const char* fn);
 int errhandler_get(MPI_Comm comm, MPI_Errhandler* h, const char* fn);
 int errhandler_create(MPI_Comm_errhandler_function* f, MPI_Errhandler* h, const char* fn);

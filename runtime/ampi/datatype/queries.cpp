@@ -49,9 +49,11 @@ int PMPI_Type_free(MPI_Datatype* datatype) {
   Type* t = live(*datatype);
   if (t->predefined)
     return error(MPI_COMM_WORLD, MPI_ERR_TYPE, fn, "%s is predefined and cannot be freed", kBasics[*datatype].name);
+  const int del = type_attrs_delete(*datatype);  // the callbacks see the type still valid
   t->freed.store(true, std::memory_order_relaxed);
   type_release(*datatype);
   *datatype = MPI_DATATYPE_NULL;
+  if (del) return error(MPI_COMM_WORLD, del, fn, "an attribute delete callback failed (%d)", del);
   return MPI_SUCCESS;
 }
 
