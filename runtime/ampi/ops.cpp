@@ -24,17 +24,18 @@ constexpr int kPredefinedTypes = UCHARM_MPI_PREDEFINED_TYPES;
 
 // ---- element access -----------------------------------------------------------------------
 
-// The C layout of a pair type (MPI_DOUBLE_INT is struct { double; int; }).
-template <class V>
+// The C layout of a pair type (MPI_DOUBLE_INT is struct { double; int; }; MPI_2REAL's index
+// is a float).
+template <class V, class I = int>
 struct Pair {
   V value;
-  int index;
+  I index;
 };
 
 template <class T>
 struct IsPair : std::false_type {};
-template <class V>
-struct IsPair<Pair<V>> : std::true_type {};
+template <class V, class I>
+struct IsPair<Pair<V, I>> : std::true_type {};
 
 // Loads and stores through memcpy: buffers inside a derived type need not be aligned. A
 // pair is copied field by field, leaving its padding bytes alone.
@@ -187,9 +188,13 @@ constexpr void complexes(Table& t, MPI_Datatype d) {
 constexpr void logical(Table& t, MPI_Datatype d) {
   set<unsigned char, Land, Lor, Lxor>(t, d);
 }
-template <class V>
+template <class V, class I = int>
 constexpr void pair(Table& t, MPI_Datatype d) {
-  set<Pair<V>, MinLoc, MaxLoc>(t, d);
+  set<Pair<V, I>, MinLoc, MaxLoc>(t, d);
+}
+// Fortran LOGICAL: a 4-byte int, 0 false.
+constexpr void fortran_logical(Table& t, MPI_Datatype d) {
+  set<int, Land, Lor, Lxor>(t, d);
 }
 
 constexpr Table make_table() {
@@ -233,6 +238,28 @@ constexpr Table make_table() {
   pair<int>(t, MPI_2INT);
   pair<short>(t, MPI_SHORT_INT);
   pair<long double>(t, MPI_LONG_DOUBLE_INT);
+  // The Fortran and C++ types of mpi.h, as their C twins.
+  set<char>(t, MPI_CHARACTER);  // MPI defines no reduction on CHARACTER
+  fortran_logical(t, MPI_LOGICAL);
+  integer<int>(t, MPI_INTEGER);
+  floating<float>(t, MPI_REAL);
+  floating<double>(t, MPI_DOUBLE_PRECISION);
+  complexes<std::complex<float>>(t, MPI_COMPLEX);
+  complexes<std::complex<double>>(t, MPI_DOUBLE_COMPLEX);
+  pair<float, float>(t, MPI_2REAL);
+  pair<double, double>(t, MPI_2DOUBLE_PRECISION);
+  pair<int, int>(t, MPI_2INTEGER);
+  integer<std::int8_t>(t, MPI_INTEGER1);
+  integer<std::int16_t>(t, MPI_INTEGER2);
+  integer<std::int32_t>(t, MPI_INTEGER4);
+  integer<std::int64_t>(t, MPI_INTEGER8);
+  floating<float>(t, MPI_REAL4);
+  floating<double>(t, MPI_REAL8);
+  complexes<std::complex<float>>(t, MPI_COMPLEX8);
+  complexes<std::complex<double>>(t, MPI_COMPLEX16);
+  complexes<std::complex<float>>(t, MPI_CXX_FLOAT_COMPLEX);
+  complexes<std::complex<double>>(t, MPI_CXX_DOUBLE_COMPLEX);
+  complexes<std::complex<long double>>(t, MPI_CXX_LONG_DOUBLE_COMPLEX);
   return t;
 }
 

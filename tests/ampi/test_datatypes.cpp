@@ -47,6 +47,9 @@ int error(MPI_Comm, int code, const char* fn, const char* fmt, ...) {
   last_error = ReportedError{code, fn, text};
   return code;
 }
+// Datatype attributes live in comm/attributes.cpp (not built here): no type has any.
+int type_attrs_copy(MPI_Datatype, MPI_Datatype, const char*) { return MPI_SUCCESS; }
+int type_attrs_delete(MPI_Datatype) { return MPI_SUCCESS; }
 [[noreturn]] void not_implemented(const char* fn) {
   std::fprintf(stderr, "%s is not implemented (test double)\n", fn);
   std::abort();
@@ -156,6 +159,27 @@ TEST(Datatypes, PredefinedSizesAndExtents) {
       {MPI_UB, 0, 0, "MPI_UB"},
       {MPI_LB, 0, 0, "MPI_LB"},
       {MPI_CXX_BOOL, 1, 1, "MPI_CXX_BOOL"},
+      {MPI_CHARACTER, 1, 1, "MPI_CHARACTER"},
+      {MPI_LOGICAL, 4, 4, "MPI_LOGICAL"},
+      {MPI_INTEGER, 4, 4, "MPI_INTEGER"},
+      {MPI_REAL, 4, 4, "MPI_REAL"},
+      {MPI_DOUBLE_PRECISION, 8, 8, "MPI_DOUBLE_PRECISION"},
+      {MPI_COMPLEX, 8, 8, "MPI_COMPLEX"},
+      {MPI_DOUBLE_COMPLEX, 16, 16, "MPI_DOUBLE_COMPLEX"},
+      {MPI_2REAL, 8, 8, "MPI_2REAL"},
+      {MPI_2DOUBLE_PRECISION, 16, 16, "MPI_2DOUBLE_PRECISION"},
+      {MPI_2INTEGER, 8, 8, "MPI_2INTEGER"},
+      {MPI_INTEGER1, 1, 1, "MPI_INTEGER1"},
+      {MPI_INTEGER2, 2, 2, "MPI_INTEGER2"},
+      {MPI_INTEGER4, 4, 4, "MPI_INTEGER4"},
+      {MPI_INTEGER8, 8, 8, "MPI_INTEGER8"},
+      {MPI_REAL4, 4, 4, "MPI_REAL4"},
+      {MPI_REAL8, 8, 8, "MPI_REAL8"},
+      {MPI_COMPLEX8, 8, 8, "MPI_COMPLEX8"},
+      {MPI_COMPLEX16, 16, 16, "MPI_COMPLEX16"},
+      {MPI_CXX_FLOAT_COMPLEX, 8, 8, "MPI_CXX_FLOAT_COMPLEX"},
+      {MPI_CXX_DOUBLE_COMPLEX, 16, 16, "MPI_CXX_DOUBLE_COMPLEX"},
+      {MPI_CXX_LONG_DOUBLE_COMPLEX, 32, 32, "MPI_CXX_LONG_DOUBLE_COMPLEX"},
   };
   EXPECT_EQ(UCHARM_MPI_PREDEFINED_TYPES - 1, static_cast<int>(std::size(wants)));
   for (const Want& w : wants) {

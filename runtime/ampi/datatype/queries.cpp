@@ -225,9 +225,11 @@ int PMPI_Status_set_elements_x(MPI_Status* status, MPI_Datatype datatype, MPI_Co
 int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype* datatype) {
   const char* fn = "MPI_Type_match_size";
   if (int rc = check_ptr(MPI_COMM_WORLD, fn, "datatype", datatype)) return rc;
-  static constexpr MPI_Datatype kReal[] = {MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE};
-  static constexpr MPI_Datatype kInt[] = {MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T};
-  static constexpr MPI_Datatype kComplex[] = {MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX};
+  // The Fortran REAL*n, INTEGER*n, COMPLEX*n types (MPI 3.1 §17.1.9); long double stands in
+  // for the 16-byte ones, which have no Fortran type here.
+  static constexpr MPI_Datatype kReal[] = {MPI_REAL4, MPI_REAL8, MPI_LONG_DOUBLE};
+  static constexpr MPI_Datatype kInt[] = {MPI_INTEGER1, MPI_INTEGER2, MPI_INTEGER4, MPI_INTEGER8};
+  static constexpr MPI_Datatype kComplex[] = {MPI_COMPLEX8, MPI_COMPLEX16, MPI_C_LONG_DOUBLE_COMPLEX};
   auto pick = [&](const auto& list) -> int {
     for (MPI_Datatype t : list)
       if (static_cast<int>(type_size(t)) == size) {

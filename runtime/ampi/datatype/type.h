@@ -67,6 +67,17 @@ constexpr Basic pair(const char* name) {
                offsetof(PairOf<V>, index), sizeof(int), 2};
 }
 
+// MPI_2REAL and the like: two values of one type, for MINLOC / MAXLOC.
+template <class V>
+constexpr Basic twice(const char* name) {
+  return Basic{name, 2 * sizeof(V), 2 * sizeof(V), alignof(V), sizeof(V), sizeof(V), sizeof(V), 2};
+}
+
+template <class V>
+constexpr Basic complex_of(const char* name) {
+  return Basic{name, 2 * sizeof(V), 2 * sizeof(V), alignof(V), 2 * sizeof(V), 0, 0, 1};
+}
+
 constexpr std::array<Basic, kPredefined> make_basics() {
   std::array<Basic, kPredefined> b{};
   b[MPI_DATATYPE_NULL] = Basic{"MPI_DATATYPE_NULL", 0, 0, 1, 0, 0, 0, 0};
@@ -105,16 +116,33 @@ constexpr std::array<Basic, kPredefined> make_basics() {
   b[MPI_2INT] = pair<int>("MPI_2INT");
   b[MPI_SHORT_INT] = pair<short>("MPI_SHORT_INT");
   b[MPI_LONG_DOUBLE_INT] = pair<long double>("MPI_LONG_DOUBLE_INT");
-  b[MPI_C_FLOAT_COMPLEX] = Basic{"MPI_C_FLOAT_COMPLEX", 2 * sizeof(float), 2 * sizeof(float),
-                                 alignof(float), 2 * sizeof(float), 0, 0, 1};
-  b[MPI_C_DOUBLE_COMPLEX] = Basic{"MPI_C_DOUBLE_COMPLEX", 2 * sizeof(double), 2 * sizeof(double),
-                                  alignof(double), 2 * sizeof(double), 0, 0, 1};
-  b[MPI_C_LONG_DOUBLE_COMPLEX] =
-      Basic{"MPI_C_LONG_DOUBLE_COMPLEX", 2 * sizeof(long double), 2 * sizeof(long double),
-            alignof(long double), 2 * sizeof(long double), 0, 0, 1};
+  b[MPI_C_FLOAT_COMPLEX] = complex_of<float>("MPI_C_FLOAT_COMPLEX");
+  b[MPI_C_DOUBLE_COMPLEX] = complex_of<double>("MPI_C_DOUBLE_COMPLEX");
+  b[MPI_C_LONG_DOUBLE_COMPLEX] = complex_of<long double>("MPI_C_LONG_DOUBLE_COMPLEX");
   b[MPI_UB] = Basic{"MPI_UB", 0, 0, 1, 0, 0, 0, 0};
   b[MPI_LB] = Basic{"MPI_LB", 0, 0, 1, 0, 0, 0, 0};
   b[MPI_CXX_BOOL] = plain<bool>("MPI_CXX_BOOL");
+  b[MPI_CHARACTER] = plain<char>("MPI_CHARACTER");
+  b[MPI_LOGICAL] = plain<int>("MPI_LOGICAL");
+  b[MPI_INTEGER] = plain<int>("MPI_INTEGER");
+  b[MPI_REAL] = plain<float>("MPI_REAL");
+  b[MPI_DOUBLE_PRECISION] = plain<double>("MPI_DOUBLE_PRECISION");
+  b[MPI_COMPLEX] = complex_of<float>("MPI_COMPLEX");
+  b[MPI_DOUBLE_COMPLEX] = complex_of<double>("MPI_DOUBLE_COMPLEX");
+  b[MPI_2REAL] = twice<float>("MPI_2REAL");
+  b[MPI_2DOUBLE_PRECISION] = twice<double>("MPI_2DOUBLE_PRECISION");
+  b[MPI_2INTEGER] = twice<int>("MPI_2INTEGER");
+  b[MPI_INTEGER1] = plain<std::int8_t>("MPI_INTEGER1");
+  b[MPI_INTEGER2] = plain<std::int16_t>("MPI_INTEGER2");
+  b[MPI_INTEGER4] = plain<std::int32_t>("MPI_INTEGER4");
+  b[MPI_INTEGER8] = plain<std::int64_t>("MPI_INTEGER8");
+  b[MPI_REAL4] = plain<float>("MPI_REAL4");
+  b[MPI_REAL8] = plain<double>("MPI_REAL8");
+  b[MPI_COMPLEX8] = complex_of<float>("MPI_COMPLEX8");
+  b[MPI_COMPLEX16] = complex_of<double>("MPI_COMPLEX16");
+  b[MPI_CXX_FLOAT_COMPLEX] = complex_of<float>("MPI_CXX_FLOAT_COMPLEX");
+  b[MPI_CXX_DOUBLE_COMPLEX] = complex_of<double>("MPI_CXX_DOUBLE_COMPLEX");
+  b[MPI_CXX_LONG_DOUBLE_COMPLEX] = complex_of<long double>("MPI_CXX_LONG_DOUBLE_COMPLEX");
   return b;
 }
 
