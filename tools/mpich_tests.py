@@ -235,6 +235,7 @@ class Harness:
         link error inside MTest's helpers, a truncated .so): then it is tried once more."""
         text = Path(log).read_text(errors="replace")
         return ("file too short" in text or "file format not recognized" in text
+                or "undefined reference to `ucharm_" in text
                 or re.search(r"libmtest\.a\(\w+\.o\).*\n.*undefined reference", text)
                 is not None)
 
