@@ -17,7 +17,7 @@ counts=("$@")
 mpicc=${MPICC:-mpicc}
 mpirun=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
 mkdir -p "$out"
-progs=(type_free_pending op_free_pending bsend_init comm_idup create_group_twice finalize_self_attr type_attr fortran_types status_elements
+progs=(type_free_pending op_free_pending bsend_init comm_idup create_group_twice finalize_self_attr type_attr fortran_types pack_external status_elements
        status_error_kept buffer_detach ncoll_errhandler init_thread)
 fails=0
 for p in "${progs[@]}" exit_flush abort_code; do
