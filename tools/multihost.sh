@@ -35,6 +35,10 @@ readonly HOSTS=("${NAME}-h1" "${NAME}-h2")          # host names (UTS)
 readonly ADDRS=(198.18.0.1 198.18.0.2)
 readonly IFACE=mhnet                                # the veth end's name in each host
 readonly VETH=("${NAME:0:12}-a" "${NAME:0:12}-b")  # the veth ends' names before the move
+# The checkout's top folder under /tmp, if it is there (each host gets a fresh /tmp).
+ROOT_DIR=$(dirname "$(dirname "$SELF")")
+case $ROOT_DIR in /tmp/?*) KEEP=/tmp/$(cut -d/ -f3 <<<"$ROOT_DIR") ;; *) KEEP= ;; esac
+readonly ROOT_DIR KEEP
 
 die() { echo "multihost.sh: $*" >&2; exit 1; }
 skip() { echo "multihost.sh: SKIP: $*" >&2; exit 77; }
@@ -103,10 +107,15 @@ up() {
     # The holder: private mounts, a /sys of its own network namespace, fresh /tmp and
     # /dev/shm, then sleep until `down`. setsid: no terminal signal reaches it.
     # A subshell: the holder is nobody's job here (no "Killed" notice when `down` ends it).
+    # A checkout under /tmp (CI clones there) stays visible: its top folder is kept across
+    # the fresh /tmp (bound aside first, moved back after).
     ( setsid unshare --net --uts --ipc --mount --propagation private -- sh -c '
-        hostname "$1" && mount -t sysfs sysfs /sys && mount -t tmpfs -o mode=1777 tmpfs /tmp &&
+        hostname "$1" && mount -t sysfs sysfs /sys &&
+        { [ -z "$2" ] || { mkdir -p "$3" && mount --bind "$2" "$3"; }; } &&
+        mount -t tmpfs -o mode=1777 tmpfs /tmp &&
+        { [ -z "$2" ] || { mkdir -p "$2" && mount --move "$3" "$2"; }; } &&
         mount -t tmpfs -o mode=1777 tmpfs /dev/shm && ip link set lo up && exec sleep infinity' \
-        sh "${HOSTS[$i]}" </dev/null >/dev/null 2>"$STATE/h$((i + 1)).err" &
+        sh "${HOSTS[$i]}" "$KEEP" "$STATE/keep$((i + 1))" </dev/null >/dev/null 2>"$STATE/h$((i + 1)).err" &
       echo $! >"$STATE/h$((i + 1)).pid" )
   done
   # Ready once the holder has become the sleep (its hostname is set by then).
@@ -201,6 +210,10 @@ case $cmd in
     trap 'stop TERM 130' INT
     trap 'stop TERM 143' TERM
     trap 'stop TERM 129' HUP
+    # One kernel (and PID namespace) serves both hosts, so UCX's CMA (process_vm_readv)
+    # could reach across them, which real hosts cannot: left out unless UCX_TLS says
+    # otherwise.
+    export UCX_TLS=${UCX_TLS:-^cma}
     # oob/btl over the veth only; the agent enters the other host. The job inherits this
     # environment on both hosts (the agent is a local process, not ssh).
     nsenter -t "$(holder 0)" -n -u -i -m --wd="$PWD" -- \

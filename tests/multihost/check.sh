@@ -55,7 +55,10 @@ if [ "$mode" = job ]; then
       kind[p] = k; next }
     (p in kind) && /\|[^|]*\|[^|]*\|[^|]*\| *$/ {
       host = p; sub(/:.*/, "", host)
-      n = split($0, cell, "|"); t = cell[n - 1]; gsub(/ /, "", t)
+      # A row has exactly three cells; more: two processes wrote into one line (their
+      # output interleaves), which names no transport reliably.
+      n = split($0, cell, "|"); if (n != 5) next
+      t = cell[n - 1]; gsub(/ /, "", t)
       if (t != "Config") print host, kind[p], t }' "$out" | sort -u)
   echo "check.sh: transports seen (host, kind, transport):"
   echo "$rows" | sed 's/^/  /'
