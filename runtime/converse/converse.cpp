@@ -278,6 +278,19 @@ void CmiSyncSendAndFree(int pe, std::size_t size, void* msg) {
   send_owned(pe, msg);
 }
 
+void CmiForwardAndFree(int pe, void* msg) {
+  check_pe(pe, "CmiForwardAndFree");
+  const std::size_t size = CmiMsgSize(msg);
+  const int src = CmiMsgSourcePe(msg);
+  if (CmiGetReference(msg) > 1) {  // shared: forward a copy
+    void* m = copy_msg(size, msg);
+    CmiFree(msg);
+    msg = m;
+  }
+  hdr(msg)->srcpe = src;  // the first sender, not this PE: the receiver orders by it
+  send_owned(pe, msg);
+}
+
 CmiCommHandle CmiAsyncSend(int pe, std::size_t size, void* msg) {
   check_pe(pe, "CmiAsyncSend");
   check_size(size, "CmiAsyncSend");

@@ -57,6 +57,10 @@ int CmiRegisterHandler(CmiHandler h);
 // the local queue.
 void CmiSyncSend(int pe, std::size_t size, const void* msg);  // copies; msg stays yours
 void CmiSyncSendAndFree(int pe, std::size_t size, void* msg);  // takes msg
+// Sends a message that arrived here on to `pe`, keeping its header's source PE (the PE
+// that first sent it): a layer that forwards (the core's location manager) still knows
+// whose message it is. Takes msg.
+void CmiForwardAndFree(int pe, void* msg);
 using CmiCommHandle = void*;
 // No copy: msg must stay unchanged until CmiAsyncMsgSent(handle) is true; then CmiFree it.
 CmiCommHandle CmiAsyncSend(int pe, std::size_t size, void* msg);
