@@ -41,7 +41,7 @@ cp -L "$ucx"/lib/ucx/lib{uct_cma,uct_cuda,ucm_cuda,ucx_perftest_cuda}.so.0 "$dev
 mkdir -p "$dev/libucx/bin" && cp "$ucx/bin/ucx_perftest" "$dev/libucx/bin/"
 mkdir -p "$dev/libucx_cu13.libs" && cp "$ucx"/../libucx_cu13.libs/* "$dev/libucx_cu13.libs/" 2>/dev/null || true
 strip --strip-unneeded "$dev"/libucx/lib/*.so.0 "$dev"/libucx/lib/ucx/*.so.0 2>/dev/null || true
-for l in libboost_context.so.1.74.0 libfmt.so.9; do cp -L "/lib/x86_64-linux-gnu/$l" "$dev/syslib/"; done
+for l in libboost_context.so.1.74.0 libfmt.so.9 libmetis.so.5; do cp -L "/lib/x86_64-linux-gnu/$l" "$dev/syslib/"; done
 mkdir -p "$dev/tools" && cp "$root"/tools/{device-env.sh,gpu-check.sh,gpu-python.sh} "$dev/tools/"
 # The Python package: Cython's C++ output (compiled there for that machine's Python by
 # tools/gpu-python.sh) and a greenlet wheel for its Python 3.12 (it has no registry).
