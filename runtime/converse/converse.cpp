@@ -167,6 +167,10 @@ void barrier_release_handler(void* msg) {
 
 void dispatch(void* msg) {
   PeState& s = pe_state();
+  if (s.traced_idle) [[unlikely]] {
+    s.traced_idle = false;
+    s.trace_hooks.idle_end();
+  }
   CmiMsgHeader* h = hdr(msg);
   // Off the queue: a message from another PE gives its sender's credit back.
   if (int src = prefix_of(msg)->link_src; src >= 0) {
@@ -464,11 +468,26 @@ extern "C" __attribute__((visibility("default"))) int __lsan_is_turned_off() {
 void CsdEnqueue(void* msg) { enqueue_local(msg); }
 
 void CmiSetEmbedHooks(const CmiEmbedHooks& hooks) { pe_state().hooks = hooks; }
+void CmiSetTraceHooks(const CmiTraceHooks& hooks) {
+  PeState& s = pe_state();
+  if (s.traced_idle && s.trace_hooks.idle_end) s.trace_hooks.idle_end();
+  s.traced_idle = false;
+  s.trace_hooks = hooks;
+}
+
+// The scheduler found nothing to do: tell the tracer once per idle period.
+static void note_idle(PeState& s) {
+  if (s.trace_hooks.idle_begin && !s.traced_idle) {
+    s.traced_idle = true;
+    s.trace_hooks.idle_begin();
+  }
+}
 
 namespace ucharm::converse {
 void run_exit_hook(int code) {
   PeState& s = pe_state();
   if (auto* hook = std::exchange(s.hooks.on_exit, nullptr)) hook(code);
+  if (auto* hook = std::exchange(s.trace_hooks.on_exit, nullptr)) hook(code);
 }
 }  // namespace ucharm::converse
 
@@ -506,6 +525,7 @@ void CsdScheduleStep() {
   auto now = std::chrono::steady_clock::now().time_since_epoch().count();
   if (s.idle_since_ns == 0) {
     s.idle_since_ns = now;
+    note_idle(s);
     return;
   }
   if (now - s.idle_since_ns < static_cast<long long>(s.options.idle_spin_us) * 1000) return;
@@ -541,6 +561,7 @@ bool CsdScheduleStepInThread() {
   auto now = std::chrono::steady_clock::now().time_since_epoch().count();
   if (s.idle_since_ns == 0) {
     s.idle_since_ns = now;
+    note_idle(s);
     return true;
   }
   return now - s.idle_since_ns < static_cast<long long>(s.options.idle_spin_us) * 1000;

@@ -26,6 +26,7 @@ struct PeState {
   bool exiting = false;
   bool in_backlog_wait = false;  // a send is waiting for flow-control credit
   bool exit_arrived = false;     // an exit message is queued: sends no longer wait
+  bool traced_idle = false;      // the tracer was told idle began (trace_hooks.idle_end due)
   long long idle_since_ns = 0;
   unsigned idle_polls = 0;
   unsigned since_poll = 0;  // messages taken from the queue since the network was polled
@@ -38,6 +39,7 @@ struct PeState {
   // threads
   CthThread current_thread = nullptr;
   CmiEmbedHooks hooks;
+  CmiTraceHooks trace_hooks;
   // Finished threads' stacks and thread records, reused by CthCreate (threads.cpp). Last,
   // so that the fields the message path reads keep their places.
   struct FreeStack {

@@ -151,6 +151,17 @@ struct CmiEmbedHooks {
   void (*on_exit)(int code) = nullptr;
 };
 void CmiSetEmbedHooks(const CmiEmbedHooks& hooks);
+// Hooks for a tracer (the core's `+trace`), beside the embedder's: `idle_begin` runs when
+// the scheduler has found nothing to do for its first idle polls, `idle_end` before it next
+// runs a message (one pair per idle period, however often the PE sleeps in it); `on_exit`
+// runs once before this process ends, as the embedder's does. Null: nothing, and the
+// message path tests one flag.
+struct CmiTraceHooks {
+  void (*idle_begin)() = nullptr;
+  void (*idle_end)() = nullptr;
+  void (*on_exit)(int code) = nullptr;
+};
+void CmiSetTraceHooks(const CmiTraceHooks& hooks);
 
 // ---- GPU data: the Converse layer of the GPU Messaging and Channel APIs ----------------
 // Data moves straight between buffers, host or CUDA memory alike, tagged by the machine
