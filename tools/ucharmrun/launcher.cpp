@@ -42,6 +42,9 @@ int Launcher::run() {
   }
   int code = supervise();
   shut_down();
+  if (auto trace = trace_file(opt_.command))  // every rank has ended: join its parts
+    if (std::string note = merge_trace(*trace, opt_.np, code != 0); !note.empty())
+      say(fmt::format("ucharmrun: {}\n", note));
   return code;
 }
 

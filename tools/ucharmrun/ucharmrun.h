@@ -114,6 +114,14 @@ class PmixServer {
   bool up_ = false, registered_ = false;
 };
 
+// ---- +trace (trace_merge.cpp) -------------------------------------------------------------
+
+// The FILE of a `+trace FILE` (or `+trace=FILE`) among the program's arguments.
+std::optional<std::string> trace_file(const std::vector<std::string>& command);
+// Joins the PEs' parts of trace `file` into `file` once every rank has ended; removes the
+// parts unless the job failed or one is missing. Returns a note for the user ("" if none).
+std::string merge_trace(const std::string& file, int np, bool job_failed);
+
 // ---- the job (launcher.cpp starts it, supervision.cpp watches it) ----------------------
 
 struct Rank {
