@@ -345,4 +345,14 @@ void er::bad_length(std::uint64_t n, std::size_t min_bytes, const std::type_info
           unpack_context(context_).c_str(), ck::detail::demangle(type.name()).c_str(),
           static_cast<unsigned long long>(n), min_bytes, limit_ - pos_);
 }
+void er::bad_value(std::uint64_t value, std::uint64_t limit, const char* what, const std::type_info& type) const {
+  CkAbort("unpacking a malformed message%s: a %s has %s %llu, but it must be below %llu",
+          unpack_context(context_).c_str(), ck::detail::demangle(type.name()).c_str(), what,
+          static_cast<unsigned long long>(value), static_cast<unsigned long long>(limit));
+}
+void er::sliced(const std::type_info& declared, const std::type_info& held) {
+  CkAbort("cannot pack a std::unique_ptr<%s> that holds a %s: PUP packs only the declared type, and the "
+          "derived part would be lost (hold the derived type, or pup the object yourself)",
+          ck::detail::demangle(declared.name()).c_str(), ck::detail::demangle(held.name()).c_str());
+}
 }  // namespace PUP
