@@ -139,6 +139,9 @@ Assignment greedy_assign(const Stats& s) {
   PeQueue q(s, fixed_loads(s));
   std::vector<int> map = current(s);
   for (std::uint32_t i : migratable_by_load(s)) {
+    // Moving an object of no measured load changes no PE's load: it stays (else all of
+    // them would pile onto one PE, e.g. before anything has been measured).
+    if (s.objects[i].load <= 0) continue;
     const int p = q.least();
     q.add(p, s.objects[i].load);
     map[i] = p;

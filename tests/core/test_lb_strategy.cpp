@@ -268,6 +268,24 @@ TEST(LbStrategy, SpeedsCount) {
   }
 }
 
+TEST(LbStrategy, ObjectsWithoutLoadStay) {
+  // Nothing measured yet: no strategy that balances load piles everything onto one PE.
+  lb::Stats s = make(4);
+  for (int i = 0; i < 16; ++i) add(s, i % 4, 0.0);
+  for (const NamedFn& f : kBalancing) {
+    auto map = f.fn(s);
+    std::vector<int> per_pe(4, 0);
+    for (int p : map) ++per_pe[p];
+    EXPECT_EQ(per_pe, (std::vector<int>{4, 4, 4, 4})) << f.name;
+    EXPECT_DOUBLE_EQ(lb::max_over_avg(s, map), 1.0) << f.name;
+  }
+  s.edges.push_back({0, 1, 8});  // Metis through METIS: weights by count
+  auto map = lb::metis(s);
+  std::vector<int> per_pe(4, 0);
+  for (int p : map) ++per_pe[p];
+  EXPECT_LE(*std::max_element(per_pe.begin(), per_pe.end()), 5);
+}
+
 TEST(LbStrategy, RefineHandlesCoarseObjects) {
   // 6 equal objects on 4 PEs: the 5% tolerance is out of reach; the best is 2 per PE max.
   lb::Stats s = make(4);
