@@ -282,6 +282,10 @@ void CmiSyncSendAndFree(int pe, std::size_t size, void* msg) {
   send_owned(pe, msg);
 }
 
+void CmiRegisterOption(const char* name, int takes_value) {
+  layer_options().emplace_back(name, takes_value != 0);
+}
+
 void CmiForwardAndFree(int pe, void* msg) {
   check_pe(pe, "CmiForwardAndFree");
   const std::size_t size = CmiMsgSize(msg);

@@ -1,5 +1,6 @@
 #include "options.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fmt/core.h>
@@ -98,7 +99,12 @@ std::optional<std::string> apply(std::string_view name, std::optional<std::strin
     else o.verbose = on;
   } else {
     return fmt::format("{}: unknown runtime option '{}' (known: +eager-size=BYTES, +prepost=N, "
-                       "+flow-window=BYTES, +send-queue-limit=BYTES, +stacksize=BYTES, +idle-spin-us=N, +nobind, +verbose)", where, name);
+                       "+flow-window=BYTES, +send-queue-limit=BYTES, +stacksize=BYTES, +idle-spin-us=N, +nobind, +verbose{})",
+                       where, name, [] {
+                         std::string more;
+                         for (const auto& [n, v] : layer_options()) more += ", +" + n + (v ? " VALUE" : "");
+                         return more;
+                       }());
   }
   return std::nullopt;
 }
@@ -112,6 +118,11 @@ const char* env_value(const char* key, const char* const* envp) {
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, bool>>& layer_options() {
+  static std::vector<std::pair<std::string, bool>> names;  // registered before ConverseInit
+  return names;
+}
 
 std::optional<std::string> parse_runtime_options(int& argc, char** argv, RuntimeOptions& out,
                                                  const char* const* envp) {
@@ -137,6 +148,15 @@ std::optional<std::string> parse_runtime_options(int& argc, char** argv, Runtime
     if (auto eq = a.find('='); eq != std::string_view::npos) {
       value = a.substr(eq + 1);
       a = a.substr(0, eq);
+    }
+    // An option of a layer above (the core's +balancer, +trace, ...): left for it, with its
+    // value when that is the next argument.
+    auto layer = std::find_if(layer_options().begin(), layer_options().end(),
+                              [&](const auto& o) { return o.first == a; });
+    if (layer != layer_options().end()) {
+      argv[kept++] = argv[i];
+      if (layer->second && !value && i + 1 < argc) argv[kept++] = argv[++i];
+      continue;
     }
     if (auto err = apply(a, value, out, "command line")) return err;
   }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ucharm::converse {
 
@@ -23,6 +24,9 @@ struct RuntimeOptions {
   bool bind = true;
   bool verbose = false;
 };
+
+// Options of the layers above (CmiRegisterOption): name without '+', takes a value.
+std::vector<std::pair<std::string, bool>>& layer_options();
 
 // Returns an error message, or nothing on success. `argc`/`argv` are compacted in place.
 std::optional<std::string> parse_runtime_options(int& argc, char** argv, RuntimeOptions& out,

@@ -19,8 +19,8 @@ Collection& ensure_collection(const CollectionRef& ref, const std::type_info* cl
   if (!slot) {
     slot = std::make_unique<Collection>();
     slot->ref = ref;
-    slot->cls = cls;
   }
+  if (!slot->cls) slot->cls = cls;  // made earlier by a location message, which knows no class
   return *slot;
 }
 
@@ -42,38 +42,18 @@ void construct_element(Collection& c, const Index& idx, void* msg) {
   k.constructing = Constructing{c.ref, idx};
   PUP::er p = PUP::er::unpacker(args_of(msg) + sizeof(CollectionRef), args_len(msg) - sizeof(CollectionRef));
   ChareBase* obj = registry().ctors[e.entry].make(p);
-  c.elements.emplace(idx, obj);
-  c.local.push_back(obj);
+  // Broadcasts sent before it do not reach it; an insertion knows which those were.
+  const bool stamped = e.flags & kEnvStamped;
+  ElementAccess::rt(obj).bcast_seen = stamped ? e.seq : c.bcast_latest;
+  element_added(c, obj);
   if (c.ref.kind != Kind::Array) c.single = obj;
+  if (stamped) broadcast_catch_up(c, obj);  // ones sent after the insertion that came here first
   auto w = c.waiting.find(idx);
   if (w != c.waiting.end()) {
     std::vector<void*> msgs = std::move(w->second);
     c.waiting.erase(w);
     flush_waiting(msgs);
   }
-}
-
-// Which PEs hold elements of a bulk array or group: the reduction tree spans those.
-void setup_reduction_tree(Collection& c) {
-  const int n = CmiNumPes(), me = CmiMyPe();
-  c.red_pes.clear();
-  if (c.ref.kind == Kind::Group) {
-    for (int pe = 0; pe < n; ++pe) c.red_pes.push_back(pe);
-    c.local_expected = 1;
-  } else {
-    std::vector<char> holds(static_cast<std::size_t>(n), 0);
-    c.local_expected = 0;
-    for_each_index(c.ref.shape, [&](const Index& i) {
-      const int pe = LocationManager::pe_of(c.ref, i);
-      holds[static_cast<std::size_t>(pe)] = 1;
-      if (pe == me) ++c.local_expected;
-    });
-    for (int pe = 0; pe < n; ++pe)
-      if (holds[static_cast<std::size_t>(pe)]) c.red_pes.push_back(pe);
-  }
-  auto it = std::find(c.red_pes.begin(), c.red_pes.end(), me);
-  c.red_pos = it == c.red_pes.end() ? -1 : static_cast<int>(it - c.red_pes.begin());
-  c.reducible = true;
 }
 
 }  // namespace
@@ -111,16 +91,20 @@ void create_collection(void* msg) {
     k.waiting.erase(w);
     flush_waiting(msgs);
   }
-  // Child partials may have arrived before this PE knew the collection. Completing a
-  // round erases it from the map, so collect the rounds first.
-  std::vector<std::uint32_t> rounds;
-  for (auto it = k.reductions.lower_bound({c.ref.id, 0});
-       it != k.reductions.end() && it->first.first == c.ref.id; ++it)
-    rounds.push_back(it->first.second);
-  for (std::uint32_t r : rounds) try_complete_reduction(c.ref.id, r);
+  // Bulk creation is done: from now on the elements here are the ones that count (they
+  // may move). Child partials may have arrived before this PE knew the collection.
+  c.local_expected = 0;
+  reductions_recheck(c);
 }
 
 const Constructing& constructing() { return core().constructing; }
+
+const char* class_name(const std::type_info* cls) {
+  if (!cls) return "?";
+  std::string& s = core().class_names[cls];  // node-based: the string stays where it is
+  if (s.empty()) s = demangle(cls->name());
+  return s.c_str();
+}
 
 std::string held_report() {
   Core& k = core();
@@ -133,7 +117,7 @@ std::string held_report() {
     for (auto& [idx, msgs] : c->waiting)
       if (!msgs.empty())
         line(msgs.size(), "element " + idx.str() + " of collection " + std::to_string(id) + " (" +
-                              demangle(c->cls->name()) + "), which does not exist (never inserted, or destroyed)");
+                              (c->cls ? demangle(c->cls->name()) : std::string("class not known here")) + "), which does not exist (never inserted, or destroyed)");
   for (auto& [id, msgs] : k.waiting) {  // this PE never heard of the collection: name the indices
     std::map<std::string, std::size_t> by_index;
     for (void* m : msgs) {
@@ -152,10 +136,9 @@ void destroy_element(Collection& c, const Index& idx) {
   auto it = c.elements.find(idx);
   if (it == c.elements.end()) return;  // destroyed twice: the first one did it
   ChareBase* obj = it->second;
-  c.elements.erase(it);
-  c.local.erase(std::find(c.local.begin(), c.local.end(), obj));
-  if (c.single == obj) c.single = nullptr;
+  element_removed(c, obj);
   delete obj;
+  if (c.ref.kind == Kind::Array) forget_routes(c.ref.id, idx);  // an index inserted again starts a new order
   if (c.ref.kind == Kind::Chare) {  // its record goes too: creating many chares costs nothing lasting
     if (k.last == &c) k.last = nullptr;
     k.collections.erase(c.ref.id);
@@ -247,8 +230,21 @@ void ChareBase::ckDestroy() {
   e.entry = 0;
   e.sig = 0;
   e.kind = detail::MsgKind::Destroy;
-  detail::send_msg(msg, total, ref_, SendOpts{});  // to this PE, after the running entry method
+  CmiSetHandler(msg, detail::core().h_core);  // to this PE (where it is now), after the running entry method
+  ++detail::core().sent;
+  CmiSyncSendAndFree(CkMyPe(), total, msg);
 }
+
+namespace detail {
+void bad_wide_index(const Index& i) {
+  CkAbort("index %s: coordinates of 4- to 6-dimensional indices must fit in 16 bits", i.str().c_str());
+}
+int route_pe(const CollectionRef& c, const Index& idx) {
+  if (c.kind != Kind::Array) return home_pe(c, idx);
+  auto it = core().routes.find(RouteKey{c.id, idx});
+  return it != core().routes.end() && it->second.pe >= 0 ? it->second.pe : home_pe(c, idx);
+}
+}  // namespace detail
 
 std::string Index::str() const {
   std::string s = "(";

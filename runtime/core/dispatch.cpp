@@ -30,13 +30,14 @@ std::string raw_sig_names() { return "a raw message"; }
 void thread_body(void* arg) {
   std::unique_ptr<ThreadCall> call(static_cast<ThreadCall*>(arg));
   run_entry_with(call->obj, call->entry, call->msg, call->dests.empty() ? nullptr : &call->dests);
+  if (call->obj) --ElementAccess::rt(call->obj).threads;
   CmiFree(call->msg);
 }
 
 namespace {
 
 // Runs entry `entry` on obj; a threaded entry gets its own thread (holding a reference to msg).
-void call_entry(Collection& c, ChareBase* obj, void* msg) {
+void call_entry_now(Collection& c, ChareBase* obj, void* msg) {
   const Envelope& e = envelope(msg);
   const EntryInfo& info = core_entries()[e.entry];
   // Same class: the common case, no dynamic_cast. Otherwise the entry may belong to a base.
@@ -53,11 +54,48 @@ void call_entry(Collection& c, ChareBase* obj, void* msg) {
     start_device_invocation(obj, e.entry, msg);
   } else if (info.threaded) {
     CmiReference(msg);
+    ++ElementAccess::rt(obj).threads;  // a suspended thread pins the element here
     CthAwaken(CthCreate(thread_body, new ThreadCall{obj, e.entry, msg, {}}));
   } else {
     run_entry(obj, e.entry, msg);
   }
 }
+
+}  // namespace
+
+// Runs an entry on an element, measuring it for the balancer and the trace.
+void call_entry(Collection& c, ChareBase* obj, void* msg) {
+  Core& k = core();
+  const bool traced = trace::enabled();
+  if (traced) {
+    const Envelope& e = envelope(msg);
+    trace::begin_entry(class_name(c.cls), core_entries()[e.entry].name, obj->ckIndex(), CmiMsgSourcePe(msg),
+                       trace_flow_of(msg));
+  }
+  if (c.ref.kind != Kind::Array) {
+    call_entry_now(c, obj, msg);
+  } else {  // array elements: their time is their load
+    ChareBase* outer = k.running;
+    k.running = obj;
+    const double t0 = CmiWallTimer();
+    call_entry_now(c, obj, msg);
+    lb_account(obj, CmiWallTimer() - t0);
+    k.running = outer;
+  }
+  if (traced) trace::end_entry();
+}
+
+void deliver_in_order(Collection& c, ChareBase* obj, void* msg) {
+  Core& k = core();
+  const Envelope& e = envelope(msg);
+  if (e.flags & kEnvForwarded)  // its sender's route is stale: tell it where the element is
+    correct_sender(c, obj->ckIndex(), CmiMsgSourcePe(msg), ElementAccess::rt(obj).moves);
+  ++k.processed;
+  call_entry(c, obj, msg);
+  CmiFree(msg);
+}
+
+namespace {
 
 void call_function(void* msg) {
   const Envelope& e = envelope(msg);
@@ -89,6 +127,9 @@ void dispatch(void* msg) {
       ++k.processed;
       create_collection(msg);
       return;
+    case MsgKind::Arrive:  // carries its CollectionRef: the collection may be new here
+      arrive_handler_msg(msg);
+      return;
     default:
       break;
   }
@@ -104,6 +145,11 @@ void dispatch(void* msg) {
     return;
   }
   if (e.kind == MsgKind::Insert) {
+    if (!(e.flags & kEnvStamped)) {  // at the array's root: stamp it, then on to the element's home
+      stamp_insertion(msg);
+      CmiForwardAndFree(home_pe(c->ref, e.index()), msg);
+      return;
+    }
     ++k.processed;
     create_collection(msg);
     return;
@@ -116,13 +162,33 @@ void dispatch(void* msg) {
   }
   if (e.kind == MsgKind::Broadcast) {
     ++k.processed;
+    if (c->ref.kind == Kind::Array) {  // numbered by the root, so that moving elements get each once
+      if (CmiMsgHeaderOf(msg)->flags & CmiMsgBroadcast) broadcast_numbered(*c, msg);
+      else number_broadcast(msg);
+      return;
+    }
     for (std::size_t i = 0; i < c->local.size(); ++i) call_entry(*c, c->local[i], msg);
     CmiFree(msg);
     return;
   }
   ChareBase* obj = LocationManager::find_local(*c, e.index());
-  if (!obj) {  // inserted, but not yet
-    LocationManager::hold(*c, e.index(), msg);
+  if (e.kind == MsgKind::Migrate) {
+    ++k.processed;
+    if (obj && ElementAccess::rt(obj).leaving_to == static_cast<int>(e.entry))
+      migrate_out(*c, obj, static_cast<int>(e.entry), false);
+    CmiFree(msg);
+    return;
+  }
+  if (!obj) {
+    if (c->ref.kind == Kind::Array) route_absent(*c, msg);  // moved away, or not here yet
+    else LocationManager::hold(*c, e.index(), msg);
+    return;
+  }
+  if (c->ref.kind == Kind::Array) {
+    if (!(e.flags & kEnvUnordered) && !in_order(obj, msg)) return;  // kept until the earlier one comes
+    const int src = CmiMsgSourcePe(msg);
+    deliver_in_order(*c, obj, msg);
+    drain_early(*c, obj, src);
     return;
   }
   ++k.processed;
@@ -201,6 +267,10 @@ void core_start(int argc, char** argv) {
     else if (v != "warn") CkAbort("UCHARM_UNDELIVERED=%s: use warn (the default) or error", u);
   }
   register_channel_handler();
+  register_location_handlers();
+  k.h_lb = CmiRegisterHandler(lb_handler);
+  parse_core_options(argc, argv);
+  lb_start();
   k.h_device_sent = CmiRegisterHandler(device_sent_handler);
   k.h_device_arrived = CmiRegisterHandler(device_arrived_handler);
   assign_indices();
@@ -235,6 +305,17 @@ void send_msg(void* msg, std::size_t total, const CollectionRef& ref, const Send
   switch (e.kind) {
     case MsgKind::Broadcast:
       if (ref.kind == Kind::Chare) CkAbort("broadcast to a singleton chare: use its element proxy");
+      if (trace::enabled()) trace_attach(msg, total, -1);  // one flow to every receiver
+      if (ref.kind == Kind::Array) {  // the creating PE numbers array broadcasts
+        const int root = static_cast<int>(ref.id & 0xFFFFFF);
+        if (root == CmiMyPe()) {
+          number_broadcast(msg);
+        } else {
+          ++k.sent;
+          CmiSyncSendAndFree(root, total, msg);
+        }
+        return;
+      }
       [[fallthrough]];
     case MsgKind::CreateGroup:
     case MsgKind::CreateArray:
@@ -246,9 +327,33 @@ void send_msg(void* msg, std::size_t total, const CollectionRef& ref, const Send
       ++k.sent;
       CmiSyncSendAndFree(e.x[0], total, msg);
       return;
-    default:
+    case MsgKind::Invoke:
+      if (ref.kind == Kind::Array) {
+        send_to_element(msg, total, ref, o);
+        return;
+      }
+      [[fallthrough]];
+    case MsgKind::Insert:
+      if (e.kind == MsgKind::Insert) {
+        // Through the array's root, which numbers its broadcasts: the new element gets exactly
+        // the broadcasts sent after it was inserted, in whichever order they reach its PE.
+        ++k.sent;
+        const int root = static_cast<int>(ref.id & 0xFFFFFF);
+        if (root == CmiMyPe()) {
+          stamp_insertion(msg);
+          CmiSyncSendAndFree(home_pe(ref, e.index()), total, msg);
+        } else {
+          CmiSyncSendAndFree(root, total, msg);
+        }
+        return;
+      }
+      [[fallthrough]];
+    default: {
       ++k.sent;
-      CmiSyncSendAndFree(LocationManager::pe_of(ref, e.index()), total, msg);
+      const int pe = LocationManager::pe_of(ref, e.index());
+      if (e.kind == MsgKind::Invoke && trace::enabled()) trace_attach(msg, total, pe);
+      CmiSyncSendAndFree(pe, total, msg);
+    }
   }
 }
 
@@ -260,6 +365,7 @@ void prepare_local(void* msg) {
 
 int start(int argc, char** argv, ChareBase* (*make_main)(const MainArgs&)) {
   core().make_main = make_main;
+  register_core_options();
   ConverseInit(argc, argv, core_start);
   return 0;
 }

@@ -4,8 +4,11 @@
 
 #include <ucharm/charm.h>
 
+#include "trace.h"
+
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,6 +25,7 @@ struct Registered {
 struct CtorInfo {
   Constructor make;
   const std::type_info* cls;
+  bool migration = false;  // the migration constructor (C(CkMigrateMessage*) or C())
 };
 struct Registry {
   std::vector<std::pair<Registered, EntryInfo>> entries_in;
@@ -49,10 +53,44 @@ constexpr int kTreeBranching = 4;
 struct IndexHash {
   std::size_t operator()(const Index& i) const {
     std::uint64_t h = static_cast<std::uint32_t>(i.x[0]);
-    h = h * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint32_t>(i.x[1]);
-    h = h * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint32_t>(i.x[2]);
+    for (int d = 1; d < kMaxDims; ++d) h = h * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint32_t>(i.x[d]);
     return static_cast<std::size_t>(h ^ (h >> 29));
   }
+};
+
+// The runtime's private parts of an element (ChareBase befriends this).
+struct ElementAccess {
+  static ElementRuntime& rt(ChareBase* o) { return o->rt_; }
+  static std::uint32_t& round(ChareBase* o) { return o->round_; }
+  static void set_identity(ChareBase* o, const CollectionRef& r, const Index& i) { o->ref_ = r; o->index_ = i; }
+};
+
+// Where an element went (on a PE it left, and on its home PE): `moves` orders updates.
+struct LocRecord {
+  std::int32_t pe;
+  std::uint32_t moves;
+};
+
+// A sender's view of one element: where to send (-1: its home) and the next sequence number.
+struct RouteKey {
+  std::uint64_t collection;
+  Index idx;
+  bool operator==(const RouteKey& o) const { return collection == o.collection && idx == o.idx; }
+};
+struct RouteHash {
+  std::size_t operator()(const RouteKey& k) const { return IndexHash{}(k.idx) ^ (k.collection * 0x9E3779B97F4A7C15ull); }
+};
+struct Route {
+  std::int32_t pe = -1;
+  std::uint16_t seq = 0;
+  std::uint32_t moves = 0;
+};
+
+// A reduction tree child (over all PEs): the last round it sent and whether it promised the next.
+struct RedChild {
+  int pe;
+  std::int64_t last_sent = -1;
+  bool promised = false;
 };
 
 struct Collection {
@@ -62,20 +100,30 @@ struct Collection {
   std::vector<ChareBase*> local;  // in construction order (broadcasts walk this)
   ChareBase* single = nullptr;    // a group's or chare's one local element: no hash lookup
   std::unordered_map<Index, std::vector<void*>, IndexHash> waiting;  // for elements not yet here
-  // Reduction tree over the PEs that hold elements (bulk arrays and groups).
+  std::unordered_map<Index, LocRecord, IndexHash> where;  // elements that left (or, at home, live elsewhere)
+  // Reductions (bulk arrays and groups) climb a tree over all PEs; elements may move, so a
+  // PE sends a round up once its local elements have contributed and the children that
+  // promised it have sent theirs; the root counts contributions (reductions.cpp).
   bool reducible = false;
   int local_expected = 0;  // elements this PE will hold once bulk creation is done
-  std::vector<int> red_pes;
-  int red_pos = -1;
+  std::int64_t red_total = 0;  // contributions per round (elements of the collection)
+  std::map<std::uint32_t, int> owing;  // round -> local elements whose next contribution it is
+  std::vector<RedChild> red_children;
+  int red_parent = -1;
+  bool red_promised = false;  // this PE will send round red_next_send
+  std::uint32_t red_next_send = 0;  // rounds below were sent up (root: completed)
+  // Numbered array broadcasts (the root numbers them; elements that move skip or catch up).
+  std::uint16_t bcast_latest = 0;  // the last one delivered here
+  std::vector<void*> bcast_history;  // the last kBcastHistory delivered here, oldest first
 };
+constexpr std::size_t kBcastHistory = 64;
 
 struct RedState {
   bool has = false;
   Contribution c{};
   std::vector<char> data;
   CkCallback cb;
-  int local_got = 0;
-  int children_got = 0;
+  std::int64_t count = 0;  // contributions combined here
 };
 
 struct FutureSlot {
@@ -121,6 +169,13 @@ struct Core {
   std::vector<PendingDevice*> pending_free;  // receive records, reused
   const std::vector<CkDeviceBuffer>* unpack_dests = nullptr;  // set while an entry unpacks
   std::size_t unpack_next = 0;
+  // Location manager: this PE's routes to elements (a cache; corrected when a message had
+  // to be forwarded), and its handlers for location updates.
+  std::unordered_map<RouteKey, Route, RouteHash> routes;
+  int h_loc_update = -1, h_loc_correct = -1, h_forget = -1, h_lb = -1;
+  ChareBase* running = nullptr;  // the element whose entry method runs now
+  std::unordered_map<std::uint64_t, std::uint16_t> bcast_serials;  // arrays this PE created: last number
+  std::unordered_map<const std::type_info*, std::string> class_names;  // demangled, for traces
 };
 extern Core g_core;  // this PE's core state (non-SMP); reached only through core()
 inline Core& core() { return g_core; }
@@ -160,7 +215,15 @@ inline int tree_children(int pos, int n) {
   return first >= n ? 0 : std::min(kTreeBranching, n - first);
 }
 
-inline std::size_t args_len(void* msg) { return CmiMsgSize(msg) - CmiMsgHeaderSizeBytes - sizeof(Envelope); }
+inline std::size_t args_len(void* msg) { return raw_length(msg); }  // less a trace trailer
+// +trace: gives an element message a trailer with its flow id (a copy 8 bytes longer).
+void trace_attach(void*& msg, std::size_t& total, int dest_pe);
+inline std::uint64_t trace_flow_of(void* msg) {
+  if (!(envelope(msg).flags & kEnvTraced)) return 0;
+  std::uint64_t id;
+  std::memcpy(&id, static_cast<char*>(msg) + CmiMsgSize(msg) - sizeof id, sizeof id);
+  return id;
+}
 inline char* args_of(void* msg) { return CmiMsgPayload(msg) + sizeof(Envelope); }
 
 // ---- collections and location (collections.cpp) ---------------------------------------------
@@ -178,12 +241,11 @@ void destroy_element(Collection& c, const Index& idx);
 // One line per element or collection that messages are held for (empty: none).
 std::string held_report();
 
-// The one place that says where an element lives, finds it here, or holds its messages
-// until it exists. Elements stay on their home PE (the map's choice) today; migration
-// would change this class (a home PE that knows and forwards to the current PE) and
-// nothing in proxies or senders.
+// The location manager (location.cpp): where an element lives, finding it here, holding
+// messages until it exists, and forwarding messages for elements that moved.
 class LocationManager {
  public:
+  // Where a sender sends: its cached route, else the element's home.
   static int pe_of(const CollectionRef& c, const Index& idx) { return home_pe(c, idx); }
   static ChareBase* find_local(Collection& c, const Index& idx) {
     if (c.single) return c.single;  // a group's or chare's one element
@@ -199,10 +261,53 @@ class LocationManager {
     ++core().held;
   }
 };
+// The demangled class name of a collection's elements (stable for the run).
+const char* class_name(const std::type_info* cls);
+// Runs an element message that is next in its sender's order (location.cpp calls it).
+void deliver_in_order(Collection& c, ChareBase* obj, void* msg);
+// Sends an element message (Invoke) along this PE's route, numbering it for its element.
+void send_to_element(void* msg, std::size_t total, const CollectionRef& ref, const SendOpts& o);
+// A message for an array element that is not here: forward it, or hold it.
+void route_absent(Collection& c, void* msg);
+// Delivers `msg` to `obj` if it is next in its sender's order (else keeps it, returns false).
+bool in_order(ChareBase* obj, void* msg);
+// Runs the messages kept by in_order that are now next.
+void drain_early(Collection& c, ChareBase* obj, int src);
+// The element is here now: tell its home, and the sender of a forwarded message.
+void arrived_here(Collection& c, ChareBase* obj);
+void correct_sender(const Collection& c, const Index& idx, int src, std::uint32_t moves);
+void register_location_handlers();
+// Migration (migrate.cpp).
+void migrate_out(Collection& c, ChareBase* obj, int to, bool by_balancer);
+void arrive_handler_msg(void* msg);  // an element's state (MsgKind::Arrive)
+void forget_routes(std::uint64_t collection, const Index& idx);  // after a destroy
+// Reductions: the element's next round changed, or it came or left.
+void owing_add(Collection& c, std::uint32_t round, int delta);
+void reductions_recheck(Collection& c);
+void setup_reduction_tree(Collection& c);
+// Broadcasts (broadcast.cpp).
+void broadcast_numbered(Collection& c, void* msg);  // deliver a numbered broadcast here
+void broadcast_catch_up(Collection& c, ChareBase* obj);  // an element arrived: missed broadcasts
+void number_broadcast(void* msg);  // at the root
+void stamp_insertion(void* msg);   // at the root: the last broadcast number, for the new element
+// Element bookkeeping shared by construction and arrival.
+void element_added(Collection& c, ChareBase* obj);
+void element_removed(Collection& c, ChareBase* obj);
+// Load balancing (lb.cpp).
+void lb_start();
+void lb_element_added(ChareBase* obj);
+void lb_arrived(ChareBase* obj);
+void lb_account(ChareBase* obj, double seconds);
+void lb_handler(void* msg);
+// Core options from argv (+balancer, +LB..., +trace); removes them.
+void parse_core_options(int& argc, char** argv);
+void register_core_options();  // with Converse, before ConverseInit
 
 // ---- dispatch and threads (dispatch.cpp) ----------------------------------------------------
 void dispatch(void* msg);
 void run_entry(ChareBase* obj, std::uint32_t entry, void* msg);
+// Runs a message's entry on an element (measured for the balancer, traced).
+void call_entry(Collection& c, ChareBase* obj, void* msg);
 // Runs an entry whose CkDeviceBuffer arguments unpack to `dests` (in parameter order).
 void run_entry_with(ChareBase* obj, std::uint32_t entry, void* msg, const std::vector<CkDeviceBuffer>* dests);
 struct ThreadCall {

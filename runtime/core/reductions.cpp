@@ -108,7 +108,7 @@ std::vector<char> set_result(const RedState& st) {
     at += sizeof(Index) + sizeof len + r.len;
   }
   std::sort(recs.begin(), recs.end(), [](const SetRecord& a, const SetRecord& b) {
-    return std::lexicographical_compare(a.index.x, a.index.x + 3, b.index.x, b.index.x + 3);
+    return std::lexicographical_compare(a.index.x, a.index.x + kMaxDims, b.index.x, b.index.x + kMaxDims);
   });
   auto emit = [&](PUP::er& p) {
     std::uint64_t n = recs.size();
@@ -154,52 +154,167 @@ struct ReduceHead {
   Contribution c;
   CkCallback cb;
   std::uint64_t len;
+  std::int64_t count;  // contributions combined in it
+  bool has;            // carries data (false: an empty partial a PE had promised)
+  bool promised;       // the sender will send the next round too
 };
 
-void try_complete_reduction(std::uint64_t id, std::uint32_t round) {
+namespace {
+
+bool local_complete(const Collection& c, std::uint32_t r) {
+  if (static_cast<int>(c.local.size()) < c.local_expected) return false;  // bulk creation still running
+  return c.owing.empty() || c.owing.begin()->first > r;
+}
+
+bool children_done(const Collection& c, std::uint32_t r) {
+  for (const RedChild& ch : c.red_children)
+    if (ch.promised && ch.last_sent < static_cast<std::int64_t>(r)) return false;
+  return true;
+}
+
+// Whether this PE will send the next round: it holds elements, or a child promised one.
+bool subtree_owes(const Collection& c) {
+  if (!c.local.empty() || c.local_expected > 0) return true;
+  for (const RedChild& ch : c.red_children)
+    if (ch.promised) return true;
+  return false;
+}
+
+void send_partial(Collection& c, std::uint32_t round, const RedState* st, bool promised) {
   Core& k = core();
-  Collection* c = find_collection(id);
-  if (!c || !c->reducible) return;
-  auto it = k.reductions.find({id, round});
-  if (it == k.reductions.end()) return;
-  RedState& st = it->second;
-  const int n = static_cast<int>(c->red_pes.size());
-  // Until bulk creation is done, local.size() is short of the elements still to come
-  // (a constructor may contribute): wait for all of them.
-  const int local_n = std::max(static_cast<int>(c->local.size()), c->local_expected);
-  if (st.local_got < local_n || st.children_got < tree_children(c->red_pos, n))
-    return;
-  if (c->red_pos == 0) {
-    std::vector<char> res = result_bytes(st);
-    CkCallback cb = st.cb;
-    std::uint32_t sig = st.c.result_sig;
-    k.reductions.erase(it);
-    cb.send_packed(res.data(), res.size(), sig);
-    return;
-  }
-  const int parent = c->red_pes[static_cast<std::size_t>((c->red_pos - 1) / kTreeBranching)];
-  std::size_t total = CmiMsgHeaderSizeBytes + sizeof(ReduceHead) + st.data.size();
+  const std::size_t len = st ? st->data.size() : 0;
+  const std::size_t total = CmiMsgHeaderSizeBytes + sizeof(ReduceHead) + len;
   void* msg = CmiAlloc(total);
-  ReduceHead h{id, round, st.c, st.cb, st.data.size()};
+  ReduceHead h{c.ref.id, round, st ? st->c : Contribution{}, st ? st->cb : CkCallback{}, len,
+               st ? st->count : 0, st && st->has, promised};
   std::memcpy(CmiMsgPayload(msg), &h, sizeof h);
-  if (!st.data.empty()) std::memcpy(CmiMsgPayload(msg) + sizeof h, st.data.data(), st.data.size());
+  if (len) std::memcpy(CmiMsgPayload(msg) + sizeof h, st->data.data(), len);
   CmiSetHandler(msg, k.h_reduce);
-  k.reductions.erase(it);
   ++k.sent;  // a partial counts for quiescence detection like any message (processed by the parent)
-  CmiSyncSendAndFree(parent, total, msg);
+  CmiSyncSendAndFree(c.red_parent, total, msg);
+}
+
+void finish_round(Collection& c, RedState& st, std::uint32_t round) {
+  Core& k = core();
+  if (st.count != c.red_total)
+    CkAbort("reduction %u of collection %llu got %lld contributions for %lld elements (an element contributed "
+            "twice to one reduction?)",
+            round, static_cast<unsigned long long>(c.ref.id), static_cast<long long>(st.count),
+            static_cast<long long>(c.red_total));
+  std::vector<char> res = result_bytes(st);
+  CkCallback cb = st.cb;
+  std::uint32_t sig = st.c.result_sig;
+  k.reductions.erase({c.ref.id, round});
+  cb.send_packed(res.data(), res.size(), sig);
+}
+
+// Sends up (or, at the root, completes) every round that is ready, in round order.
+void progress(Collection& c) {
+  Core& k = core();
+  for (;;) {
+    const std::uint32_t r = c.red_next_send;
+    auto it = k.reductions.find({c.ref.id, r});
+    RedState* st = it == k.reductions.end() ? nullptr : &it->second;
+    if (c.red_parent < 0) {  // the root: complete once every element's contribution is in
+      if (!st || st->count < c.red_total) return;
+      ++c.red_next_send;
+      finish_round(c, *st, r);
+      continue;
+    }
+    if (!c.red_promised && !st) {
+      // Nothing owed for r: go on to the next round something is pending for here.
+      std::uint32_t next = UINT32_MAX;
+      if (!c.owing.empty()) next = c.owing.begin()->first;
+      auto later = k.reductions.lower_bound({c.ref.id, r + 1});
+      if (later != k.reductions.end() && later->first.first == c.ref.id) next = std::min(next, later->first.second);
+      if (next == UINT32_MAX || next <= r) return;
+      c.red_next_send = next;
+      continue;
+    }
+    if (!local_complete(c, r) || !children_done(c, r)) return;
+    const bool promise = subtree_owes(c);
+    send_partial(c, r, st, promise);
+    c.red_promised = promise;
+    ++c.red_next_send;
+    if (st) k.reductions.erase(it);
+  }
+}
+
+// A contribution or child partial for a round this PE already sent up: send it on alone.
+bool pass_late(Collection& c, std::uint32_t round, RedState& st) {
+  if (c.red_parent < 0 || round >= c.red_next_send) return false;
+  send_partial(c, round, &st, c.red_promised);
+  core().reductions.erase({c.ref.id, round});
+  return true;
+}
+
+}  // namespace
+
+void owing_add(Collection& c, std::uint32_t round, int delta) {
+  int& n = c.owing[round];
+  n += delta;
+  if (n == 0) c.owing.erase(round);
+}
+
+void reductions_recheck(Collection& c) {
+  if (c.reducible) progress(c);
+}
+
+void setup_reduction_tree(Collection& c) {
+  if (c.reducible) return;  // an element that migrated here may have set it up already
+  const int n = CmiNumPes(), me = CmiMyPe();
+  // Which PEs hold elements at first: a subtree that holds none promises nothing.
+  std::vector<char> holds(static_cast<std::size_t>(n), 0);
+  c.local_expected = 0;
+  if (c.ref.kind == Kind::Group) {
+    std::fill(holds.begin(), holds.end(), 1);
+    c.local_expected = c.elements.empty() ? 1 : 0;
+    c.red_total = n;
+  } else {
+    for_each_index(c.ref.shape, [&](const Index& i) {
+      const int pe = home_pe(c.ref, i);
+      holds[static_cast<std::size_t>(pe)] = 1;
+      if (pe == me) ++c.local_expected;
+    });
+    c.red_total = total_elements(c.ref.shape);
+  }
+  for (int pe = n - 1; pe > 0; --pe)  // a subtree holds elements if any PE in it does
+    if (holds[static_cast<std::size_t>(pe)]) holds[static_cast<std::size_t>((pe - 1) / kTreeBranching)] = 1;
+  c.red_parent = me == 0 ? -1 : (me - 1) / kTreeBranching;
+  c.red_children.clear();
+  for (int ch = me * kTreeBranching + 1; ch <= me * kTreeBranching + kTreeBranching && ch < n; ++ch)
+    c.red_children.push_back(RedChild{ch, -1, holds[static_cast<std::size_t>(ch)] != 0});
+  c.red_promised = holds[static_cast<std::size_t>(me)] != 0;
+  c.reducible = true;
+}
+
+void try_complete_reduction(std::uint64_t id, std::uint32_t) {
+  Collection* c = find_collection(id);
+  if (c && c->reducible) progress(*c);
 }
 
 void reduce_handler(void* msg) {  // a child's partial result
   Core& k = core();
   ReduceHead h;
   std::memcpy(&h, CmiMsgPayload(msg), sizeof h);
+  const int src = CmiMsgSourcePe(msg);
   ++k.processed;
   RedState& st = k.reductions[{h.id, h.round}];
-  combine(st, h.c, CmiMsgPayload(msg) + sizeof h, h.len, h.id, h.round);
-  st.cb = h.cb;
-  ++st.children_got;
+  if (h.has) {
+    combine(st, h.c, CmiMsgPayload(msg) + sizeof h, h.len, h.id, h.round);
+    st.cb = h.cb;
+  }
+  st.count += h.count;
   CmiFree(msg);
-  try_complete_reduction(h.id, h.round);
+  Collection* c = find_collection(h.id);
+  if (!c || !c->reducible) return;  // not created here yet: creation runs progress
+  for (RedChild& ch : c->red_children)
+    if (ch.pe == src && static_cast<std::int64_t>(h.round) >= ch.last_sent) {
+      ch.last_sent = h.round;
+      ch.promised = h.promised;
+    }
+  if (pass_late(*c, h.round, st)) return;
+  progress(*c);
 }
 
 void contribute(void* element, const Contribution& c, const void* data, std::size_t len, const CkCallback& cb) {
@@ -211,6 +326,10 @@ void contribute(void* element, const Contribution& c, const void* data, std::siz
   if (!col || !col->reducible)
     CkAbort("contribute(): reductions over arrays filled by insert() are not supported yet (create the array in bulk)");
   std::uint32_t round = el->ck_next_round();
+  if (LocationManager::find_local(*col, el->ckIndex()) == el) {  // (a constructor's element is added after it)
+    owing_add(*col, round, -1);
+    owing_add(*col, round + 1, +1);
+  }
   RedState& st = k.reductions[{ref.id, round}];
   if (c.reducer == Reducer::set) {  // each record carries the contributor's index
     const std::uint64_t n = len;
@@ -223,8 +342,9 @@ void contribute(void* element, const Contribution& c, const void* data, std::siz
     combine(st, c, static_cast<const char*>(data), len, ref.id, round);
   }
   st.cb = cb;
-  ++st.local_got;
-  try_complete_reduction(ref.id, round);
+  ++st.count;
+  if (pass_late(*col, round, st)) return;
+  progress(*col);
 }
 
 }  // namespace ck::detail

@@ -269,6 +269,7 @@ void open(const std::string& file) {
 std::uint64_t send(int dest_pe, std::size_t bytes) {
   if (!g_on) return 0;
   Writer& w = writer();
+  if (w.depth_ == 0) return 0;  // outside an entry (start-up, a reduction's callback): no slice to bind to
   const std::uint64_t id = (static_cast<std::uint64_t>(w.pe_) << 40) | ++w.next_flow_;
   w.head("s", "msg", "msg", now_ns());
   w.put(",\"id\":");

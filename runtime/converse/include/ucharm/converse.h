@@ -138,6 +138,10 @@ void CsdScheduleUntil(Cond&& cond) {
 //   +eager-size=BYTES  +prepost=N  +stacksize=BYTES  +idle-spin-us=N  +nobind  +verbose
 void ConverseInit(int argc, char** argv, void (*start)(int, char**), int usched = 0,
                   int initret = 0);
+// A layer above Converse names a +option of its own before ConverseInit (without the '+';
+// `takes_value`: "+name VALUE" or "+name=VALUE"): ConverseInit leaves it in argv for that
+// layer instead of rejecting it as unknown.
+void CmiRegisterOption(const char* name, int takes_value);
 // Collective: every PE must call it. Ends the process with `code`.
 [[noreturn]] void ConverseExit(int code = 0);
 

@@ -22,16 +22,26 @@ void CkPrintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // For a runtime embedded in an interpreter: see CmiEmbedHooks.
 inline void CkSetEmbedHooks(const CmiEmbedHooks& hooks) { CmiSetEmbedHooks(hooks); }
 
+// Charm++'s migration constructor argument: an array element class that migrates has a
+// constructor taking CkMigrateMessage* (or a default constructor); the runtime builds the
+// element with it on the new PE and then unpacks its state with pup().
+struct CkMigrateMessage {};
+
 namespace ck {
 
 class ChareBase;
 
 // ---- array indices ---------------------------------------------------------------------------
+// Up to 6 dimensions (as Charm++): 1-3-D indices travel as 32-bit coordinates, 4-6-D ones
+// as 16-bit coordinates (so a message's envelope stays 32 bytes).
+inline constexpr int kMaxDims = 6;
 struct Index {
-  std::int32_t x[3] = {0, 0, 0};
-  std::int32_t dims = 0;  // 1, 2 or 3 for array indices; 0 for groups and chares
+  std::int32_t x[kMaxDims] = {0, 0, 0, 0, 0, 0};
+  std::int32_t dims = 0;  // 1-6 for array indices; 0 for groups and chares
   bool operator==(const Index& o) const {
-    return x[0] == o.x[0] && x[1] == o.x[1] && x[2] == o.x[2] && dims == o.dims;
+    for (int d = 0; d < kMaxDims; ++d)
+      if (x[d] != o.x[d]) return false;
+    return dims == o.dims;
   }
   void pup(PUP::er& p) { p.bytes(this, sizeof *this); }
   std::string str() const;
@@ -39,11 +49,13 @@ struct Index {
 inline Index dims(int a) { return Index{{a, 0, 0}, 1}; }
 inline Index dims(int a, int b) { return Index{{a, b, 0}, 2}; }
 inline Index dims(int a, int b, int c) { return Index{{a, b, c}, 3}; }
-inline Index index(int a) { return dims(a); }
-inline Index index(int a, int b) { return dims(a, b); }
-inline Index index(int a, int b, int c) { return dims(a, b, c); }
+inline Index dims(int a, int b, int c, int d) { return Index{{a, b, c, d}, 4}; }
+inline Index dims(int a, int b, int c, int d, int e) { return Index{{a, b, c, d, e}, 5}; }
+inline Index dims(int a, int b, int c, int d, int e, int f) { return Index{{a, b, c, d, e, f}, 6}; }
+template <class... I>
+Index index(I... i) { return dims(static_cast<int>(i)...); }
 
-// thisIndex: an int for 1-D arrays, std::array<int, D> for 2-D and 3-D ones.
+// thisIndex: an int for 1-D arrays, std::array<int, D> for 2-D to 6-D ones.
 template <int D>
 using IndexOf = std::conditional_t<D == 1, int, std::array<int, D>>;
 

@@ -8,11 +8,53 @@
 
 namespace ck {
 
+namespace detail {
+// What the runtime keeps per element; it travels with the element when it migrates.
+struct ElementRuntime {
+  std::uint32_t moves = 0;        // migrations so far (orders location updates)
+  std::uint16_t bcast_seen = 0;   // the last numbered broadcast delivered (array broadcasts)
+  bool migratable = true;
+  bool at_sync = false;           // waiting in AtSync for the balancer
+  std::uint32_t sync_step = 0;    // AtSync calls so far
+  double load = 0;                // seconds in entry methods since the last balancing step
+  std::vector<std::pair<std::int32_t, std::uint16_t>> next_seq;  // sender PE -> next expected
+  std::vector<void*> early;       // arrived ahead of an earlier message from the same sender
+  int threads = 0;                // threaded entries of this element not finished
+  int leaving_to = -1;            // migrateMe(pe) called, not done yet
+};
+struct ElementAccess;
+}  // namespace detail
+
 // ---- chare base classes -------------------------------------------------------------------------
 class ChareBase {
  public:
   ChareBase();
   virtual ~ChareBase() = default;
+
+  // ---- migration (array elements) ----
+  // The element's state: one method sizes, packs and unpacks it (see <ucharm/pup.h>). Called
+  // when the element migrates (and for checkpoints). The default has no state.
+  virtual void pup(PUP::er&) {}
+  // Moves this element to `pe` once the running entry method returns; messages sent to it
+  // follow it (each reaches it once, in each sender's order).
+  void migrateMe(int pe);
+  // Called on the old PE just before the state is packed, and on the new PE after it was
+  // unpacked (Charm++'s names).
+  virtual void ckAboutToMigrate() {}
+  virtual void ckJustMigrated() {}
+  // An element that must stay where it is (migrateMe aborts; the balancer leaves it).
+  void setMigratable(bool m) { rt_.migratable = m; }
+  bool isMigratable() const { return rt_.migratable; }
+
+  // ---- load balancing at sync points ----
+  // Set true in the constructor: the element calls AtSync() at points where it may be moved;
+  // ResumeFromSync() runs once the balancer has decided (and moved it, maybe).
+  bool usesAtSync = false;
+  void AtSync();
+  virtual void ResumeFromSync() {}
+  // Seconds spent in this element's entry methods since the last balancing step.
+  double ckLoad() const { return rt_.load; }
+
   const CollectionRef& ckRef() const { return ref_; }
   const Index& ckIndex() const { return index_; }
   std::uint32_t ck_next_round() { return round_++; }
@@ -72,9 +114,11 @@ class ChareBase {
     if (r == Reducer::concat || !scalar) return detail::sig_of<std::tuple<std::vector<T>>>::hash();
     return detail::sig_of<std::tuple<T>>::hash();
   }
+  friend struct detail::ElementAccess;
   CollectionRef ref_;
   Index index_;
   std::uint32_t round_ = 0;
+  detail::ElementRuntime rt_;
 };
 
 // A singleton chare: ChareProxy<Derived>::create(...).
@@ -100,10 +144,10 @@ class Group : public ChareBase {
   int thisIndex = CkMyPe();
 };
 
-// An element of a D-dimensional chare array (D = 1, 2, 3).
+// An element of a D-dimensional chare array (D = 1 to 6).
 template <class Derived, int D = 1>
 class ArrayElement : public ChareBase {
-  static_assert(D >= 1 && D <= 3, "chare arrays have 1, 2 or 3 dimensions");
+  static_assert(D >= 1 && D <= kMaxDims, "chare arrays have 1 to 6 dimensions");
 
  public:
   ArrayProxy<Derived> thisProxy{ckRef()};
@@ -111,9 +155,13 @@ class ArrayElement : public ChareBase {
 
  private:
   static IndexOf<D> make_index(const Index& i) {
-    if constexpr (D == 1) return i.x[0];
-    else if constexpr (D == 2) return {i.x[0], i.x[1]};
-    else return {i.x[0], i.x[1], i.x[2]};
+    if constexpr (D == 1) {
+      return i.x[0];
+    } else {
+      IndexOf<D> r{};
+      for (int d = 0; d < D; ++d) r[static_cast<std::size_t>(d)] = i.x[d];
+      return r;
+    }
   }
 };
 

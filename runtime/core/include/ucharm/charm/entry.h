@@ -284,6 +284,27 @@ const bool Ctor<C, A...>::registered = [] {
   return true;
 }();
 
+// The migration constructor of array element class C: C(CkMigrateMessage*) or C(); the
+// element's state then comes from its pup(). Registered when an ArrayProxy<C> is used.
+template <class C>
+ChareBase* construct_migrated(PUP::er&) {
+  if constexpr (std::is_constructible_v<C, CkMigrateMessage*>) return new C(static_cast<CkMigrateMessage*>(nullptr));
+  else if constexpr (std::is_default_constructible_v<C>) return new C();
+  else return nullptr;  // not migratable: migrateMe names the class
+}
+template <class C>
+const char* migration_ctor_name() { return __PRETTY_FUNCTION__; }
+void register_migration_ctor(const char* name, Constructor c, const std::type_info* cls, std::uint32_t* slot);
+template <class C>
+struct MigrationCtor : Registration<MigrationCtor<C>> {
+  static const bool registered;
+};
+template <class C>
+const bool MigrationCtor<C>::registered = [] {
+  register_migration_ctor(migration_ctor_name<C>(), &construct_migrated<C>, &typeid(C), &MigrationCtor<C>::index);
+  return true;
+}();
+
 template <int (*F)(const Index&, const Index&, int)>
 struct UserMap : Registration<UserMap<F>> {
   static const bool registered;

@@ -10,27 +10,61 @@
 namespace ck {
 namespace detail {
 
+[[noreturn]] void bad_wide_index(const Index& i);  // a 4-6-D coordinate outside 16 bits
+
 // ---- packing arguments into a message ---------------------------------------------------
 // Message = Converse header + Envelope + packed arguments.
 enum class MsgKind : std::uint8_t { Invoke, Broadcast, CreateChare, CreateGroup, CreateArray, Insert,
-                                    CallFunction, FutureSet, Destroy };
+                                    CallFunction, FutureSet, Destroy, Migrate, Arrive };
+// Envelope flags (Envelope::flags).
+enum EnvFlag : std::uint8_t {
+  kEnvForwarded = 1u << 0,  // forwarded by a PE the element had left (or by its home)
+  kEnvUnordered = 1u << 1,  // prioritized or expedited: not held back for per-sender order
+  kEnvTraced = 1u << 2,     // 8 bytes at the end of the message: the trace's flow id
+  kEnvStamped = 1u << 3,    // an insertion stamped by the array's root with its last broadcast (seq)
+};
 // Small on purpose: with an 8-byte argument an entry message stays under UCX's
 // shared-memory eager-short limit. Creation messages carry the full CollectionRef in
 // front of the constructor arguments; every other kind names the collection by id.
 struct Envelope {
   std::uint64_t collection;
   std::uint32_t entry;  // entry, constructor or function index (future id for FutureSet)
-  std::int32_t x[3];    // element index (a PE for groups, functions and futures)
+  std::int32_t x[3];    // element index (a PE for groups, functions and futures); 4-6-D: 16-bit each
   std::uint32_t sig;    // hash of the packed argument types
   MsgKind kind;
-  std::uint8_t dims;
-  std::uint16_t reserved0;
-  Index index() const { return Index{{x[0], x[1], x[2]}, dims}; }
+  std::uint8_t dims : 3;
+  std::uint8_t flags : 5;  // EnvFlag
+  std::uint16_t seq;    // per (sender PE, element): the receiver restores send order after moves
+  Index index() const {
+    Index i;
+    i.dims = dims;
+    if (dims <= 3) {
+      i.x[0] = x[0];
+      i.x[1] = x[1];
+      i.x[2] = x[2];
+    } else {
+      std::int16_t h[6];
+      std::memcpy(h, x, sizeof h);
+      for (int d = 0; d < 6; ++d) i.x[d] = h[d];
+    }
+    return i;
+  }
   void set_index(const Index& i) {
-    x[0] = i.x[0];
-    x[1] = i.x[1];
-    x[2] = i.x[2];
     dims = static_cast<std::uint8_t>(i.dims);
+    flags = 0;
+    seq = 0;
+    if (i.dims <= 3) {
+      x[0] = i.x[0];
+      x[1] = i.x[1];
+      x[2] = i.x[2];
+      return;
+    }
+    std::int16_t h[6];
+    for (int d = 0; d < 6; ++d) {
+      if (i.x[d] < INT16_MIN || i.x[d] > INT16_MAX) bad_wide_index(i);
+      h[d] = static_cast<std::int16_t>(i.x[d]);
+    }
+    std::memcpy(x, h, sizeof h);
   }
 };
 static_assert(sizeof(Envelope) == 32);
@@ -55,6 +89,8 @@ void send_msg(void* msg, std::size_t total, const CollectionRef& c, const SendOp
 void prepare_local(void* msg);
 std::uint64_t new_collection_id();
 int home_pe(const CollectionRef& c, const Index& idx);
+// Where this PE sends messages for the element now (its route: the home until it moved).
+int route_pe(const CollectionRef& c, const Index& idx);
 int next_chare_pe();
 void check_bounds(const CollectionRef& c, const Index& idx);
 void* local_branch(const CollectionRef& c, const Index& idx);
@@ -86,7 +122,7 @@ void invoke(const CollectionRef& c, const Index& idx, MsgKind kind, const SendOp
   if constexpr (count_device_params_of(static_cast<typename T::args*>(nullptr)) > 0) {
     if (kind != MsgKind::Invoke)
       CkAbort("CkDeviceBuffer arguments go to one element; broadcasting them is not supported");
-    send_device_args(packed, home_pe(c, idx));
+    send_device_args(packed, route_pe(c, idx));
   }
   send_entry<Ep>(c, idx, kind, o, packed);
 }
@@ -157,7 +193,9 @@ inline void* raw_alloc(std::size_t len) {
 }
 inline char* raw_payload(void* msg) { return CmiMsgPayload(msg) + sizeof(detail::Envelope); }
 inline std::size_t raw_length(void* msg) {
-  return CmiMsgSize(msg) - CmiMsgHeaderSizeBytes - sizeof(detail::Envelope);
+  // A traced message (+trace) carries its flow id in 8 bytes after the payload.
+  return CmiMsgSize(msg) - CmiMsgHeaderSizeBytes - sizeof(detail::Envelope) -
+         (detail::envelope(msg).flags & detail::kEnvTraced ? sizeof(std::uint64_t) : 0);
 }
 namespace detail {
 template <class E>

@@ -100,8 +100,8 @@ class GroupProxy : public CollectionProxy<C> {
 template <class C>
 class ArrayProxy : public CollectionProxy<C> {
  public:
-  ArrayProxy() = default;
-  explicit ArrayProxy(const CollectionRef& r) : CollectionProxy<C>(r) {}
+  ArrayProxy() { (void)detail::MigrationCtor<C>::id(); }
+  explicit ArrayProxy(const CollectionRef& r) : CollectionProxy<C>(r) { (void)detail::MigrationCtor<C>::id(); }
   // Bulk creation: every index in [0, shape) is constructed with `args`, placed by `map`.
   template <class... Args>
   static ArrayProxy create(const Index& shape, const Map& map, Args&&... args) {
@@ -113,9 +113,9 @@ class ArrayProxy : public CollectionProxy<C> {
     detail::create<C>(p.ref_, shape, detail::MsgKind::CreateArray, std::forward<Args>(args)...);
     return p;
   }
-  // An array that grows with insert(); `dims` is 1, 2 or 3.
+  // An array that grows with insert(); `dims` is 1 to 6.
   static ArrayProxy create_empty(int dims, const Map& map = Map::round_robin) {
-    if (dims < 1 || dims > 3) CkAbort("ArrayProxy: arrays have 1, 2 or 3 dimensions, not %d", dims);
+    if (dims < 1 || dims > kMaxDims) CkAbort("ArrayProxy: arrays have 1 to 6 dimensions, not %d", dims);
     CollectionRef r;
     r.id = detail::new_collection_id();
     r.kind = Kind::Array;
@@ -131,6 +131,11 @@ class ArrayProxy : public CollectionProxy<C> {
   ElementProxy<C> operator()(int a) const { return at(index(a)); }
   ElementProxy<C> operator()(int a, int b) const { return at(index(a, b)); }
   ElementProxy<C> operator()(int a, int b, int c) const { return at(index(a, b, c)); }
+  ElementProxy<C> operator()(int a, int b, int c, int d) const { return at(index(a, b, c, d)); }
+  ElementProxy<C> operator()(int a, int b, int c, int d, int e) const { return at(index(a, b, c, d, e)); }
+  ElementProxy<C> operator()(int a, int b, int c, int d, int e, int f) const {
+    return at(index(a, b, c, d, e, f));
+  }
   ElementProxy<C> operator[](int a) const { return at(index(a)); }
   ElementProxy<C> at(const Index& idx) const {
     check(idx);

@@ -1,0 +1,328 @@
+// Load balancing at sync points (Charm++'s AtSync mode), and the core's command-line options.
+//
+// Elements of arrays whose constructor set usesAtSync call AtSync(); once every such element
+// on a PE waits, the PE sends its measurements (each element's entry-method time since the
+// last step) to PE 0. PE 0 asks the PEs that have no such element to report too, runs the
+// strategy (+balancer) on all reports, and sends the moves to every PE. Each PE migrates
+// the elements it must give away and counts the ones it must receive; when all PEs are
+// done, PE 0 resumes everyone and every waiting element's ResumeFromSync() runs.
+#include "internal.h"
+#include "lb_strategy.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace ck::detail {
+
+namespace {
+
+enum class LbMsg : std::uint8_t { Stats, Start, Decision, Done, Resume, LocalResume };
+
+struct ObjLoad {  // one element in a PE's report
+  std::uint64_t collection;
+  Index idx;
+  double load;
+  bool migratable;
+  void pup(PUP::er& p) { p | collection; p | idx; p | load; p | migratable; }
+};
+struct Move {
+  std::uint64_t collection;
+  Index idx;
+  std::int32_t from, to;
+  void pup(PUP::er& p) { p | collection; p | idx; p | from; p | to; }
+};
+
+struct LbState {
+  // options
+  std::string balancer = "GreedyRefineLB";
+  lb::Strategy strategy = nullptr;
+  double period = 0;  // +LBPeriod: at least this many seconds between balancing steps
+  bool off = false;   // +LBOff: AtSync resumes at once
+  bool debug = false;  // +LBDebug: PE 0 prints what moved
+  std::uint32_t every = 1;  // +LBEvery K: balance at every K-th AtSync
+  // this PE
+  std::uint32_t step = 0;  // the step being gathered
+  bool reported = false, started = false, decided = false;
+  int expected_arrivals = 0, arrivals = 0;
+  // PE 0
+  int reports = 0, done = 0;
+  std::vector<std::pair<int, std::vector<ObjLoad>>> gathered;
+  double last_time = -1e300;
+};
+
+LbState& lbs() {
+  static LbState s;  // one per process (= per PE, non-SMP), like the Core
+  return s;
+}
+
+template <class F>
+void send_lb(int pe, LbMsg type, F&& body) {  // pe < 0: to all PEs
+  std::uint8_t t = static_cast<std::uint8_t>(type);
+  PUP::er s = PUP::er::sizer();
+  s | t;
+  body(s);
+  const std::size_t total = CmiMsgHeaderSizeBytes + s.size();
+  void* m = CmiAlloc(total);
+  PUP::er p = PUP::er::packer(CmiMsgPayload(m), s.size());
+  p | t;
+  body(p);
+  CmiSetHandler(m, core().h_lb);
+  if (pe < 0) CmiSyncBroadcastAllAndFree(total, m);
+  else CmiSyncSendAndFree(pe, total, m);
+}
+
+template <class F>
+void for_each_sync_element(F&& f) {
+  for (auto& [id, c] : core().collections)
+    if (c->ref.kind == Kind::Array)
+      for (std::size_t i = 0; i < c->local.size(); ++i)
+        if (c->local[i]->usesAtSync) f(*c, c->local[i]);
+}
+
+void maybe_report() {
+  LbState& s = lbs();
+  if (s.reported) return;
+  int total = 0, waiting = 0;
+  for_each_sync_element([&](Collection&, ChareBase* o) {
+    ++total;
+    if (ElementAccess::rt(o).at_sync) ++waiting;
+  });
+  if (waiting < total || (total == 0 && !s.started)) return;
+  std::vector<ObjLoad> objs;
+  for_each_sync_element([&](Collection& c, ChareBase* o) {
+    objs.push_back(ObjLoad{c.ref.id, o->ckIndex(), ElementAccess::rt(o).load, o->isMigratable()});
+  });
+  s.reported = true;
+  std::uint32_t step = s.step;
+  int me = CmiMyPe();
+  send_lb(0, LbMsg::Stats, [&](PUP::er& p) { p | step; p | me; p | objs; });
+}
+
+void maybe_done() {
+  LbState& s = lbs();
+  if (!s.decided || s.arrivals < s.expected_arrivals) return;
+  s.decided = false;
+  s.arrivals -= s.expected_arrivals;
+  s.expected_arrivals = 0;
+  std::uint32_t step = s.step;
+  send_lb(0, LbMsg::Done, [&](PUP::er& p) { p | step; });
+}
+
+// PE 0: every PE reported; decide and send the moves.
+void decide() {
+  LbState& s = lbs();
+  const int n = CmiNumPes();
+  lb::Stats st;
+  st.num_pes = n;
+  st.pe_background.assign(static_cast<std::size_t>(n), 0.0);
+  std::vector<const ObjLoad*> objs;
+  for (auto& [pe, list] : s.gathered)
+    for (const ObjLoad& o : list) {
+      st.objects.push_back(lb::Object{objs.size(), pe, o.load, o.migratable});
+      objs.push_back(&o);
+    }
+  std::vector<int> to(st.objects.size());
+  for (std::size_t i = 0; i < to.size(); ++i) to[i] = st.objects[i].pe;
+  const double now = CmiWallTimer();
+  const bool due = now - s.last_time >= s.period;
+  if (due && !st.objects.empty()) {
+    to = s.strategy(st);
+    s.last_time = now;
+  }
+  std::vector<Move> moves;
+  std::vector<double> before(static_cast<std::size_t>(n), 0.0), after(static_cast<std::size_t>(n), 0.0);
+  for (std::size_t i = 0; i < to.size(); ++i) {
+    before[static_cast<std::size_t>(st.objects[i].pe)] += st.objects[i].load;
+    after[static_cast<std::size_t>(to[i])] += st.objects[i].load;
+    if (to[i] != st.objects[i].pe) moves.push_back(Move{objs[i]->collection, objs[i]->idx, st.objects[i].pe, to[i]});
+  }
+  if (trace::enabled())
+    trace::lb_step(static_cast<int>(s.step), s.balancer.c_str(), before, after, static_cast<int>(moves.size()),
+                   static_cast<int>(to.size()));
+  if (s.debug) {
+    auto ratio = [&](const std::vector<double>& l) {
+      double mx = 0, sum = 0;
+      for (double v : l) { mx = std::max(mx, v); sum += v; }
+      return sum > 0 ? mx / (sum / n) : 1.0;
+    };
+    std::printf("ucharm LB step %u (%s%s): %zu of %zu elements moved; max/avg PE load %.3f -> %.3f\n", s.step,
+                s.balancer.c_str(), due ? "" : ", skipped: +LBPeriod not elapsed", moves.size(), to.size(),
+                ratio(before), ratio(after));
+    std::fflush(stdout);
+  }
+  s.gathered.clear();
+  s.reports = 0;
+  std::uint32_t step = s.step;
+  send_lb(-1, LbMsg::Decision, [&](PUP::er& p) { p | step; p | moves; });
+}
+
+void on_decision(std::vector<Move>& moves) {
+  LbState& s = lbs();
+  const int me = CmiMyPe();
+  for (const Move& m : moves) {
+    if (m.to == me) ++s.expected_arrivals;
+    if (m.from != me) continue;
+    Collection* c = find_collection(m.collection);
+    ChareBase* obj = c ? LocationManager::find_local(*c, m.idx) : nullptr;
+    if (!obj) CkAbort("load balancer: element %s is no longer on PE %d (moved during a balancing step?)", m.idx.str().c_str(), me);
+    migrate_out(*c, obj, m.to, true);
+  }
+  s.decided = true;
+  maybe_done();
+}
+
+void on_resume() {
+  LbState& s = lbs();
+  ++s.step;
+  s.reported = s.started = false;
+  std::vector<ChareBase*> resume;
+  for_each_sync_element([&](Collection&, ChareBase* o) {
+    ElementRuntime& rt = ElementAccess::rt(o);
+    if (!rt.at_sync) return;
+    rt.at_sync = false;
+    rt.load = 0;
+    resume.push_back(o);
+  });
+  for (ChareBase* o : resume) o->ResumeFromSync();  // may call AtSync again
+}
+
+}  // namespace
+
+void lb_handler(void* msg) {
+  LbState& s = lbs();
+  PUP::er p = PUP::er::unpacker(CmiMsgPayload(msg), CmiMsgSize(msg) - CmiMsgHeaderSizeBytes);
+  std::uint8_t t = 0;
+  p | t;
+  switch (static_cast<LbMsg>(t)) {
+    case LbMsg::Stats: {  // PE 0
+      std::uint32_t step;
+      int pe;
+      std::vector<ObjLoad> objs;
+      p | step;
+      p | pe;
+      p | objs;
+      if (s.reports++ == 0) send_lb(-1, LbMsg::Start, [&](PUP::er& q) { q | step; });
+      s.gathered.emplace_back(pe, std::move(objs));
+      if (s.reports == CmiNumPes()) decide();
+      break;
+    }
+    case LbMsg::Start:
+      s.started = true;
+      maybe_report();
+      break;
+    case LbMsg::Decision: {
+      std::uint32_t step;
+      std::vector<Move> moves;
+      p | step;
+      p | moves;
+      on_decision(moves);
+      break;
+    }
+    case LbMsg::Done:  // PE 0
+      if (++s.done == CmiNumPes()) {
+        s.done = 0;
+        send_lb(-1, LbMsg::Resume, [](PUP::er&) {});
+      }
+      break;
+    case LbMsg::Resume:
+      on_resume();
+      break;
+    case LbMsg::LocalResume: {
+      std::uint64_t id;
+      Index idx;
+      p | id;
+      p | idx;
+      Collection* c = find_collection(id);
+      if (ChareBase* o = c ? LocationManager::find_local(*c, idx) : nullptr) o->ResumeFromSync();
+      break;
+    }
+  }
+  CmiFree(msg);
+}
+
+void lb_start() {
+  LbState& s = lbs();
+  s.strategy = lb::find_strategy(s.balancer);
+  if (!s.strategy)
+    CkAbort("+balancer %s: no such load balancer (known: %s)", s.balancer.c_str(), lb::strategy_names().c_str());
+}
+
+void lb_account(ChareBase* obj, double seconds) { ElementAccess::rt(obj).load += seconds; }
+
+void lb_arrived(ChareBase*) {
+  ++lbs().arrivals;
+  maybe_done();
+}
+
+void register_core_options() {
+  for (const char* name : {"balancer", "LBPeriod", "LBEvery", "trace"}) CmiRegisterOption(name, 1);
+  for (const char* name : {"LBOff", "LBDebug"}) CmiRegisterOption(name, 0);
+}
+
+void parse_core_options(int& argc, char** argv) {
+  LbState& s = lbs();
+  int out = 1;
+  auto value = [&](int& i, const char* name) -> std::string {
+    const std::size_t n = std::strlen(name);
+    if (argv[i][n] == '=') return argv[i] + n + 1;
+    if (i + 1 >= argc) CkAbort("%s needs a value", name);
+    return argv[++i];
+  };
+  auto is = [&](const char* arg, const char* name) {
+    const std::size_t n = std::strlen(name);
+    return std::strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+  };
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    if (is(a, "+balancer")) {
+      s.balancer = value(i, "+balancer");
+    } else if (is(a, "+LBPeriod")) {
+      const std::string v = value(i, "+LBPeriod");
+      char* end = nullptr;
+      s.period = std::strtod(v.c_str(), &end);
+      if (*end || s.period < 0) CkAbort("+LBPeriod %s: give a number of seconds (>= 0)", v.c_str());
+    } else if (is(a, "+LBEvery")) {
+      const std::string v = value(i, "+LBEvery");
+      char* end = nullptr;
+      const long k = std::strtol(v.c_str(), &end, 10);
+      if (*end || k < 1) CkAbort("+LBEvery %s: give a whole number of AtSync steps (>= 1)", v.c_str());
+      s.every = static_cast<std::uint32_t>(k);
+    } else if (std::strcmp(a, "+LBOff") == 0) {
+      s.off = true;
+    } else if (std::strcmp(a, "+LBDebug") == 0) {
+      s.debug = true;
+    } else if (is(a, "+trace")) {
+      trace::open(value(i, "+trace"));
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  argv[out] = nullptr;
+  argc = out;
+}
+
+}  // namespace ck::detail
+
+namespace ck {
+
+void ChareBase::AtSync() {
+  using namespace detail;
+  if (ref_.kind != Kind::Array) CkAbort("AtSync(): only chare array elements take part in load balancing");
+  if (!usesAtSync)
+    CkAbort("AtSync() called by element %s of %s, whose constructor did not set usesAtSync = true",
+            index_.str().c_str(), demangle(typeid(*this).name()).c_str());
+  LbState& s = lbs();
+  ++rt_.sync_step;
+  if (s.off || rt_.sync_step % s.every != 0) {  // no balancing this time: resume after this entry
+    std::uint64_t id = ref_.id;
+    Index idx = index_;
+    send_lb(CkMyPe(), LbMsg::LocalResume, [&](PUP::er& p) { p | id; p | idx; });
+    return;
+  }
+  rt_.at_sync = true;
+  maybe_report();
+}
+
+}  // namespace ck
