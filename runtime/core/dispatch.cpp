@@ -268,6 +268,7 @@ void core_start(int argc, char** argv) {
   }
   register_channel_handler();
   register_location_handlers();
+  register_section_handlers();
   k.h_lb = CmiRegisterHandler(lb_handler);
   parse_core_options(argc, argv);
   lb_start();

@@ -133,6 +133,7 @@ struct FutureSlot {
 };
 
 struct PendingDevice;
+struct Sections;  // sections.cpp
 
 struct Core {
   int h_core = -1, h_readonly = -1, h_reduce = -1, h_qd_start = -1, h_qd_probe = -1, h_qd_reply = -1;
@@ -176,6 +177,7 @@ struct Core {
   ChareBase* running = nullptr;  // the element whose entry method runs now
   std::unordered_map<std::uint64_t, std::uint16_t> bcast_serials;  // arrays this PE created: last number
   std::unordered_map<const std::type_info*, std::string> class_names;  // demangled, for traces
+  std::shared_ptr<Sections> sections;  // section trees and handlers (sections.cpp)
 };
 extern Core g_core;  // this PE's core state (non-SMP); reached only through core()
 inline Core& core() { return g_core; }
@@ -331,5 +333,10 @@ void start_device_invocation(ChareBase* obj, std::uint32_t entry, void* msg);  /
 void device_sent_handler(void* msg);
 void device_arrived_handler(void* msg);
 void register_channel_handler();  // channels.cpp
+void register_section_handlers();  // sections.cpp
+// A reduction's combining and result (reductions.cpp), for section reductions.
+void combine_contribution(RedState& st, const Contribution& c, const char* data, std::size_t len, std::uint64_t id,
+                          std::uint32_t round);
+std::vector<char> reduction_result(RedState& st);
 
 }  // namespace ck::detail

@@ -250,6 +250,12 @@ bool pass_late(Collection& c, std::uint32_t round, RedState& st) {
 
 }  // namespace
 
+void combine_contribution(RedState& st, const Contribution& c, const char* data, std::size_t len, std::uint64_t id,
+                          std::uint32_t round) {
+  combine(st, c, data, len, id, round);
+}
+std::vector<char> reduction_result(RedState& st) { return result_bytes(st); }
+
 void owing_add(Collection& c, std::uint32_t round, int delta) {
   int& n = c.owing[round];
   n += delta;

@@ -21,6 +21,7 @@
 //   future.h         Future<T>
 //   reduction.h      Reducer, UserReducer
 //   chare.h          ChareBase, Chare, MainChare, Group, ArrayElement, readonly
+//   section.h        SectionProxy, CkSectionInfo (sections of chare arrays)
 //   channel.h        CkChannel (Channel API)
 //   start.h          start_qd, ck::start<Main>
 #pragma once
@@ -34,5 +35,6 @@
 #include <ucharm/charm/future.h>
 #include <ucharm/charm/reduction.h>
 #include <ucharm/charm/chare.h>
+#include <ucharm/charm/section.h>
 #include <ucharm/charm/channel.h>
 #include <ucharm/charm/start.h>
