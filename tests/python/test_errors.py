@@ -17,7 +17,7 @@ CASES = {
     "group_index_out_of_range": ["IndexError", "group element", "out of range"],
     "chare_on_pe_out_of_range": ["onPE=", "out of range"],
     "not_a_chare_class": ["TypeError", "not a subclass of Chare"],
-    "array_too_many_dimensions": ["1 to 3"],
+    "array_too_many_dimensions": ["1 to 6"],
     "insert_into_fixed_array": ["ckInsert", "fixed size"],
     "local_chare_class": ["Local", "module level"],
     "map_not_an_array_map": ["TypeError", "map=", "ArrayMap"],

@@ -200,5 +200,12 @@ def set_python(py):
     h.combine = h_combine
     h.reduction_done = h_reduction_done
     h.release = h_release
+    h.about_to_migrate = h_about_to_migrate
+    h.pack_size = h_pack_size
+    h.pack_write = h_pack_write
+    h.unpack = h_unpack
+    h.arrived = h_arrived
+    h.resume_from_sync = h_resume_from_sync
+    h.drop = h_drop
     set_hooks(h)
     set_embedder_map(h_map)

@@ -32,7 +32,44 @@ void set_hooks(const Hooks& h) {
 PyChare::PyChare(std::string blob) { obj = g_hooks.construct(this, blob.data(), blob.size()); }
 PyChare::~PyChare() {
   if (obj) g_hooks.release(obj);
+  if (packed_) g_hooks.drop(packed_);
+  if (pending_) g_hooks.drop(pending_);
 }
+
+// [u64 length][pad to 16][the pickled state (_core's frame: head and out-of-band buffers)]
+void PyChare::pup(PUP::er& p) {
+  std::uint64_t n = 0;
+  if (p.isSizing() || (p.isPacking() && !packed_)) {
+    if (packed_) g_hooks.drop(packed_);
+    packed_ = nullptr;
+    packed_len_ = g_hooks.pack_size(obj, &packed_);
+  }
+  if (!p.isUnpacking()) n = packed_len_;
+  p | n;
+  p.align(16);
+  if (p.isSizing()) {
+    p.bytes(this, n);  // sizing only counts: nothing is read from or written to `this`
+  } else if (p.isPacking()) {
+    g_hooks.pack_write(
+        packed_, [](void* ctx, const void* src, std::size_t len) { static_cast<PUP::er*>(ctx)->bytes(const_cast<void*>(src), len); },
+        &p);
+    packed_ = nullptr;  // pack_write released it
+  } else {
+    const char* src = p.view(n);
+    if (pending_) g_hooks.drop(pending_);
+    pending_ = g_hooks.unpack(src, n);
+  }
+}
+
+void PyChare::ckAboutToMigrate() { g_hooks.about_to_migrate(obj); }
+
+void PyChare::ckJustMigrated() {
+  void* state = pending_;
+  pending_ = nullptr;
+  obj = g_hooks.arrived(this, state);
+}
+
+void PyChare::ResumeFromSync() { g_hooks.resume_from_sync(obj); }
 
 int start(int argc, char** argv) { return ck::start<PyMain>(argc, argv); }
 
@@ -85,4 +122,11 @@ int value_kind(void* msg) {
 }
 const ck::CollectionRef& chare_ref(PyChare* c) { return c->ckRef(); }
 const ck::Index& chare_index(PyChare* c) { return c->ckIndex(); }
+
+void migrate(PyChare* c, int pe) { c->migrateMe(pe); }
+void set_migratable(PyChare* c, bool m) { c->setMigratable(m); }
+bool is_migratable(PyChare* c) { return c->isMigratable(); }
+void set_uses_at_sync(PyChare* c, bool on) { c->usesAtSync = on; }
+bool uses_at_sync(PyChare* c) { return c->usesAtSync; }
+void at_sync(PyChare* c) { c->AtSync(); }
 }  // namespace ucharm::py

@@ -30,17 +30,43 @@ struct Hooks {
   void (*combine)(const std::string& a, const std::string& b, std::string& out);
   void (*reduction_done)(const std::string& result);        // on PE 0
   void (*release)(void* obj);                               // an element is destroyed
+  // Migration. about_to_migrate: the element leaves (its object is unregistered; a reason
+  // it cannot leave ends the job with a message). pack_size: pickles the object into a
+  // state (*state, a new reference) and returns its size in bytes; pack_write: emits that
+  // state's bytes through `emit` and releases it. unpack: copies `len` bytes of a packed
+  // state (a new reference, the pending state); arrived: rebuilds the object from it (and
+  // releases it) on the element's new PE, calls its migrated(); returns a new reference.
+  void (*about_to_migrate)(void* obj);
+  std::size_t (*pack_size)(void* obj, void** state);
+  void (*pack_write)(void* state, void (*emit)(void* ctx, const void* p, std::size_t n), void* ctx);
+  void* (*unpack)(const char* p, std::size_t len);
+  void* (*arrived)(void* chare, void* pending);
+  void (*resume_from_sync)(void* obj);                      // the balancer has decided
+  void (*drop)(void* state);                                // a state never written
 };
 void set_hooks(const Hooks& h);
 
 class PyChare : public ck::ChareBase {
  public:
   explicit PyChare(std::string blob);
+  // The migration constructor: the Python object comes from pup() and ckJustMigrated().
+  explicit PyChare(CkMigrateMessage*) {}
   ~PyChare() override;
   void* obj = nullptr;  // the Python object (a strong reference)
 
+  // The Python object's state travels as its pickle (sized once, written once).
+  void pup(PUP::er& p) override;
+  void ckAboutToMigrate() override;
+  void ckJustMigrated() override;
+  void ResumeFromSync() override;
+
  protected:
   PyChare() = default;  // the main chare: its Python object comes from the start hook
+
+ private:
+  void* packed_ = nullptr;       // pack_size's state, until pack_write takes it
+  std::uint64_t packed_len_ = 0;
+  void* pending_ = nullptr;      // unpacked state, until ckJustMigrated builds the object
 };
 
 int start(int argc, char** argv);
@@ -80,4 +106,12 @@ int value_kind(void* msg);
 // The element's collection and index (what its Python object needs to know itself).
 const ck::CollectionRef& chare_ref(PyChare* c);
 const ck::Index& chare_index(PyChare* c);
+
+// Migration and load balancing of array elements (ck::ChareBase's API).
+void migrate(PyChare* c, int pe);
+void set_migratable(PyChare* c, bool m);
+bool is_migratable(PyChare* c);
+void set_uses_at_sync(PyChare* c, bool on);
+bool uses_at_sync(PyChare* c);
+void at_sync(PyChare* c);
 }  // namespace ucharm::py

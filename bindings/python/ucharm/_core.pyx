@@ -49,7 +49,7 @@ cdef extern from "<ucharm/charm.h>":
 
 cdef extern from "<ucharm/charm.h>" namespace "ck":
     cdef cppclass Index:
-        int32_t x[3]
+        int32_t x[6]
         int32_t dims
     cdef cppclass CollectionRef:
         uint64_t id
@@ -77,6 +77,13 @@ cdef extern from "glue.h" namespace "ucharm::py":
         void (*combine)(const string&, const string&, string&) noexcept
         void (*reduction_done)(const string&) noexcept
         void (*release)(void*) noexcept
+        void (*about_to_migrate)(void*) noexcept
+        size_t (*pack_size)(void*, void**) noexcept
+        void (*pack_write)(void*, void (*)(void*, const void*, size_t) noexcept, void*) noexcept
+        void* (*unpack)(const char*, size_t) noexcept
+        void* (*arrived)(void*, void*) noexcept
+        void (*resume_from_sync)(void*) noexcept
+        void (*drop)(void*) noexcept
     void set_hooks(const Hooks& h)
     int c_start "ucharm::py::start"(int argc, char** argv) except +
     void c_send "ucharm::py::send"(const CollectionRef& c, const Index& idx, void* msg)
@@ -99,6 +106,12 @@ cdef extern from "glue.h" namespace "ucharm::py":
     int c_value_kind "ucharm::py::value_kind"(void* msg)
     const CollectionRef& c_chare_ref "ucharm::py::chare_ref"(PyChare* c)
     const Index& c_chare_index "ucharm::py::chare_index"(PyChare* c)
+    void c_migrate "ucharm::py::migrate"(PyChare* c, int pe)
+    void c_set_migratable "ucharm::py::set_migratable"(PyChare* c, bint m)
+    bint c_is_migratable "ucharm::py::is_migratable"(PyChare* c)
+    void c_set_uses_at_sync "ucharm::py::set_uses_at_sync"(PyChare* c, bint on)
+    bint c_uses_at_sync "ucharm::py::uses_at_sync"(PyChare* c)
+    void c_at_sync "ucharm::py::at_sync"(PyChare* c)
 
 
 # ---- collection references and indices ---------------------------------------------------
@@ -115,7 +128,7 @@ cdef inline bytes from_ref(const CollectionRef& r):
     return PyBytes_FromStringAndSize(<const char*>&r, sizeof(CollectionRef))
 
 cdef inline Index to_index(object idx) except *:
-    """An int (1-D) or a tuple of 1-3 ints; None: no index (groups and chares)."""
+    """An int (1-D) or a tuple of 1-6 ints; None: no index (groups and chares)."""
     cdef Index i  # zeroed by its constructor
     if idx is None:
         return i
@@ -124,8 +137,8 @@ cdef inline Index to_index(object idx) except *:
         i.dims = 1
         return i
     n = len(idx)
-    if n < 1 or n > 3:
-        raise IndexError(f"chare array indices have 1, 2 or 3 dimensions, not {n}: {idx!r}")
+    if n < 1 or n > 6:
+        raise IndexError(f"chare array indices have 1 to 6 dimensions, not {n}: {idx!r}")
     for d in range(n):
         i.x[d] = idx[d]
     i.dims = n
@@ -141,6 +154,9 @@ include "core_messages.pxi"
 
 
 include "core_hooks.pxi"
+
+
+include "core_migrate.pxi"
 
 
 # ---- the runtime ---------------------------------------------------------------------------

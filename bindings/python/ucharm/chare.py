@@ -9,18 +9,18 @@ import weakref
 from greenlet import getcurrent
 
 from . import _core, _wire, coroutines, futures, proxy, reduction, readonly
-from . import _invoke, charm as runtime  # cycles: used at call time
+from . import _invoke, migration, charm as runtime  # cycles: used at call time
 
 
 _local = {}  # (collection id, index) -> element object on this PE
 
 
-def _blob(cls, args, kind, creation):
+def _blob(cls, args, kind, creation, at_sync=False):
     if not (isinstance(cls, type) and issubclass(cls, Chare)):
         raise TypeError(f"{cls!r} is not a subclass of Chare")
     args = list(args) if args is not None else []
     try:
-        return pickle.dumps((cls, args, kind, creation), _wire.PROTOCOL)
+        return pickle.dumps((cls, args, kind, creation, at_sync), _wire.PROTOCOL)
     except Exception as e:
         raise TypeError(f"creating {cls.__name__}: the class or an argument cannot be pickled ({e}); chare "
                         "classes must be defined at module level") from e
@@ -82,9 +82,31 @@ class Chare:
     def _ck_allreduce_done(self, value=None):
         self._ck_allreduce.pop(0).send(value)
 
+    # ---- migration and load balancing (array elements; see migration.py) ----
+    def migrate(self, toPe):
+        """Moves this element to PE `toPe` once the running entry method returns (also an
+        entry method: proxy[i].migrate(pe)). Messages sent to it follow it."""
+        migration.check_can_migrate(self, toPe)
+        _core.migrate(self._ck_ptr, toPe)
+
+    def migrated(self):
+        """Called on the new PE after the element arrived (its state restored)."""
+
+    def setMigratable(self, migratable):
+        """An element that must stay on its PE (migrate() refuses, the balancer leaves it)."""
+        if self._ck_kind != "array":
+            raise TypeError(f"setMigratable: only chare array elements migrate (this is a {self._ck_kind})")
+        _core.set_migratable(self._ck_ptr, bool(migratable))
+        self.migratable = bool(migratable)
+
     def AtSync(self):
-        """charm4py's load-balancing point. ucharm does not migrate chares yet: this is a
-        barrier over the collection, then resumeFromSync() runs on every element."""
+        """charm4py's load-balancing point. In an array created with useAtSync=True the
+        balancer runs once every such element has called it (it may move elements), then
+        resumeFromSync() runs on each. Otherwise a barrier over the collection, then
+        resumeFromSync() on every element."""
+        if self._ck_kind == "array" and _core.uses_at_sync(self._ck_ptr):
+            _core.at_sync(self._ck_ptr)
+            return
         self.contribute(None, None, proxy.Method(self.thisProxy, "_ck_resume_from_sync"))
 
     def _ck_resume_from_sync(self):
@@ -92,9 +114,6 @@ class Chare:
 
     def resumeFromSync(self):
         pass
-
-    def migrate(self, toPe):
-        raise NotImplementedError("Chare.migrate: ucharm does not migrate chares yet")
 
     def wait(self, cond):
         """Waits (in a coroutine) until the expression `cond` over self is true; it is
@@ -139,9 +158,11 @@ def Group(cls, args=None):
     return proxy.CollectionProxy(cls, ref, "group", None, creation)
 
 
-def Array(cls, dims=None, ndims=-1, args=None, map=None):
-    """A chare array: Array(C, n) or Array(C, (x, y[, z])) creates every element with
-    `args`; Array(C, ndims=N) an empty one that grows with proxy.ckInsert(index)."""
+def Array(cls, dims=None, ndims=-1, args=None, map=None, useAtSync=False):
+    """A chare array: Array(C, n) or Array(C, (x, y, ...)) (1 to 6 dimensions) creates
+    every element with `args`; Array(C, ndims=N) an empty one that grows with
+    proxy.ckInsert(index). useAtSync=True: its elements take part in load balancing
+    (self.AtSync(), resumeFromSync())."""
     readonly.flush()
     map_id = 0
     if map is not None:
@@ -152,18 +173,20 @@ def Array(cls, dims=None, ndims=-1, args=None, map=None):
         map_id = _map_ids[mcls]
     if dims is None:
         nd = ndims if ndims > 0 else 1
-        if nd > 3:
-            raise ValueError(f"chare arrays have 1, 2 or 3 dimensions, not {nd}")
+        if nd > 6:
+            raise ValueError(f"chare arrays have 1 to 6 dimensions, not {nd}")
         ref = _core.create_empty_array(nd, map_id)
-        return proxy.CollectionProxy(cls, ref, ("array", nd), None, None)  # ckInsert sends this kind
+        p = proxy.CollectionProxy(cls, ref, ("array", nd), None, None)  # ckInsert sends this kind
+        p._at_sync = bool(useAtSync)
+        return p
     shape = (dims,) if isinstance(dims, int) else tuple(dims)
-    if not 1 <= len(shape) <= 3 or not all(isinstance(d, int) and d >= 0 for d in shape):
-        raise ValueError(f"Array({cls.__name__}, {dims!r}): give 1 to 3 non-negative extents")
+    if not 1 <= len(shape) <= 6 or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise ValueError(f"Array({cls.__name__}, {dims!r}): give 1 to 6 non-negative extents")
     n = 1
     for d in shape:
         n *= d
     creation = futures.Future(n) if n > 0 else None
-    ref = _core.create_array(shape, _blob(cls, args, ("array", shape), creation), map_id)
+    ref = _core.create_array(shape, _blob(cls, args, ("array", shape), creation, bool(useAtSync)), map_id)
     return proxy.CollectionProxy(cls, ref, "array", shape, creation)
 
 
@@ -209,11 +232,11 @@ _creations = {}
 
 def _construct_main(ptr, cls, argv):
     """The main chare class's object, bound to the C++ main chare."""
-    return _construct(ptr, pickle.dumps((cls, [argv], "chare", None), _wire.PROTOCOL))
+    return _construct(ptr, pickle.dumps((cls, [argv], "chare", None, False), _wire.PROTOCOL))
 
 
 def _construct(ptr, blob):
-    cls, args, kind, creation = pickle.loads(blob)
+    cls, args, kind, creation, at_sync = pickle.loads(blob)
     shape = None
     if isinstance(kind, tuple):  # ("array", shape) for bulk arrays, ("array", ndims) for insertion
         kind, extent = kind
@@ -222,18 +245,12 @@ def _construct(ptr, blob):
     obj = cls.__new__(cls)
     ref = _core.chare_ref(ptr)
     idx = _core.chare_index(ptr)
-    obj._ck_ptr = ptr
     obj._ck_kind = kind
-    obj._ck_allreduce = []
+    init_runtime(obj, ptr)
     obj._ck_red_round = 0
-    obj._ck_waiting = []
     obj._ck_when = None
     obj._ck_when_by_value = None  # (function, value) -> held calls, for `self.a == p` conditions
     obj._ck_when_eq_fns = set()
-    obj._ck_busy = False
-    obj._ck_channels = weakref.WeakValueDictionary()  # open channels: closed when collected
-    obj._ck_chan_count = {}
-    obj._ck_early = {}
     if kind == "chare":
         obj.thisIndex = (0,)  # charm4py's singleton chares are one-element arrays
         obj.thisProxy = proxy.ElementProxy(cls, ref, None)
@@ -245,6 +262,9 @@ def _construct(ptr, blob):
     else:
         obj.thisIndex = idx
         obj.thisProxy = proxy.CollectionProxy(cls, ref, array_kind, shape)
+        obj.migratable = True  # charm4py's attribute (setMigratable changes it)
+        if at_sync:
+            _core.set_uses_at_sync(ptr, True)
         key = idx
     obj._ck_self = proxy.ElementProxy(cls, ref, ("pe", key) if kind == "group" else key)
     _local[(_core.ref_id(ref), key)] = obj
@@ -252,6 +272,19 @@ def _construct(ptr, blob):
     # the main chare's and @coro ones do in charm4py.
     coroutines.spawn(_init_body, obj, args, creation, obj=obj)
     return obj
+
+
+def init_runtime(obj, ptr):
+    """The runtime's per-object fields that stay on a PE (a migrated element gets new
+    ones where it arrives)."""
+    obj._ck_ptr = ptr
+    obj._ck_allreduce = []
+    obj._ck_waiting = []
+    obj._ck_busy = False
+    obj._ck_channels = weakref.WeakValueDictionary()  # open channels: closed when collected
+    obj._ck_chan_count = {}
+    obj._ck_early = {}
+    obj._ck_suspended = []  # coroutines of this object that waited (coroutines.spawn)
 
 
 def _init_body(obj, args, creation):

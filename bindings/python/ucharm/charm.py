@@ -28,7 +28,7 @@ import traceback
 from greenlet import getcurrent
 
 from . import _core, _wire, coroutines, futures, reduction, proxy, channel, readonly, _invoke
-from . import chare, pool, options
+from . import chare, pool, options, migration
 
 # charm4py's names, for programs that import them from here.
 from .chare import Chare, Group, Array, ArrayMap  # noqa: E402,F401
@@ -125,7 +125,7 @@ class CharmRemote(chare.Chare):
         reduction.Reducer.addReducer(func)
 
     def createArray(self, cls, dims=None, ndims=-1, args=None, map=None, useAtSync=False, cb=None):
-        proxy = chare.Array(cls, dims, ndims, args if args is not None else [], map)
+        proxy = chare.Array(cls, dims, ndims, args if args is not None else [], map, useAtSync)
         if cb is not None:
             cb(proxy)
         return proxy
@@ -243,7 +243,7 @@ class _Charm:
         print(f"ucharm: PE {_core.my_pe()}: no statistics are kept (charm.printStats)", flush=True)
 
     def LBTurnInstrumentOn(self):
-        pass  # no load balancing yet: nothing to instrument
+        pass  # the core always measures entry-method time (it is cheap)
 
     def LBTurnInstrumentOff(self):
         pass
@@ -271,6 +271,10 @@ class _Hooks:
     entry_kind = _invoke.entry_kind
     combine = staticmethod(reduction.combine)
     handle_exit = staticmethod(_invoke.handle_exit)
+    about_to_migrate = staticmethod(migration.about_to_migrate)
+    pack = staticmethod(migration.pack)
+    arrived = staticmethod(migration.arrived)
+    resume_from_sync = staticmethod(migration.resume_from_sync)
 
     @staticmethod
     def start(ptr, argv):

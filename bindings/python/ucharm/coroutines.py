@@ -37,7 +37,13 @@ def spawn(fn, *args, obj=None):
     g = greenlet(fn)
     g._ck_coro = True
     g._ck_obj = obj
-    return g.switch(*args)
+    r = g.switch(*args)
+    if obj is not None and not g.dead:  # it waits: the object may not migrate meanwhile
+        w = obj._ck_suspended
+        if len(w) >= 64:
+            w[:] = [x for x in w if not x.dead]
+        w.append(g)
+    return r
 
 
 def coro(fn):

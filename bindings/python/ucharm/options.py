@@ -1,4 +1,4 @@
-"""charm4py's Options, and the Charm++ load-balancing flags taken off the command line."""
+"""charm4py's Options, and the Charm++ load-balancing flags ucharm has no counterpart of."""
 import os
 import sys
 
@@ -23,18 +23,18 @@ class Options:
     interactive = type("InteractiveOptions", (), {"verbose": 1, "broadcast_imports": True})
 
 
-# Charm++'s load-balancing options, which charm4py programs pass: ucharm does not migrate
-# chares yet, so they are taken off the command line (with a note) instead of being
-# refused as unknown runtime options.
-_LB_FLAGS = {"+LBOff", "+LBOn", "+LBCommOff", "+LBDebug", "+LBPrintSummary", "+LBTestPESpeed"}
-_LB_WITH_VALUE = {"+LBPeriod", "+balancer", "+LBObjOnly"}
+# Charm++'s load-balancing options that charm4py programs may pass and the core does not
+# take (it takes +balancer, +LBPeriod, +LBEvery, +LBOff, +LBDebug, +trace): taken off the
+# command line with a note instead of being refused as unknown runtime options.
+_LB_FLAGS = {"+LBOn", "+LBCommOff", "+LBPrintSummary", "+LBTestPESpeed"}
+_LB_WITH_VALUE = {"+LBObjOnly"}
 
 
 def strip_lb_options(argv):
     out, dropped, i = [], [], 0
     while i < len(argv):
         a = argv[i]
-        if a in _LB_FLAGS or a.startswith("+balancer="):
+        if a in _LB_FLAGS:
             dropped.append(a)
         elif a in _LB_WITH_VALUE:
             dropped += argv[i:i + 2]
@@ -43,5 +43,5 @@ def strip_lb_options(argv):
             out.append(a)
         i += 1
     if dropped and os.environ.get("PMIX_RANK", "0") in ("0", ""):
-        sys.stderr.write(f"ucharm: load balancing is not supported yet; ignoring {' '.join(dropped)}\n")
+        sys.stderr.write(f"ucharm: ignoring {' '.join(dropped)} (no ucharm counterpart)\n")
     return out

@@ -130,7 +130,7 @@ class CollectionProxy(Proxy):
     def ckLocalBranch(self):
         return chare._local.get((_core.ref_id(self._ref), _core.my_pe()))
 
-    def ckInsert(self, index, args=None, onPE=-1):
+    def ckInsert(self, index, args=None, onPE=-1, useAtSync=False):
         if self._shape is not None:
             raise ValueError("ckInsert: this array was created with a fixed size; create it with "
                              "Array(C, ndims=N) to insert elements")
@@ -140,7 +140,8 @@ class CollectionProxy(Proxy):
         t = (index,) if isinstance(index, int) else tuple(index)
         if len(t) != self._ndims_dynamic():
             raise IndexError(f"index {index!r} has {len(t)} dimensions; the array has {self._ndims_dynamic()}")
-        _core.insert(self._ref, t, chare._blob(self._cls, args, self._kind, None))
+        at_sync = useAtSync or self.__dict__.get("_at_sync", False)
+        _core.insert(self._ref, t, chare._blob(self._cls, args, self._kind, None, at_sync))
         self._inserted = getattr(self, "_inserted", 0) + 1
 
     def ckDoneInserting(self):
@@ -156,4 +157,4 @@ class CollectionProxy(Proxy):
         return f"<proxy to {self._kind} of {_wire.clsname(self._cls)}>"
 
 
-_PROXY_SLOTS = frozenset(("_cls", "_ref", "_idx", "_kind", "_shape", "_creation", "_elems"))
+_PROXY_SLOTS = frozenset(("_cls", "_ref", "_idx", "_kind", "_shape", "_creation", "_elems", "_at_sync"))

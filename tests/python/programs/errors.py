@@ -95,7 +95,7 @@ def main(args):
     elif case == "not_a_chare_class":
         Group(dict)
     elif case == "array_too_many_dimensions":
-        Array(Target, (1, 2, 3, 4))
+        Array(Target, (1, 2, 3, 4, 1, 1, 1))
     elif case == "insert_into_fixed_array":
         a.ckInsert(7)
     elif case == "local_chare_class":

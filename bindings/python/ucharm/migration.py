@@ -1,0 +1,131 @@
+"""Array elements moving between PEs, and the balancer's resumeFromSync.
+
+The core moves an element (ChareBase::migrateMe, or the balancer at AtSync) by packing it
+with its pup(); the bindings' pup (src/glue.cpp, src/core_migrate.pxi) calls pack() here on
+the PE it leaves and arrived() on the PE it reaches. What travels is one pickle (protocol
+5, contiguous buffers such as NumPy arrays out of band) of
+
+  - the program's state: the object's __dict__ without the runtime's fields, or what the
+    class's own __getstate__ returns (restored with its __setstate__), as in charm4py;
+  - the runtime's fields that belong to the element wherever it is: thisProxy, thisIndex,
+    held @when calls, the reduction round of an inserted array.
+
+References from the state back to the element itself travel as such (a persistent id).
+The constructor does not run again; migrated() runs on arrival. An element cannot move
+while a coroutine of it waits (a Future, a channel, Chare.wait) or while it has an open
+channel: the job ends with a message naming the element.
+"""
+import io
+import pickle
+
+from . import _core, _wire
+from . import chare as _chare, _invoke  # cycles: used at call time
+
+# The runtime's fields that travel with the element (the others are rebuilt on arrival).
+_CARRIED = ("_ck_kind", "_ck_red_round", "_ck_when", "_ck_when_by_value", "_ck_when_eq_fns",
+            "thisProxy", "thisIndex")
+_SELF = "ucharm.self"
+
+
+def _name(obj):
+    return f"element {obj.thisIndex} of {type(obj).__name__}"
+
+
+def check_can_migrate(obj, pe):
+    """Chare.migrate's checks, raised in the caller's entry method."""
+    if obj._ck_kind != "array":
+        raise TypeError(f"migrate({pe}): only chare array elements migrate (this is a {obj._ck_kind} of "
+                        f"{type(obj).__name__})")
+    if not isinstance(pe, int) or not 0 <= pe < _core.num_pes():
+        raise ValueError(f"migrate({pe!r}): PE out of range [0, {_core.num_pes()})")
+    if not _core.is_migratable(obj._ck_ptr):
+        raise RuntimeError(f"migrate({pe}): {_name(obj)} is not migratable (setMigratable(False) was called)")
+
+
+def about_to_migrate(obj):
+    """On the PE the element leaves, before it is packed."""
+    waiting = [g for g in obj._ck_suspended if not g.dead]
+    if waiting or obj._ck_waiting or obj._ck_allreduce:
+        raise RuntimeError(f"{_name(obj)} cannot migrate while {max(len(waiting), 1)} coroutine(s) of it "
+                           "wait (Future.get, Channel.recv, Chare.wait, allreduce): migrate once they have "
+                           "returned")
+    if len(obj._ck_channels) or obj._ck_early:
+        raise RuntimeError(f"{_name(obj)} cannot migrate with open channels: close them (or drop them) "
+                           "before it moves, and open new ones after migrated()")
+    key = (_core.ref_id(obj.thisProxy._ref), obj.thisIndex)
+    if _chare._local.get(key) is obj:
+        del _chare._local[key]
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, f, obj, bufs):
+        def oob(pb):
+            try:
+                bufs.append(pb.raw())
+                return False
+            except BufferError:  # not contiguous: in band
+                return True
+        super().__init__(f, _wire.PROTOCOL, buffer_callback=oob)
+        self._obj = obj
+
+    def persistent_id(self, o):
+        return _SELF if o is self._obj else None
+
+
+class _Unpickler(pickle.Unpickler):
+    obj = None
+
+    def persistent_load(self, pid):
+        if pid != _SELF:
+            raise pickle.UnpicklingError(f"unknown persistent id {pid!r} in a migrated element's state")
+        return self.obj
+
+
+def pack(obj):
+    """(head, out-of-band buffers) of the element's state: the class, then the state, as
+    two pickles one after the other (the object must exist before its state is read)."""
+    cls = type(obj)
+    d = obj.__dict__
+    carried = {k: d[k] for k in _CARRIED if k in d}
+    custom = cls.__getstate__ is not _chare.Chare.__getstate__
+    if custom:
+        user = obj.__getstate__()
+    else:
+        user = {k: v for k, v in d.items() if not k.startswith("_ck_") and k not in carried}
+    f = io.BytesIO()
+    bufs = []
+    try:
+        pickle.dump(cls, f, _wire.PROTOCOL)
+        _Pickler(f, obj, bufs).dump((carried, custom, user))
+    except Exception as e:
+        raise TypeError(f"{_name(obj)} cannot migrate: its state cannot be pickled ({e}); give the class "
+                        "__getstate__/__setstate__ to choose what travels") from e
+    return f.getvalue(), bufs
+
+
+def arrived(ptr, head, bufs):
+    """On the element's new PE: rebuilds its object (no constructor), runs migrated()."""
+    f = io.BytesIO(head)
+    cls = pickle.load(f)
+    u = _Unpickler(f, buffers=bufs)  # a fresh memo for the second pickle
+    obj = u.obj = cls.__new__(cls)
+    carried, custom, user = u.load()
+    if custom:
+        obj.__setstate__(user)
+    else:
+        obj.__dict__.update(user)
+    obj.__dict__.update(carried)
+    _chare.init_runtime(obj, ptr)
+    if custom or "migratable" not in obj.__dict__:
+        obj.migratable = _core.is_migratable(ptr)
+    obj._ck_self = obj.thisProxy[obj.thisIndex]
+    _chare._local[(_core.ref_id(obj.thisProxy._ref), obj.thisIndex)] = obj
+    _invoke._run(obj, cls.migrated, (), {}, None, False)
+    _invoke.after_entry(obj)
+    return obj
+
+
+def resume_from_sync(obj):
+    """The balancer has decided (and maybe moved this element): resumeFromSync()."""
+    _invoke._run(obj, type(obj).resumeFromSync, (), {}, None, False)
+    _invoke.after_entry(obj)
