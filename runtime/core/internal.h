@@ -175,6 +175,7 @@ struct Core {
   std::unordered_map<RouteKey, Route, RouteHash> routes;
   int h_loc_update = -1, h_loc_correct = -1, h_forget = -1, h_lb = -1;
   ChareBase* running = nullptr;  // the element whose entry method runs now
+  LocationCounts loc_counts;
   std::unordered_map<std::uint64_t, std::uint16_t> bcast_serials;  // arrays this PE created: last number
   std::unordered_map<const std::type_info*, std::string> class_names;  // demangled, for traces
   std::shared_ptr<Sections> sections;  // section trees and handlers (sections.cpp)

@@ -59,6 +59,7 @@ void loc_update_handler(void* m) {
 void loc_correct_handler(void* m) {
   const LocMsg b = read_loc(m);
   CmiFree(m);
+  ++core().loc_counts.corrections;
   Route& r = core().routes[RouteKey{b.ref.id, b.idx}];
   if (r.pe >= 0 && r.moves > b.moves) return;  // already knows a later place
   r.pe = b.pe;
@@ -125,12 +126,14 @@ void route_absent(Collection& c, void* msg) {
   const int me = CmiMyPe();
   auto rec = c.where.find(idx);
   if (rec != c.where.end() && rec->second.pe != me) {  // it left from here, or the home knows where it is
+    ++core().loc_counts.forwarded;
     e.flags = static_cast<std::uint8_t>(e.flags | kEnvForwarded);
     CmiForwardAndFree(rec->second.pe, msg);
     return;
   }
   const int home = home_pe(c.ref, idx);
   if (home != me && !(e.flags & kEnvForwarded)) {  // a stale route: the home knows
+    ++core().loc_counts.forwarded;
     e.flags = static_cast<std::uint8_t>(e.flags | kEnvForwarded);
     CmiForwardAndFree(home, msg);
     return;
@@ -217,3 +220,7 @@ void forget_routes(std::uint64_t collection, const Index& idx) {
 }
 
 }  // namespace ck::detail
+
+namespace ck {
+LocationCounts location_stats() { return detail::core().loc_counts; }
+}  // namespace ck

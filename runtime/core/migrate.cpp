@@ -81,6 +81,7 @@ void migrate_out(Collection& c, ChareBase* obj, int to, bool by_balancer) {
   std::vector<void*> early = std::move(rt.early);
   if (trace::enabled()) trace::migration(class_name(c.cls), idx, CmiMyPe(), to, total, false);
   element_removed(c, obj);
+  ++k.loc_counts.migrated_out;
   c.where[idx] = LocRecord{to, rt.moves};
   delete obj;
   CmiSetHandler(msg, k.h_core);
@@ -122,6 +123,7 @@ void arrive_handler_msg(void* msg) {
   const std::size_t bytes = CmiMsgSize(msg);
   CmiFree(msg);
   ++k.processed;
+  ++k.loc_counts.migrated_in;
   element_added(c, obj);
   arrived_here(c, obj);
   if (trace::enabled()) trace::migration(class_name(c.cls), idx, from, CmiMyPe(), bytes, true);

@@ -127,7 +127,9 @@ struct Main : ck::MainChare<Main> {
     for (int i = 0; i < k; ++i) s.template send<&S::element_type::hit>(i);
   }
 
-  void got(ck::Index idx, int k) {
+  int away = 0;  // migrate: deliveries to a member that was not on its home PE
+  void got(ck::Index idx, int k, int pe) {
+    if (mode == "migrate" && pe != sec1.array().at(idx).home_pe()) ++away;
     ++got_count[{idx.str(), k}];
     ++got_total;
     maybe_qd();
@@ -146,6 +148,8 @@ struct Main : ck::MainChare<Main> {
           CkAbort("member %s got multicast %d %d times", m.str().c_str(), k, it == got_count.end() ? 0 : it->second);
       }
     expect(got_count.size() == members.size() * static_cast<std::size_t>(kinds), "no non-member got a multicast");
+    if (mode == "migrate" && CkNumPes() > 1 && away == 0) CkAbort("migrate: no member ever left its home PE");
+    if (mode == "migrate") CkPrintf("migrate: %d of %ld deliveries reached a member away from home\n", away, got_total);
     CkPrintf("%s ok\n", mode.c_str());
     CkExit(0);
   }
@@ -192,7 +196,7 @@ struct Main : ck::MainChare<Main> {
 
 template <int D>
 void Elem<D>::hit(int k) {
-  mainProxy->template send<&Main::got>(this->ckIndex(), k);
+  mainProxy->template send<&Main::got>(this->ckIndex(), k, CkMyPe());
 }
 template <int D>
 void Elem<D>::join(ck::CkSectionInfo s) {
@@ -207,7 +211,7 @@ template <int D>
 void Elem<D>::step(int round, bool move) {
   expect(sec.valid(), "joined before the first step");
   ++steps;
-  if (move) mainProxy->template send<&Main::got>(this->ckIndex(), round);
+  if (move) mainProxy->template send<&Main::got>(this->ckIndex(), round, CkMyPe());
   sec.contribute(this, weight(this->ckIndex()) * (round + 1), ck::Reducer::sum,
                  ck::CkCallback::to<&Main::sum_done>(*mainProxy));
   sec.contribute(this, std::vector<double>{1.0, static_cast<double>(round)}, ck::Reducer::sum,

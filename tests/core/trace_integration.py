@@ -68,19 +68,25 @@ def job(ucharmrun, program, dispatch_cpp):
         if "trace::begin_entry" not in f.read():
             print("skipped: runtime/core/dispatch.cpp does not call the tracer yet")
             sys.exit(77)
-    with tempfile.TemporaryDirectory() as d:
-        trace = os.path.join(d, "hello.json")
-        r = subprocess.run([ucharmrun, "-n", "2", program, "8", "+trace", trace], cwd=d,
-                           capture_output=True, text=True, timeout=90)
-        if r.returncode != 0:
-            fail(f"hello +trace failed ({r.returncode}): {r.stdout}{r.stderr}")
-        left = sorted(os.listdir(d))
-        if left != ["hello.json"]:
-            fail(f"expected only hello.json, found {left}")
-        errors, summary = check_trace.check(trace, pes=2, min_entries=2, cross_flows=True)
-        if errors:
-            fail(f"{summary}: {errors[:10]}")
-        print(summary)
+    # core_migration's storm (element messages between PEs, migrations) and lb (a balancing
+    # step with GreedyLB) modes.
+    for mode, extra, want in (("storm", [], ["migrations 0"]), ("lb", ["+balancer", "GreedyLB"], ["LB steps 0", "migrations 0"])):
+        with tempfile.TemporaryDirectory() as d:
+            trace = os.path.join(d, "job.json")
+            r = subprocess.run([ucharmrun, "-n", "2", program, mode, *extra, "+trace", trace], cwd=d,
+                               capture_output=True, text=True, timeout=90)
+            if r.returncode != 0:
+                fail(f"{mode} +trace failed ({r.returncode}): {r.stdout}{r.stderr}")
+            left = sorted(os.listdir(d))
+            if left != ["job.json"]:
+                fail(f"expected only job.json, found {left}")
+            errors, summary = check_trace.check(trace, pes=2, min_entries=2, cross_flows=mode == "storm")
+            if errors:
+                fail(f"{mode}: {summary}: {errors[:10]}")
+            for w in want:
+                if w in summary:
+                    fail(f"{mode}: the trace has no events of a kind it should: {summary}")
+            print(mode, summary)
 
 
 if __name__ == "__main__":

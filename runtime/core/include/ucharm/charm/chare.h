@@ -165,6 +165,17 @@ class ArrayElement : public ChareBase {
   }
 };
 
+// This PE's location-manager counts since start-up (for tests and diagnostics): messages it
+// forwarded because their element was not here, route corrections it received, elements that
+// left and arrived.
+struct LocationCounts {
+  std::uint64_t forwarded = 0;
+  std::uint64_t corrections = 0;
+  std::uint64_t migrated_out = 0;
+  std::uint64_t migrated_in = 0;
+};
+LocationCounts location_stats();
+
 // ---- readonly globals -------------------------------------------------------------------------
 // Set on PE 0 in the main chare's constructor; every PE has the value before any other
 // entry method runs. Declare at namespace scope: ck::readonly<int> numBlocks;
@@ -190,5 +201,8 @@ class readonly : detail::ReadonlyBase {
 };
 
 }  // namespace ck
+
+using CkLocationCounts = ck::LocationCounts;
+inline CkLocationCounts CkLocationStats() { return ck::location_stats(); }
 
 #pragma GCC visibility pop
