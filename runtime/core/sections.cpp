@@ -145,7 +145,6 @@ void distribute(SectionNode& n, void* msg) {
       continue;
     }
     // Moved away (or not built here yet): the element path finds it, exactly once.
-    if (c) continue;  // MUTATION
     void* copy = CmiAlloc(total);
     std::memcpy(copy, msg, total);
     Envelope& e = envelope(copy);
