@@ -8,15 +8,21 @@
 // Kernels run on the GPU when one is visible (CUDA build), else on the CPU with host
 // buffers; the modes then differ only in the path the data takes.
 //   ucharmrun -n 2 jacobi3d --grid 128 --blocks 8 --iters 100 --mode channel [--verify]
+// Load balancing: --imbalance K makes the first --heavy fraction of the blocks (by linear
+// index, so the block map puts them on the first PEs) run their kernels K times per
+// iteration (the update is idempotent: same result); --lb-period N makes every block call
+// AtSync after each N-th iteration, where the balancer (+balancer NAME) may migrate it.
 #include <ucharm/charm.h>
 
 #include <CLI/CLI.hpp>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <span>
 #include <string>
+#include <time.h>
 #include <vector>
 
 #include "buffer.h"
@@ -35,11 +41,22 @@ struct Config {
   int iters = 100, warmup = 10;
   Mode mode = Mode::Channel;
   bool gpu = false, verify = false;
+  int imbalance = 1;   // heavy blocks run their kernels this many times per iteration
+  int heavy = 0;       // blocks with linear index below this are heavy
+  int lb_period = 0;   // AtSync after every lb_period-th iteration (0: never)
   void pup(PUP::er& p) {
     p | d.gx; p | d.gy; p | d.gz; p | d.bx; p | d.by; p | d.bz;
     p | iters; p | warmup; p | mode; p | gpu; p | verify;
+    p | imbalance; p | heavy; p | lb_period;
   }
 };
+
+// This thread's CPU seconds: a block's kernel work, whatever share of a core its PE gets.
+double thread_cpu() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 struct Main;
 ck::readonly<ck::ChareProxy<Main>> mainProxy;
@@ -70,19 +87,61 @@ struct Block : ck::ArrayElement<Block, 3> {
   int cur = 0, target = 0;
   int got[2] = {0, 0};
   bool waiting = false;
-  double wait_start = 0, comm = 0;
+  double wait_start = 0, comm = 0, kernel_cpu = 0;
+  int reps = 1;                        // kernel repetitions per iteration (--imbalance)
 
   Block() {
+    setup();
+    init_boundary();
+    // The zeroing of the halo buffers is done before a neighbour's transfer (not ordered
+    // with this stream) can write into them.
+    if (gpu) cuda::synchronize(stream);
+    contribute(on_ready());
+  }
+  // Migration: the state arrives through pup(), which calls setup() first.
+  explicit Block(CkMigrateMessage*) {}
+  ~Block() {
+    if (stream) cuda::stream_destroy(stream);
+  }
+
+  // What travels when a block migrates (only at AtSync, when no halo is in flight: the halo
+  // and staging buffers hold nothing that matters and are re-created). Device grids are
+  // copied through host memory both ways; the new PE gets its own stream and GPU buffers.
+  void pup(PUP::er& p) override {
+    p | cur; p | target; p | comm; p | kernel_cpu;
+    if (p.isUnpacking()) {
+      setup();
+      if (gpu) cuda::synchronize(stream);
+    }
+    for (Buffer& b : u) {
+      if (!gpu) {
+        PUParray(p, b.data(), b.count());
+        continue;
+      }
+      std::vector<double> h(b.count());
+      if (p.isPacking()) {
+        cuda::copy_to_host(h.data(), b.data(), b.bytes(), stream);
+        cuda::synchronize(stream);
+      }
+      PUParray(p, h.data(), h.size());
+      if (p.isUnpacking()) put(b, h.data(), b.bytes());
+    }
+  }
+
+  // Geometry, buffers and channels from the configuration and the index (both constructors).
+  void setup() {
     const Config& c = *cfg;
     shape = c.d.block();
     gpu = c.gpu;
+    usesAtSync = c.lb_period > 0;
+    const long lin = (static_cast<long>(thisIndex[0]) * c.d.by + thisIndex[1]) * c.d.bz + thisIndex[2];
+    reps = lin < c.heavy ? c.imbalance : 1;
     if (gpu) {
       cuda::select_device(CkMyPe());
       stream = cuda::stream_create();
     }
     const Buffer::Kind dev = gpu ? Buffer::Kind::Device : Buffer::Kind::Host;
     for (Buffer& b : u) b = Buffer(shape.cells(), dev, stream);
-    init_boundary();
     const std::array<int, 3> dims{c.d.bx, c.d.by, c.d.bz};
     for (int f = 0; f < kFaces; ++f) {
       const int a = axis_of(f), step = f % 2 ? 1 : -1;
@@ -105,13 +164,6 @@ struct Block : ck::ArrayElement<Block, 3> {
                ck::CkCallback::to<&Block::chan_got<4>>(self()), ck::CkCallback::to<&Block::chan_got<5>>(self())};
     interior = interior_box(shape);
     shell = boundary_boxes(shape);
-    // The zeroing of the halo buffers is done before a neighbour's transfer (not ordered
-    // with this stream) can write into them.
-    if (gpu) cuda::synchronize(stream);
-    contribute(on_ready());
-  }
-  ~Block() {
-    if (stream) cuda::stream_destroy(stream);
   }
 
   ck::ElementProxy<Block> self() const { return thisProxy(thisIndex[0], thisIndex[1], thisIndex[2]); }
@@ -138,11 +190,16 @@ struct Block : ck::ArrayElement<Block, 3> {
   }
 
   // ---- kernels on the GPU or the CPU ----
+  // A heavy block repeats the update: real work, and the same output (it reads only `in`).
   void update(const Box& b) {
     const double* in = u[cur % 2].data();
     double* out = u[(cur + 1) % 2].data();
-    if (gpu) cuda::update(shape, in, out, b, stream);
-    else cpu::update(shape, in, out, b);
+    const double t = gpu ? 0 : thread_cpu();
+    for (int r = 0; r < reps; ++r) {
+      if (gpu) cuda::update(shape, in, out, b, stream);
+      else cpu::update(shape, in, out, b);
+    }
+    if (!gpu) kernel_cpu += thread_cpu() - t;
   }
   void pack(int f, double* buf) {
     if (gpu) cuda::pack(shape, u[cur % 2].data(), send_box[f], buf, stream);
@@ -169,9 +226,17 @@ struct Block : ck::ArrayElement<Block, 3> {
       }
       if (got[cur % 2] < neighbours) return;  // a halo arrival calls advance(false)
       end_iteration();
+      if (sync_due()) return AtSync();       // ResumeFromSync goes on
       starting = true;
     }
   }
+
+  // Balance after every lb_period-th iteration, except after the last one.
+  bool sync_due() const {
+    const int p = cfg->lb_period;
+    return p > 0 && cur % p == 0 && cur < cfg->warmup + cfg->iters;
+  }
+  void ResumeFromSync() override { advance(true); }
 
   void begin_iteration() {
     const int p = cur % 2;
@@ -220,9 +285,9 @@ struct Block : ck::ArrayElement<Block, 3> {
 
   void finish_run() {
     if (gpu) cuda::synchronize(stream);
-    const double c = comm;
-    comm = 0;
-    contribute(c, ck::Reducer::sum, on_run_done());
+    const std::vector<double> v{comm, kernel_cpu};
+    comm = kernel_cpu = 0;
+    contribute(v, ck::Reducer::sum, on_run_done());
   }
 
   // A halo for iteration `it` has been unpacked (or its unpack queued on the stream).
@@ -289,6 +354,7 @@ struct Main : ck::MainChare<Main> {
   bool warm = false;
   std::string csv;
   double per_iter = 0, comm_per_iter = 0;
+  double heavy_fraction = 0.25;
 
   explicit Main(ck::MainArgs args) {
     CLI::App app{"Jacobi3D: 7-point stencil on a 3-D grid of chare-array blocks"};
@@ -305,6 +371,12 @@ struct Main : ck::MainChare<Main> {
     app.add_option("--mode", mode, "halo exchange: staging, gpumsg or channel")
         ->check(CLI::IsMember({"staging", "gpumsg", "channel"}));
     app.add_option("--kernels", kernels, "auto (GPU if visible), cuda or cpu")->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+    app.add_option("--imbalance", c.imbalance, "heavy blocks run their kernels K times per iteration")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--heavy", heavy_fraction, "fraction of the blocks (the first by index) that are heavy")
+        ->check(CLI::Range(0.0, 1.0));
+    app.add_option("--lb-period", c.lb_period, "blocks call AtSync after every N-th iteration (0: never)")
+        ->check(CLI::NonNegativeNumber);
     app.add_flag("--verify", c.verify, "compare with a serial run, bit for bit (small grids)");
     app.add_option("--csv", csv, "append one result line to this CSV file");
     try {
@@ -318,6 +390,14 @@ struct Main : ck::MainChare<Main> {
     if (!d) CkAbort("jacobi3d: %s", why.c_str());
     c.d = *d;
     c.mode = mode == "staging" ? Mode::Staging : mode == "gpumsg" ? Mode::GpuMsg : Mode::Channel;
+    // Channels do not follow a migrating element, and a CkDeviceBuffer sent to an element
+    // that has moved waits forever on the PE it was sent to (the core forwards only the
+    // host message): only staging's host messages follow a migrated block.
+    if (c.lb_period > 0 && c.mode != Mode::Staging)
+      CkAbort("jacobi3d: --lb-period with --mode %s: blocks that migrate need --mode staging (channels do not "
+              "follow a migrated block, and GPU Messaging sends to a moved block are not forwarded yet)",
+              mode_name(c.mode));
+    c.heavy = c.imbalance > 1 ? static_cast<int>(std::ceil(heavy_fraction * blocks_total)) : 0;
     const bool have_gpu = cuda::available();
     if (kernels == "cuda" && !have_gpu) CkAbort("jacobi3d: --kernels cuda, but no GPU is visible (or a build without CUDA)");
     c.gpu = kernels == "cuda" || (kernels == "auto" && have_gpu);
@@ -327,6 +407,10 @@ struct Main : ck::MainChare<Main> {
     CkPrintf("Jacobi3D: grid %dx%dx%d, %d blocks (%dx%dx%d) of %dx%dx%d, %d PEs, mode %s, %s kernels\n", c.d.gx, c.d.gy,
              c.d.gz, blocks_total, c.d.bx, c.d.by, c.d.bz, s.lx, s.ly, s.lz, CkNumPes(), mode_name(c.mode),
              c.gpu ? "CUDA" : "CPU");
+    if (c.heavy > 0)
+      CkPrintf("imbalance: blocks 0-%d (by linear index) of %d run their kernels %d times per iteration\n",
+               c.heavy - 1, blocks_total, c.imbalance);
+    if (c.lb_period > 0) CkPrintf("load balancing: AtSync after every %d iterations\n", c.lb_period);
     blocks = ck::ArrayProxy<Block>::create(ck::dims(c.d.bx, c.d.by, c.d.bz), ck::Map::block);
   }
 
@@ -342,7 +426,8 @@ struct Main : ck::MainChare<Main> {
     }
   }
 
-  void run_done(double comm_sum) {
+  // sums over blocks: {halo wait, kernel CPU time} in seconds
+  void run_done(std::vector<double> sums) {
     if (!warm) {
       warm = true;
       t0 = CkWallTimer();
@@ -351,10 +436,14 @@ struct Main : ck::MainChare<Main> {
     }
     const double total = CkWallTimer() - t0;
     per_iter = total / c.iters * 1e3;
-    comm_per_iter = comm_sum / blocks_total / c.iters * 1e3;
+    comm_per_iter = sums[0] / blocks_total / c.iters * 1e3;
     CkPrintf("iterations: %d (after %d warm-up)\n", c.iters, c.warmup);
     CkPrintf("time per iteration: %.4f ms\n", per_iter);
     CkPrintf("communication time per iteration: %.4f ms (halo wait, mean over blocks)\n", comm_per_iter);
+    // Total work: the blocks' kernel CPU time (not inflated when PEs share a core).
+    if (!c.gpu)
+      CkPrintf("kernel CPU time per iteration: %.4f ms summed over blocks, %.4f ms per PE if spread evenly\n",
+               sums[1] / c.iters * 1e3, sums[1] / c.iters * 1e3 / CkNumPes());
     if (!csv.empty()) {
       FILE* f = std::fopen(csv.c_str(), "a");
       if (!f) CkAbort("jacobi3d: cannot open %s for appending", csv.c_str());
