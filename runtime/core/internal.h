@@ -86,6 +86,12 @@ struct Route {
   std::uint32_t moves = 0;
 };
 
+struct CommHash {
+  std::size_t operator()(const std::pair<RouteKey, RouteKey>& k) const {
+    return RouteHash{}(k.first) * 31 ^ RouteHash{}(k.second);
+  }
+};
+
 // A reduction tree child (over all PEs): the last round it sent and whether it promised the next.
 struct RedChild {
   int pe;
@@ -176,6 +182,9 @@ struct Core {
   int h_loc_update = -1, h_loc_correct = -1, h_forget = -1, h_lb = -1;
   ChareBase* running = nullptr;  // the element whose entry method runs now
   LocationCounts loc_counts;
+  // MetisLB: bytes sent between array elements since the last balancing step.
+  bool lb_graph = false;
+  std::unordered_map<std::pair<RouteKey, RouteKey>, double, CommHash> comm;
   std::unordered_map<std::uint64_t, std::uint16_t> bcast_serials;  // arrays this PE created: last number
   std::unordered_map<const std::type_info*, std::string> class_names;  // demangled, for traces
   std::shared_ptr<Sections> sections;  // section trees and handlers (sections.cpp)

@@ -10,6 +10,7 @@
 #include "lb_strategy.h"
 
 #include <cstdio>
+#include <map>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -26,6 +27,14 @@ struct ObjLoad {  // one element in a PE's report
   double load;
   bool migratable;
   void pup(PUP::er& p) { p | collection; p | idx; p | load; p | migratable; }
+};
+struct CommEdge {  // bytes one element sent another since the last step
+  std::uint64_t from_collection;
+  Index from;
+  std::uint64_t to_collection;
+  Index to;
+  double bytes;
+  void pup(PUP::er& p) { p | from_collection; p | from; p | to_collection; p | to; p | bytes; }
 };
 struct Move {
   std::uint64_t collection;
@@ -49,6 +58,7 @@ struct LbState {
   // PE 0
   int reports = 0, done = 0;
   std::vector<std::pair<int, std::vector<ObjLoad>>> gathered;
+  std::vector<CommEdge> edges;
   double last_time = -1e300;
 };
 
@@ -94,10 +104,14 @@ void maybe_report() {
   for_each_sync_element([&](Collection& c, ChareBase* o) {
     objs.push_back(ObjLoad{c.ref.id, o->ckIndex(), ElementAccess::rt(o).load, o->isMigratable()});
   });
+  std::vector<CommEdge> edges;
+  for (auto& [key, bytes] : core().comm)
+    edges.push_back(CommEdge{key.first.collection, key.first.idx, key.second.collection, key.second.idx, bytes});
+  core().comm.clear();
   s.reported = true;
   std::uint32_t step = s.step;
   int me = CmiMyPe();
-  send_lb(0, LbMsg::Stats, [&](PUP::er& p) { p | step; p | me; p | objs; });
+  send_lb(0, LbMsg::Stats, [&](PUP::er& p) { p | step; p | me; p | objs; p | edges; });
 }
 
 void maybe_done() {
@@ -123,12 +137,26 @@ void decide() {
       st.objects.push_back(lb::Object{objs.size(), pe, o.load, o.migratable});
       objs.push_back(&o);
     }
+  std::map<std::pair<std::uint64_t, std::vector<std::int32_t>>, std::uint32_t> which;  // element -> object
+  auto key = [](std::uint64_t c, const Index& i) {
+    return std::make_pair(c, std::vector<std::int32_t>(i.x, i.x + kMaxDims));
+  };
+  for (std::size_t i = 0; i < objs.size(); ++i) which[key(objs[i]->collection, objs[i]->idx)] = static_cast<std::uint32_t>(i);
+  for (const CommEdge& e : s.edges) {
+    auto a = which.find(key(e.from_collection, e.from)), b = which.find(key(e.to_collection, e.to));
+    if (a != which.end() && b != which.end() && a->second != b->second) st.edges.push_back(lb::Edge{a->second, b->second, e.bytes});
+  }
+  s.edges.clear();
   std::vector<int> to(st.objects.size());
   for (std::size_t i = 0; i < to.size(); ++i) to[i] = st.objects[i].pe;
   const double now = CmiWallTimer();
   const bool due = now - s.last_time >= s.period;
   if (due && !st.objects.empty()) {
-    to = s.strategy(st);
+    try {
+      to = s.strategy(st);
+    } catch (const std::exception& x) {
+      CkAbort("load balancer %s failed: %s", s.balancer.c_str(), x.what());
+    }
     s.last_time = now;
   }
   std::vector<Move> moves;
@@ -200,9 +228,12 @@ void lb_handler(void* msg) {
       std::uint32_t step;
       int pe;
       std::vector<ObjLoad> objs;
+      std::vector<CommEdge> edges;
       p | step;
       p | pe;
       p | objs;
+      p | edges;
+      s.edges.insert(s.edges.end(), edges.begin(), edges.end());
       if (s.reports++ == 0) send_lb(-1, LbMsg::Start, [&](PUP::er& q) { q | step; });
       s.gathered.emplace_back(pe, std::move(objs));
       if (s.reports == CmiNumPes()) decide();
@@ -247,6 +278,7 @@ void lb_start() {
   s.strategy = lb::find_strategy(s.balancer);
   if (!s.strategy)
     CkAbort("+balancer %s: no such load balancer (known: %s)", s.balancer.c_str(), lb::strategy_names().c_str());
+  core().lb_graph = s.balancer.find("Metis") != std::string::npos && !s.off;
 }
 
 void lb_account(ChareBase* obj, double seconds) { ElementAccess::rt(obj).load += seconds; }

@@ -103,6 +103,8 @@ void send_to_element(void* msg, std::size_t total, const CollectionRef& ref, con
   if (o.priority || o.expedited) e.flags = static_cast<std::uint8_t>(e.flags | kEnvUnordered);  // not held for order
   else e.seq = r.seq++;
   ++k.sent;
+  if (k.lb_graph && k.running)  // the communication graph, for MetisLB
+    k.comm[{RouteKey{k.running->ckRef().id, k.running->ckIndex()}, RouteKey{ref.id, idx}}] += static_cast<double>(total);
   if (trace::enabled()) trace_attach(msg, total, pe);
   CmiSyncSendAndFree(pe, total, msg);
 }

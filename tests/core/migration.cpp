@@ -9,6 +9,7 @@
 //                in order
 //   insert       elements of an array filled by insert() move; broadcasts and messages follow
 //   lb           AtSync with a synthetic load: the heavy elements end on different PEs
+//   lb_any       the same, any placement: every element resumes once
 //   bigstate     a 1 MiB element moves back and forth and keeps its data
 //   not_migratable / pup_overrun / pup_short   user errors: clear messages, non-zero exit
 #include <ucharm/charm.h>
@@ -108,8 +109,11 @@ struct Lb : ck::ArrayElement<Lb> {
     while (CkWallTimer() < until) {
     }
     ++iter;
+    // A ring of messages: the communication graph MetisLB partitions.
+    thisProxy[(thisIndex + 1) % *numElems].send<&Lb::neighbour>(std::vector<double>(512, 1.0));
     AtSync();
   }
+  void neighbour(std::vector<double>) {}
   void ResumeFromSync() override;
 };
 
@@ -199,7 +203,7 @@ struct Main : ck::MainChare<Main> {
       for (int i = 0; i < n; ++i) ins.insert(ck::index(i, i % 3), 0);
       for (int k = 0; k < 5; ++k)
         for (int i = 0; i < n; ++i) ins(i, i % 3).send<&Ins::poke>(k);
-    } else if (mode == "lb") {
+    } else if (mode == "lb" || mode == "lb_any") {
       lb_pe.assign(static_cast<std::size_t>(n), -1);
       lb = ck::ArrayProxy<Lb>::create(ck::dims(n), ck::Map::block);
       lb.send<&Lb::work>();
@@ -266,6 +270,10 @@ struct Main : ck::MainChare<Main> {
     if (++lb_seen < n) return;
     lb_seen = 0;
     ++lb_steps;
+    if (mode == "lb_any") {  // every element resumed once; where they went is the strategy's business
+      finish("lb_any");
+      return;
+    }
     // The heavy elements (one per PE, all on PE 0 at first) end on different PEs.
     std::vector<int> heavy_on(static_cast<std::size_t>(CkNumPes()), 0);
     for (int h = 0; h < CkNumPes(); ++h) ++heavy_on[static_cast<std::size_t>(lb_pe[static_cast<std::size_t>(h)])];

@@ -43,6 +43,12 @@ TEST(MigrationLb, GreedyPutsOneHeavyElementOnEachPe) {
   }
 }
 
+TEST(MigrationLb, MetisPartitionsTheMeasuredGraph) {
+  Result r = job(4, {"lb_any", "+balancer", "MetisLB", "+LBDebug"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.out, "ucharm LB step 0 (MetisLB)")) << describe(r);
+}
+
 TEST(MigrationLb, DefaultBalancerIsGreedyRefine) {
   Result r = job(2, {"lb", "+LBDebug"});
   EXPECT_EQ(r.code, 0) << describe(r);
