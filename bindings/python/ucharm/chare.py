@@ -12,6 +12,15 @@ from . import _core, _wire, coroutines, futures, proxy, reduction, readonly
 from . import _invoke, migration, charm as runtime  # cycles: used at call time
 
 
+class _Sections:  # sections.py, imported on first use (it subclasses proxy.Proxy: a cycle)
+    def __getattr__(self, name):
+        from . import sections as m
+        return getattr(m, name)
+
+
+sections = _Sections()
+
+
 _local = {}  # (collection id, index) -> element object on this PE
 
 
@@ -35,7 +44,9 @@ class Chare:
             return _create_chare(*args, **kwargs)
         return object.__new__(cls)
 
-    def contribute(self, data, reducer, target):
+    def contribute(self, data, reducer, target, section=None):
+        if section is None and isinstance(self.thisProxy, sections.SectionProxy):
+            section = self.thisProxy  # an element of a group made with onPEs=
         if reducer is None:
             reducer = reduction._nop
         pre = reduction.Reducer._pre.get(reducer)
@@ -50,6 +61,10 @@ class Chare:
             tgt = target
         elif target is not None:
             raise TypeError(f"contribute: the target must be a Future or a proxy method, not {target!r}")
+        if section is not None:
+            sections.contribute(self, data, reducer, target, section,
+                                lambda d: (pickle.dumps((reducer, tgt, d), _wire.PROTOCOL), (root_pe, root_fid)))
+            return
         if self._ck_kind == "chare":  # the only contributor: the result is its own
             target_, value, empty = reduction.finish(pickle.dumps((reducer, tgt, data), _wire.PROTOCOL))
             if root_fid >= 0:
@@ -69,8 +84,11 @@ class Chare:
             return
         _core.contribute(self._ck_ptr, pickle.dumps((reducer, tgt, data), _wire.PROTOCOL), root_pe, root_fid)
 
-    def reduce(self, target, data=None, reducer=None):
-        self.contribute(data, reducer, target)
+    def reduce(self, target, data=None, reducer=None, section=None):
+        self.contribute(data, reducer, target, section)
+
+    def _ck_section_of(self, func):  # charm.split(section_func=...)
+        return (self.thisIndex, func(self))
 
     def allreduce(self, data=None, reducer=None):
         """A future that every contributor gets the result in."""
@@ -150,12 +168,27 @@ class _CreationFuture(futures.Future):
             _creations.pop(self.ref, None)
 
 
-def Group(cls, args=None):
-    """One element of `cls` on every PE; returns the group's proxy."""
+def Group(cls, args=None, onPEs=None):
+    """One element of `cls` on every PE; returns the group's proxy. onPEs=[...]: the
+    constructor runs on those PEs only, and the proxy returned (also the elements'
+    thisProxy) is a section proxy over them."""
     readonly.flush()
-    creation = futures.Future(_core.num_pes())
-    ref = _core.create_group(_blob(cls, args, "group", creation))
-    return proxy.CollectionProxy(cls, ref, "group", None, creation)
+    if onPEs is None:
+        creation = futures.Future(_core.num_pes())
+        ref = _core.create_group(_blob(cls, args, "group", creation))
+        return proxy.CollectionProxy(cls, ref, "group", None, creation)
+    pes = sorted(set(onPEs))
+    if not pes or not all(isinstance(p, int) and 0 <= p < _core.num_pes() for p in pes):
+        raise ValueError(f"Group({cls.__name__}, onPEs={onPEs!r}): give PEs in [0, {_core.num_pes()})")
+    creation = futures.Future(len(pes))
+    sid = (_core.my_pe(), next(sections._next_sid))
+    # The group's reference is known once it is created: the section proxy is completed then.
+    sec = sections.SectionProxy(cls, None, "group", pes, sid, _core.my_pe())
+    blob = _blob(cls, args, ("group", sec), creation)
+    ref = _core.create_group(blob)
+    sec._ref = ref
+    sec._ck_creation = creation
+    return sec
 
 
 def Array(cls, dims=None, ndims=-1, args=None, map=None, useAtSync=False):
@@ -238,7 +271,10 @@ def _construct_main(ptr, cls, argv):
 def _construct(ptr, blob):
     cls, args, kind, creation, at_sync = pickle.loads(blob)
     shape = None
-    if isinstance(kind, tuple):  # ("array", shape) for bulk arrays, ("array", ndims) for insertion
+    section = None
+    if isinstance(kind, tuple) and kind[0] == "group":  # ("group", section proxy): onPEs=
+        kind, section = kind
+    elif isinstance(kind, tuple):  # ("array", shape) for bulk arrays, ("array", ndims) for insertion
         kind, extent = kind
         shape = extent if isinstance(extent, tuple) else None
         array_kind = "array" if shape is not None else ("array", extent)
@@ -259,6 +295,13 @@ def _construct(ptr, blob):
         obj.thisIndex = _core.my_pe()
         obj.thisProxy = proxy.CollectionProxy(cls, ref, "group")
         key = obj.thisIndex
+        if section is not None:
+            section._ref = ref
+            obj.thisProxy = section
+            if obj.thisIndex not in section._members:  # not constructed here
+                obj._ck_self = proxy.ElementProxy(cls, ref, ("pe", key))
+                _local[(_core.ref_id(ref), key)] = obj
+                return obj
     else:
         obj.thisIndex = idx
         obj.thisProxy = proxy.CollectionProxy(cls, ref, array_kind, shape)

@@ -28,7 +28,7 @@ import traceback
 from greenlet import getcurrent
 
 from . import _core, _wire, coroutines, futures, reduction, proxy, channel, readonly, _invoke
-from . import chare, pool, options, migration
+from . import chare, pool, options, migration, sections
 
 # charm4py's names, for programs that import them from here.
 from .chare import Chare, Group, Array, ArrayMap  # noqa: E402,F401
@@ -92,6 +92,15 @@ class CharmRemote(chare.Chare):
         self._ck_parts.setdefault((coll, rnd), []).append((index, blob, root))
         self._ck_try_reduce(coll, rnd)
 
+    def _ck_section_contribution(self, sid, rnd, total, index, blob, root):
+        # Reductions over sections (on the section's root PE): see sections.py.
+        self._ck_sparts = getattr(self, "_ck_sparts", {})
+        parts = self._ck_sparts.setdefault((sid, rnd), [])
+        parts.append((index, blob, root))
+        if len(parts) == total:
+            del self._ck_sparts[(sid, rnd)]
+            self._ck_deliver(parts)
+
     def _ck_try_reduce(self, coll, rnd):
         total = getattr(self, "_ck_totals", {}).get(coll)
         parts = self._ck_parts.get((coll, rnd), [])
@@ -101,6 +110,9 @@ class CharmRemote(chare.Chare):
             raise RuntimeError(f"a reduction over an inserted array got {len(parts)} contributions, but "
                                f"ckDoneInserting counted {total} elements")
         del self._ck_parts[(coll, rnd)]
+        self._ck_deliver(parts)
+
+    def _ck_deliver(self, parts):
         parts.sort(key=lambda p: p[0])
         blob = parts[0][1]
         for _, b, _ in parts[1:]:
@@ -196,6 +208,11 @@ class _Charm:
     # -- waiting
     def awaitCreation(self, *proxies):
         for p in proxies:
+            if isinstance(p, sections.SectionProxy):
+                f = p.__dict__.pop("_ck_creation", None)
+                if f is not None and f.pe == _core.my_pe():
+                    f.get()
+                continue
             f = p._creation if isinstance(p, proxy.CollectionProxy) else chare._creations.pop(p._ref, None)
             if f is not None and f.pe == _core.my_pe():
                 f.get()
@@ -255,6 +272,13 @@ class _Charm:
 
     def createFuture(self, num_vals=1):
         return futures.Future(num_vals)
+
+    # -- sections (sections.py)
+    def split(self, proxy, numsections, section_func=None, elems=None, slicing=None):
+        return sections.split(proxy, numsections, section_func, elems, slicing)
+
+    def combine(self, *proxies):
+        return sections.combine(*proxies)
 
 
 charm = _Charm()

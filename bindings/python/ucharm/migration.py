@@ -22,7 +22,7 @@ from . import _core, _wire
 from . import chare as _chare, _invoke  # cycles: used at call time
 
 # The runtime's fields that travel with the element (the others are rebuilt on arrival).
-_CARRIED = ("_ck_kind", "_ck_red_round", "_ck_when", "_ck_when_by_value", "_ck_when_eq_fns",
+_CARRIED = ("_ck_kind", "_ck_red_round", "_ck_sec_rounds", "_ck_when", "_ck_when_by_value", "_ck_when_eq_fns",
             "thisProxy", "thisIndex")
 _SELF = "ucharm.self"
 

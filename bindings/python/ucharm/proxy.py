@@ -102,6 +102,9 @@ class CollectionProxy(Proxy):
     def __getitem__(self, idx):
         if type(idx) is list:
             idx = tuple(idx)
+        if type(idx) is slice or (type(idx) is tuple and any(type(k) is slice for k in idx)):
+            from . import sections  # (a cycle: sections subclasses Proxy)
+            return sections.slice_section(self, idx)  # a section proxy (charm4py)
         p = self._elems.get(idx)
         if p is None:
             p = self._element(idx)
