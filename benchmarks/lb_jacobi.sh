@@ -2,7 +2,8 @@
 # Load balancing on the imbalanced Jacobi3D (issue 17): time per iteration without
 # balancing, with each strategy, and the ideal; the trace's cost; migration vs messages.
 #   benchmarks/lb_jacobi.sh OUTDIR [build-dir]
-# Environment: PES (4), BLOCKS (16), GRID (192), K (5), REPS (3), ITERS (60), WARMUP (20).
+# Environment: PES (4), BLOCKS (16), GRID (192), K (5), REPS (3), ITERS (60), WARMUP (20),
+# JARGS (more jacobi3d options, e.g. "--kernels cpu" on a GPU machine).
 #
 # The heavy quarter of the blocks (the first by index: the block map puts them all on PE 0)
 # repeats its kernels K = 5 times, so the total work is 4 * 5 + 12 * 1 = 32 block-updates
@@ -20,7 +21,8 @@ J=$build/examples/jacobi3d/jacobi3d
 M=$build/benchmarks/core_migrate_cost
 PES=${PES:-4} BLOCKS=${BLOCKS:-16} GRID=${GRID:-192} K=${K:-5} REPS=${REPS:-3} ITERS=${ITERS:-60} WARMUP=${WARMUP:-20}
 mkdir -p "$out"
-base=(--grid "$GRID" --blocks "$BLOCKS" --iters "$ITERS" --warmup "$WARMUP" --mode staging)
+# shellcheck disable=SC2206
+base=(--grid "$GRID" --blocks "$BLOCKS" --iters "$ITERS" --warmup "$WARMUP" --mode staging ${JARGS:-})
 imb=(--imbalance "$K" --heavy 0.25 --lb-period "$WARMUP")
 once=(+LBPeriod 1e9)
 
@@ -33,7 +35,7 @@ run() {  # name, then the job's arguments; appends "name ms" to results.txt
 }
 
 : > "$out/results.txt"
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" > "$out/machine.txt"
+echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2); load before: $(cut -d' ' -f1-3 /proc/loadavg)" > "$out/machine.txt"
 for rep in $(seq 1 "$REPS"); do
   run no_balancing "${base[@]}" "${imb[@]}" +LBOff
   for lb in GreedyLB GreedyRefineLB RefineLB MetisLB; do
@@ -48,7 +50,9 @@ echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/machine.txt"
 # The picture: one balanced run, traced.
 "$R" -n "$PES" --timeout 300 "$J" "${base[@]}" "${imb[@]}" +balancer GreedyRefineLB "${once[@]}" \
   +trace "$out/lb.trace.json" > "$out/lb_traced.log" 2>&1
-"$root/.venv/bin/python" "$root/tools/lb_plot.py" "$out/lb.trace.json" -o "$out/jacobi-lb-before-after.png"
+py=$root/.venv/bin/python
+[ -x "$py" ] || py=python3
+"$py" "$root/tools/lb_plot.py" "$out/lb.trace.json" -o "$out/jacobi-lb-before-after.png" || echo "lb_plot: no PNG (matplotlib?)"
 
 # Migration vs messages, 1 MiB, 2 PEs.
 for rep in $(seq 1 "$REPS"); do
