@@ -72,9 +72,9 @@ void call_entry(Collection& c, ChareBase* obj, void* msg) {
     trace::begin_entry(class_name(c.cls), core_entries()[e.entry].name, obj->ckIndex(), CmiMsgSourcePe(msg),
                        trace_flow_of(msg));
   }
-  if (c.ref.kind != Kind::Array) {
+  if (c.ref.kind != Kind::Array || !obj->usesAtSync) {
     call_entry_now(c, obj, msg);
-  } else {  // array elements: their time is their load
+  } else {  // elements that take part in load balancing: their time is their load
     ChareBase* outer = k.running;
     k.running = obj;
     const double t0 = CmiWallTimer();

@@ -179,6 +179,8 @@ struct Core {
   // Location manager: this PE's routes to elements (a cache; corrected when a message had
   // to be forwarded), and its handlers for location updates.
   std::unordered_map<RouteKey, Route, RouteHash> routes;
+  Route* last_route = nullptr;  // nodes stay put; reset when a route is erased
+  RouteKey last_route_key{};
   int h_loc_update = -1, h_loc_correct = -1, h_forget = -1, h_lb = -1;
   ChareBase* running = nullptr;  // the element whose entry method runs now
   LocationCounts loc_counts;

@@ -190,6 +190,11 @@ void on_decision(std::vector<Move>& moves) {
   LbState& s = lbs();
   const int me = CmiMyPe();
   for (const Move& m : moves) {
+    // Every PE learns where the moved elements go: its routes are right after the step (a
+    // CkDeviceBuffer send, which cannot be forwarded, goes to the right PE after ResumeFromSync).
+    Route& r = core().routes[RouteKey{m.collection, m.idx}];
+    r.pe = m.to;
+    core().last_route = nullptr;
     if (m.to == me) ++s.expected_arrivals;
     if (m.from != me) continue;
     Collection* c = find_collection(m.collection);

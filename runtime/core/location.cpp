@@ -77,6 +77,7 @@ void forget_handler(void* m) {
   std::memcpy(&b, CmiMsgPayload(m), sizeof b);
   CmiFree(m);
   core().routes.erase(RouteKey{b.collection, b.idx});
+  core().last_route = nullptr;
 }
 
 std::uint16_t* expected_seq(ElementRuntime& rt, int src) {
@@ -98,7 +99,14 @@ void send_to_element(void* msg, std::size_t total, const CollectionRef& ref, con
   Core& k = core();
   Envelope& e = envelope(msg);
   const Index idx = e.index();
-  Route& r = k.routes[RouteKey{ref.id, idx}];  // allocates once per element this PE talks to
+  // One entry per element this PE talks to (allocated once); the last one is cached:
+  // consecutive sends mostly go to one element.
+  const RouteKey key{ref.id, idx};
+  if (!k.last_route || !(k.last_route_key == key)) {
+    k.last_route = &k.routes[key];
+    k.last_route_key = key;
+  }
+  Route& r = *k.last_route;
   const int pe = r.pe >= 0 ? r.pe : home_pe(ref, idx);
   if (o.priority || o.expedited) e.flags = static_cast<std::uint8_t>(e.flags | kEnvUnordered);  // not held for order
   else e.seq = r.seq++;
@@ -122,12 +130,25 @@ void trace_attach(void*& msg, std::size_t& total, int dest_pe) {
   envelope(msg).flags = static_cast<std::uint8_t>(envelope(msg).flags | kEnvTraced);
 }
 
+namespace {
+// A GPU Messaging invocation's device data went to this PE's network endpoint; only its host
+// part could follow the element: stop with the reason rather than wait forever.
+void refuse_device_forward(const Collection& c, const Envelope& e, const Index& idx) {
+  if (e.kind != MsgKind::Invoke || core_entries()[e.entry].device_params == 0) return;
+  CkAbort("a CkDeviceBuffer message for element %s of %s reached PE %d, where the element is not: device "
+          "data cannot be forwarded; send device buffers to an element that is not moving (after "
+          "ResumeFromSync: the balancer updates every PE's routes)",
+          idx.str().c_str(), class_name(c.cls), CmiMyPe());
+}
+}  // namespace
+
 void route_absent(Collection& c, void* msg) {
   Envelope& e = envelope(msg);
   const Index idx = e.index();
   const int me = CmiMyPe();
   auto rec = c.where.find(idx);
   if (rec != c.where.end() && rec->second.pe != me) {  // it left from here, or the home knows where it is
+    refuse_device_forward(c, e, idx);
     ++core().loc_counts.forwarded;
     e.flags = static_cast<std::uint8_t>(e.flags | kEnvForwarded);
     CmiForwardAndFree(rec->second.pe, msg);
@@ -135,6 +156,7 @@ void route_absent(Collection& c, void* msg) {
   }
   const int home = home_pe(c.ref, idx);
   if (home != me && !(e.flags & kEnvForwarded)) {  // a stale route: the home knows
+    refuse_device_forward(c, e, idx);
     ++core().loc_counts.forwarded;
     e.flags = static_cast<std::uint8_t>(e.flags | kEnvForwarded);
     CmiForwardAndFree(home, msg);

@@ -11,7 +11,8 @@
 //   lb           AtSync with a synthetic load: the heavy elements end on different PEs
 //   lb_any       the same, any placement: every element resumes once
 //   bigstate     a 1 MiB element moves back and forth and keeps its data
-//   not_migratable / pup_overrun / pup_short   user errors: clear messages, non-zero exit
+//   not_migratable / pup_overrun / pup_short / devbuf_moved   user errors: clear messages,
+//                non-zero exit (devbuf_moved: a CkDeviceBuffer sent to an element that moved)
 #include <ucharm/charm.h>
 
 #include <cstdlib>
@@ -166,6 +167,20 @@ struct BadShort : ck::ArrayElement<BadShort> {
   void go() { migrateMe((CkMyPe() + 1) % CkNumPes()); }
 };
 
+// ---- a CkDeviceBuffer sent along a stale route -----------------------------------------------------
+struct Dev : ck::ArrayElement<Dev> {
+  static constexpr auto post_entries() { return ck::post_list<ck::post<&Dev::got, &Dev::got_post>>{}; }
+  double buf = 0, src = 42;
+  Dev() = default;
+  explicit Dev(CkMigrateMessage*) {}
+  void pup(PUP::er& p) override { p | buf; p | src; }
+  void go() { migrateMe((CkMyPe() + 1) % CkNumPes()); }
+  void ckJustMigrated() override { thisProxy[0].send<&Dev::fire>(); }
+  void fire() { thisProxy[1].send<&Dev::got>(ck::CkDeviceBuffer(&src, sizeof src)); }  // PE 0's route is the home
+  void got_post(ck::CkDeviceBuffer& b) { b.ptr = &buf; }
+  void got(ck::CkDeviceBuffer) { finish("devbuf_moved (delivered)"); }
+};
+
 struct Main : ck::MainChare<Main> {
   std::string mode;
   ck::ArrayProxy<Storm> storm;
@@ -216,6 +231,9 @@ struct Main : ck::MainChare<Main> {
     } else if (mode == "pup_overrun") {
       auto bad = ck::ArrayProxy<BadOver>::create(ck::dims(1), ck::Map::block);
       bad[0].send<&BadOver::go>();
+    } else if (mode == "devbuf_moved") {  // 3 PEs: element 1 goes from PE 1 to PE 2
+      auto d = ck::ArrayProxy<Dev>::create(ck::dims(3), ck::Map::block);
+      d[1].send<&Dev::go>();
     } else if (mode == "pup_short") {
       auto bad = ck::ArrayProxy<BadShort>::create(ck::dims(1), ck::Map::block);
       bad[0].send<&BadShort::go>();

@@ -81,4 +81,11 @@ TEST(MigrationErrors, APupThatReadsLessThanItWroteIsAnError) {
   EXPECT_TRUE(has(r.err, "bytes fewer than it wrote")) << describe(r);
 }
 
+TEST(MigrationErrors, DeviceBufferToAnElementThatMovedIsReportedNotWaitedOn) {
+  Result r = job(3, {"devbuf_moved"});
+  EXPECT_NE(r.code, 0) << describe(r);
+  EXPECT_FALSE(r.timed_out) << describe(r);
+  EXPECT_TRUE(has(r.err, "device data cannot be forwarded")) << describe(r);
+}
+
 }  // namespace
