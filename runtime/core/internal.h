@@ -4,6 +4,7 @@
 
 #include <ucharm/charm.h>
 
+#include "lb_strategy.h"
 #include "trace.h"
 
 #include <algorithm>
@@ -46,6 +47,52 @@ void assign_indices();
 // "&Main::done" out of a registration name (a __PRETTY_FUNCTION__), for messages.
 std::string entry_name(const char* registered);
 std::string demangle(const char* name);
+
+// ---- load balancing (lb.cpp) ------------------------------------------------------------------
+struct ObjLoad {  // one element in a PE's report
+  std::uint64_t collection;
+  Index idx;
+  double load;
+  bool migratable;
+  void pup(PUP::er& p) { p | collection; p | idx; p | load; p | migratable; }
+};
+struct CommEdge {  // bytes one element sent another since the last step
+  std::uint64_t from_collection;
+  Index from;
+  std::uint64_t to_collection;
+  Index to;
+  double bytes;
+  void pup(PUP::er& p) { p | from_collection; p | from; p | to_collection; p | to; p | bytes; }
+};
+struct Move {
+  std::uint64_t collection;
+  Index idx;
+  std::int32_t from, to;
+  void pup(PUP::er& p) { p | collection; p | idx; p | from; p | to; }
+};
+
+struct LbState {
+  // options
+  std::string balancer = "GreedyRefineLB";
+  lb::Strategy strategy = nullptr;
+  double period = 0;  // +LBPeriod: at least this many seconds between balancing steps
+  bool off = false;   // +LBOff: AtSync resumes at once
+  bool debug = false;  // +LBDebug: PE 0 prints what moved
+  std::uint32_t every = 1;  // +LBEvery K: balance at every K-th AtSync
+  // this PE
+  bool measuring_idle = false;  // from the first AtSync on
+  double idle = 0, idle_since = -1, since = 0;  // idle seconds since `since` (the last step)
+  std::uint32_t step = 0;  // the step being gathered
+  bool reported = false, started = false, decided = false;
+  int expected_arrivals = 0, arrivals = 0;
+  // PE 0
+  int reports = 0, done = 0;
+  std::vector<std::pair<int, std::vector<ObjLoad>>> gathered;
+  std::vector<double> background;  // per PE, from the reports
+  std::vector<CommEdge> edges;
+  double last_time = -1e300;
+};
+
 
 // ---- per-PE state -------------------------------------------------------------------------------
 constexpr int kTreeBranching = 4;
@@ -184,6 +231,7 @@ struct Core {
   int h_loc_update = -1, h_loc_correct = -1, h_forget = -1, h_lb = -1;
   ChareBase* running = nullptr;  // the element whose entry method runs now
   LocationCounts loc_counts;
+  LbState lb;
   // MetisLB: bytes sent between array elements since the last balancing step.
   bool lb_graph = false;
   std::unordered_map<std::pair<RouteKey, RouteKey>, double, CommHash> comm;
@@ -313,6 +361,8 @@ void lb_element_added(ChareBase* obj);
 void lb_arrived(ChareBase* obj);
 void lb_account(ChareBase* obj, double seconds);
 void lb_handler(void* msg);
+// The PE becomes idle (true) or busy again (false): the balancer's background load.
+void lb_idle(bool begin);
 // Core options from argv (+balancer, +LB..., +trace); removes them.
 void parse_core_options(int& argc, char** argv);
 void register_core_options();  // with Converse, before ConverseInit

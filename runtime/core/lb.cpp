@@ -21,51 +21,8 @@ namespace {
 
 enum class LbMsg : std::uint8_t { Stats, Start, Decision, Done, Resume, LocalResume };
 
-struct ObjLoad {  // one element in a PE's report
-  std::uint64_t collection;
-  Index idx;
-  double load;
-  bool migratable;
-  void pup(PUP::er& p) { p | collection; p | idx; p | load; p | migratable; }
-};
-struct CommEdge {  // bytes one element sent another since the last step
-  std::uint64_t from_collection;
-  Index from;
-  std::uint64_t to_collection;
-  Index to;
-  double bytes;
-  void pup(PUP::er& p) { p | from_collection; p | from; p | to_collection; p | to; p | bytes; }
-};
-struct Move {
-  std::uint64_t collection;
-  Index idx;
-  std::int32_t from, to;
-  void pup(PUP::er& p) { p | collection; p | idx; p | from; p | to; }
-};
+LbState& lbs() { return core().lb; }
 
-struct LbState {
-  // options
-  std::string balancer = "GreedyRefineLB";
-  lb::Strategy strategy = nullptr;
-  double period = 0;  // +LBPeriod: at least this many seconds between balancing steps
-  bool off = false;   // +LBOff: AtSync resumes at once
-  bool debug = false;  // +LBDebug: PE 0 prints what moved
-  std::uint32_t every = 1;  // +LBEvery K: balance at every K-th AtSync
-  // this PE
-  std::uint32_t step = 0;  // the step being gathered
-  bool reported = false, started = false, decided = false;
-  int expected_arrivals = 0, arrivals = 0;
-  // PE 0
-  int reports = 0, done = 0;
-  std::vector<std::pair<int, std::vector<ObjLoad>>> gathered;
-  std::vector<CommEdge> edges;
-  double last_time = -1e300;
-};
-
-LbState& lbs() {
-  static LbState s;  // one per process (= per PE, non-SMP), like the Core
-  return s;
-}
 
 template <class F>
 void send_lb(int pe, LbMsg type, F&& body) {  // pe < 0: to all PEs
@@ -104,6 +61,13 @@ void maybe_report() {
   for_each_sync_element([&](Collection& c, ChareBase* o) {
     objs.push_back(ObjLoad{c.ref.id, o->ckIndex(), ElementAccess::rt(o).load, o->isMigratable()});
   });
+  // Background: this PE's time since the last step that was neither idle nor in a
+  // balanced element's entry methods (other chares, groups, the runtime itself).
+  const double now = CmiWallTimer();
+  double in_objs = 0;
+  for (const ObjLoad& o : objs) in_objs += o.load;
+  const double idle = s.idle + (s.idle_since >= 0 ? now - s.idle_since : 0);
+  double background = std::max(0.0, (now - s.since) - idle - in_objs);
   std::vector<CommEdge> edges;
   for (auto& [key, bytes] : core().comm)
     edges.push_back(CommEdge{key.first.collection, key.first.idx, key.second.collection, key.second.idx, bytes});
@@ -111,7 +75,7 @@ void maybe_report() {
   s.reported = true;
   std::uint32_t step = s.step;
   int me = CmiMyPe();
-  send_lb(0, LbMsg::Stats, [&](PUP::er& p) { p | step; p | me; p | objs; p | edges; });
+  send_lb(0, LbMsg::Stats, [&](PUP::er& p) { p | step; p | me; p | background; p | objs; p | edges; });
 }
 
 void maybe_done() {
@@ -130,7 +94,8 @@ void decide() {
   const int n = CmiNumPes();
   lb::Stats st;
   st.num_pes = n;
-  st.pe_background.assign(static_cast<std::size_t>(n), 0.0);
+  st.pe_background = s.background;
+  st.pe_background.resize(static_cast<std::size_t>(n), 0.0);
   std::vector<const ObjLoad*> objs;
   for (auto& [pe, list] : s.gathered)
     for (const ObjLoad& o : list) {
@@ -161,6 +126,7 @@ void decide() {
   }
   std::vector<Move> moves;
   std::vector<double> before(static_cast<std::size_t>(n), 0.0), after(static_cast<std::size_t>(n), 0.0);
+  before = after = st.pe_background;
   for (std::size_t i = 0; i < to.size(); ++i) {
     before[static_cast<std::size_t>(st.objects[i].pe)] += st.objects[i].load;
     after[static_cast<std::size_t>(to[i])] += st.objects[i].load;
@@ -181,6 +147,7 @@ void decide() {
     std::fflush(stdout);
   }
   s.gathered.clear();
+  s.background.assign(static_cast<std::size_t>(n), 0.0);
   s.reports = 0;
   std::uint32_t step = s.step;
   send_lb(-1, LbMsg::Decision, [&](PUP::er& p) { p | step; p | moves; });
@@ -209,6 +176,9 @@ void on_decision(std::vector<Move>& moves) {
 void on_resume() {
   LbState& s = lbs();
   ++s.step;
+  s.since = CmiWallTimer();  // background and idle time start again
+  s.idle = 0;
+  if (s.idle_since >= 0) s.idle_since = s.since;
   s.reported = s.started = false;
   std::vector<ChareBase*> resume;
   for_each_sync_element([&](Collection&, ChareBase* o) {
@@ -232,11 +202,15 @@ void lb_handler(void* msg) {
     case LbMsg::Stats: {  // PE 0
       std::uint32_t step;
       int pe;
+      double background = 0;
       std::vector<ObjLoad> objs;
       std::vector<CommEdge> edges;
       p | step;
       p | pe;
+      p | background;
       p | objs;
+      if (s.background.size() != static_cast<std::size_t>(CmiNumPes())) s.background.assign(static_cast<std::size_t>(CmiNumPes()), 0.0);
+      s.background[static_cast<std::size_t>(pe)] = background;
       p | edges;
       s.edges.insert(s.edges.end(), edges.begin(), edges.end());
       if (s.reports++ == 0) send_lb(-1, LbMsg::Start, [&](PUP::er& q) { q | step; });
@@ -284,6 +258,29 @@ void lb_start() {
   if (!s.strategy)
     CkAbort("+balancer %s: no such load balancer (known: %s)", s.balancer.c_str(), lb::strategy_names().c_str());
   core().lb_graph = s.balancer.find("Metis") != std::string::npos && !s.off;
+}
+
+void lb_idle(bool begin) {
+  LbState& s = lbs();
+  if (!s.measuring_idle) return;
+  const double now = CmiWallTimer();
+  if (begin) {
+    s.idle_since = now;
+  } else if (s.idle_since >= 0) {
+    s.idle += now - s.idle_since;
+    s.idle_since = -1;
+  }
+}
+
+// From the first AtSync on, the PE's idle time is measured (background load = the rest):
+// programs that never balance pay nothing for it.
+void start_measuring_idle() {
+  LbState& s = lbs();
+  if (s.measuring_idle) return;
+  s.measuring_idle = true;
+  s.since = CmiWallTimer();
+  if (trace::enabled()) trace::set_idle_listener(lb_idle);
+  else CmiSetTraceHooks(CmiTraceHooks{[] { lb_idle(true); }, [] { lb_idle(false); }, nullptr});
 }
 
 void lb_account(ChareBase* obj, double seconds) { ElementAccess::rt(obj).load += seconds; }
@@ -351,6 +348,7 @@ void ChareBase::AtSync() {
     CkAbort("AtSync() called by element %s of %s, whose constructor did not set usesAtSync = true",
             index_.str().c_str(), demangle(typeid(*this).name()).c_str());
   LbState& s = lbs();
+  start_measuring_idle();
   ++rt_.sync_step;
   if (s.off || rt_.sync_step % s.every != 0) {  // no balancing this time: resume after this entry
     std::uint64_t id = ref_.id;

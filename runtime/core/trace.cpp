@@ -219,11 +219,15 @@ void Writer::close() {
   std::vector<char>().swap(buf_);
 }
 
+void (*g_idle_listener)(bool) = nullptr;  // the balancer's, while it measures idle time
+
 void idle_begin_hook() {
+  if (g_idle_listener) g_idle_listener(true);
   if (g_on) writer().idle_since_ = now_ns();
 }
 
 void idle_end_hook() {
+  if (g_idle_listener) g_idle_listener(false);
   Writer& w = writer();
   if (!g_on || w.idle_since_ < 0) return;
   const std::int64_t end = now_ns();
@@ -242,6 +246,8 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
 }
 
 }  // namespace
+
+void set_idle_listener(void (*listener)(bool begin)) { g_idle_listener = listener; }
 
 std::string part_path(const std::string& file, int pe) {
   const std::string ext = ".json";

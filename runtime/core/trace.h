@@ -42,6 +42,10 @@ void lb_step(int step, const char* strategy, const std::vector<double>& pe_load_
 // Writes what is buffered and closes the part (at exit; safe to call again).
 void flush_and_close();
 
+// While tracing, the tracer owns Converse's idle hooks; another listener to idle begin
+// (true) / end (false) gets called from them too (the balancer's idle time).
+void set_idle_listener(void (*listener)(bool begin));
+
 // PE `pe`'s part of trace `file`: "t.json" -> "t.pe3.json", "t" -> "t.pe3.json".
 std::string part_path(const std::string& file, int pe);
 
