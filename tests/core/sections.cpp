@@ -62,12 +62,12 @@ struct Main : ck::MainChare<Main> {
       auto a = ck::ArrayProxy<Elem<1>>::create(ck::dims(n), ck::Map::block);
       for (int i = 0; i < n; i += 3) members.push_back(ck::index(i));
       if ((n - 1) % 3 != 0) members.push_back(ck::index(n - 1));
-      auto s = ck::SectionProxy<Elem<1>>::create(a, members);
+      auto s = a.section(members);
       expect(s.size() == static_cast<std::int64_t>(members.size()), "size() counts the members");
       multicast(s, 3);
     } else if (mode == "box2d") {
       auto a = ck::ArrayProxy<Elem<2>>::create(ck::dims(7, 5), ck::Map::block);
-      auto s = ck::SectionProxy<Elem<2>>::box(a, ck::index(1, 0), ck::index(7, 5), ck::index(2, 2));
+      auto s = a.section_box(ck::index(1, 0), ck::index(7, 5), ck::index(2, 2));
       for (int x = 1; x < 7; x += 2)
         for (int y = 0; y < 5; y += 2) members.push_back(ck::index(x, y));
       expect(s.size() == 9, "the 2-D box has 3 x 3 members");

@@ -98,6 +98,9 @@ class GroupProxy : public CollectionProxy<C> {
 };
 
 template <class C>
+class SectionProxy;  // section.h
+
+template <class C>
 class ArrayProxy : public CollectionProxy<C> {
  public:
   ArrayProxy() { (void)detail::MigrationCtor<C>::id(); }
@@ -140,6 +143,13 @@ class ArrayProxy : public CollectionProxy<C> {
   ElementProxy<C> at(const Index& idx) const {
     check(idx);
     return ElementProxy<C>(this->ref_, idx);
+  }
+  // A section of this array (section.h): a list of indices, or a box [lo, hi) with a stride.
+  template <class S = SectionProxy<C>>
+  S section(std::vector<Index> members) const { return S::create(*this, std::move(members)); }
+  template <class S = SectionProxy<C>>
+  S section_box(const Index& lo, const Index& hi, const Index& stride = Index{}) const {
+    return S::box(*this, lo, hi, stride);
   }
 
  private:
