@@ -191,6 +191,15 @@ void check_home(const CollectionRef& self, const Index& self_idx) {
 }  // namespace
 
 namespace detail {
+int open_channel_ends(std::uint64_t collection, const Index& idx) {
+  int n = 0;
+  for (const auto& [key, end] : table().ends)
+    if (key.self_coll == collection && key.self_idx == idx) ++n;
+  for (const auto& [id, end] : table().explicit_in)
+    if (end->self_ref.id == collection && end->self_idx == idx) ++n;
+  return n;
+}
+
 void register_channel_handler() {
   h_channel_done = CmiRegisterHandler(channel_done_handler);
   h_channel_setup = CmiRegisterHandler(channel_setup_handler);

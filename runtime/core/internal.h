@@ -395,6 +395,7 @@ void start_device_invocation(ChareBase* obj, std::uint32_t entry, void* msg);  /
 void device_sent_handler(void* msg);
 void device_arrived_handler(void* msg);
 void register_channel_handler();  // channels.cpp
+int open_channel_ends(std::uint64_t collection, const Index& idx);  // channel ends this element holds here
 void register_section_handlers();  // sections.cpp
 // A reduction's combining and result (reductions.cpp), for section reductions.
 void combine_contribution(RedState& st, const Contribution& c, const char* data, std::size_t len, std::uint64_t id,

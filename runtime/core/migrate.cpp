@@ -60,6 +60,10 @@ void migrate_out(Collection& c, ChareBase* obj, int to, bool by_balancer) {
             obj->ckIndex().str().c_str(), demangle(typeid(*obj).name()).c_str(), rt.threads);
   const std::uint32_t ctor = migration_ctor(obj);
   obj->ckAboutToMigrate();
+  if (const int open = open_channel_ends(c.ref.id, obj->ckIndex()))
+    CkAbort("element %s of %s cannot migrate with %d CkChannel end(s) open: channels do not move; close them "
+            "(CkChannel::close, e.g. in ckAboutToMigrate) and open new ones after the move (ckJustMigrated)",
+            obj->ckIndex().str().c_str(), demangle(typeid(*obj).name()).c_str(), open);
   rt.leaving_to = -1;
   ++rt.moves;
   CollectionRef ref = c.ref;

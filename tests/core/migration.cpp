@@ -181,6 +181,17 @@ struct Dev : ck::ArrayElement<Dev> {
   void got(ck::CkDeviceBuffer) { finish("devbuf_moved (delivered)"); }
 };
 
+// ---- a CkChannel left open ------------------------------------------------------------------------
+struct Chan : ck::ArrayElement<Chan> {
+  ck::CkChannel ch;
+  Chan() = default;
+  explicit Chan(CkMigrateMessage*) {}
+  void go() {
+    ch = ck::CkChannel(thisProxy[thisIndex], thisProxy[(thisIndex + 1) % 2]);
+    if (thisIndex == 0) migrateMe((CkMyPe() + 1) % CkNumPes());
+  }
+};
+
 struct Main : ck::MainChare<Main> {
   std::string mode;
   ck::ArrayProxy<Storm> storm;
@@ -231,6 +242,9 @@ struct Main : ck::MainChare<Main> {
     } else if (mode == "pup_overrun") {
       auto bad = ck::ArrayProxy<BadOver>::create(ck::dims(1), ck::Map::block);
       bad[0].send<&BadOver::go>();
+    } else if (mode == "channel_open") {
+      auto c = ck::ArrayProxy<Chan>::create(ck::dims(2), ck::Map::block);
+      c.send<&Chan::go>();
     } else if (mode == "devbuf_moved") {  // 3 PEs: element 1 goes from PE 1 to PE 2
       auto d = ck::ArrayProxy<Dev>::create(ck::dims(3), ck::Map::block);
       d[1].send<&Dev::go>();

@@ -81,6 +81,12 @@ TEST(MigrationErrors, APupThatReadsLessThanItWroteIsAnError) {
   EXPECT_TRUE(has(r.err, "bytes fewer than it wrote")) << describe(r);
 }
 
+TEST(MigrationErrors, AnOpenChannelStopsAMoveWithTheReason) {
+  Result r = job(2, {"channel_open"});
+  EXPECT_NE(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.err, "CkChannel end(s) open: channels do not move")) << describe(r);
+}
+
 TEST(MigrationErrors, DeviceBufferToAnElementThatMovedIsReportedNotWaitedOn) {
   Result r = job(3, {"devbuf_moved"});
   EXPECT_NE(r.code, 0) << describe(r);
