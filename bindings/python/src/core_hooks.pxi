@@ -67,7 +67,7 @@ cdef void h_invoke(void* obj, void* msg) noexcept:
             head, bufs = parse(m, False)
             t = _loads(head, buffers=bufs)
         if t[0] == 1:  # channel data
-            _py.channel_message(o, t, m)
+            _py.channel_message(o, t, bufs)  # the parts alias the message
             return
         if t[0] == 0 and t[4] is None and not t[5]:
             fn = getattr(type(o), t[1], None)

@@ -141,6 +141,9 @@ def set_migratable(uintptr_t chare, bint m):
 def is_migratable(uintptr_t chare):
     return c_is_migratable(<PyChare*>chare)
 
+def home_pe(uintptr_t chare):
+    return c_home_pe(<PyChare*>chare)
+
 def set_uses_at_sync(uintptr_t chare, bint on):
     c_set_uses_at_sync(<PyChare*>chare, on)
 

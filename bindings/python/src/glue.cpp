@@ -126,6 +126,7 @@ const ck::Index& chare_index(PyChare* c) { return c->ckIndex(); }
 void migrate(PyChare* c, int pe) { c->migrateMe(pe); }
 void set_migratable(PyChare* c, bool m) { c->setMigratable(m); }
 bool is_migratable(PyChare* c) { return c->isMigratable(); }
+int home_pe(PyChare* c) { return ck::detail::home_pe(c->ckRef(), c->ckIndex()); }
 void set_uses_at_sync(PyChare* c, bool on) { c->usesAtSync = on; }
 bool uses_at_sync(PyChare* c) { return c->usesAtSync; }
 void at_sync(PyChare* c) { c->AtSync(); }

@@ -111,6 +111,8 @@ const ck::Index& chare_index(PyChare* c);
 void migrate(PyChare* c, int pe);
 void set_migratable(PyChare* c, bool m);
 bool is_migratable(PyChare* c);
+// The PE that created the element (the core's channels open only there).
+int home_pe(PyChare* c);
 void set_uses_at_sync(PyChare* c, bool on);
 bool uses_at_sync(PyChare* c);
 void at_sync(PyChare* c);

@@ -109,6 +109,7 @@ cdef extern from "glue.h" namespace "ucharm::py":
     void c_migrate "ucharm::py::migrate"(PyChare* c, int pe)
     void c_set_migratable "ucharm::py::set_migratable"(PyChare* c, bint m)
     bint c_is_migratable "ucharm::py::is_migratable"(PyChare* c)
+    int c_home_pe "ucharm::py::home_pe"(PyChare* c)
     void c_set_uses_at_sync "ucharm::py::set_uses_at_sync"(PyChare* c, bint on)
     bint c_uses_at_sync "ucharm::py::uses_at_sync"(PyChare* c)
     void c_at_sync "ucharm::py::at_sync"(PyChare* c)

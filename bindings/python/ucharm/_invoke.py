@@ -17,7 +17,7 @@ def invoke_slow(obj, msg, t, bufs):
     """Entry messages _core's fast path leaves: futures, broadcasts, coroutines, @when,
     channel data, first calls of a method."""
     if t[0] != _wire.CALL:
-        channel.channel_message(obj, t, msg)
+        channel.channel_message(obj, t, bufs if bufs is not None else _core.parse(msg, False)[1])
         return
     _, name, args, kwargs, fut, bcast = t
     # A broadcast's message is shared by this PE's elements: each gets its own buffers.

@@ -1,7 +1,11 @@
 """Channels: two-way, in-order streams of objects between two chares. Host objects
-travel pickled inside ordinary messages; device arrays and large host buffers whose memory
-cannot change travel over a ck::CkChannel (UCX, zero-copy), each transfer completing into
-a futures.Op that keeps its buffer and its channel alive until then.
+travel pickled inside ordinary entry messages to the peer element (the core delivers them
+wherever it is, exactly once), numbered per channel and direction: a channel's receive
+queue and numbers are part of its element's state, so elements migrate with their channels
+open (both ends may move). Device arrays and large host buffers whose memory cannot change
+travel over a ck::CkChannel (UCX, zero-copy), opened on first use, each transfer completing
+into a futures.Op that keeps its buffer and its channel alive until then; the core's
+channel ends stay on their elements' home PEs, so such a channel pins both elements there.
 """
 import pickle
 import sys
@@ -90,6 +94,12 @@ def _cannot_change(m):
     return False
 
 
+def _pin(chare):
+    """The core's channel end ties the element to its home PE: the balancer leaves it."""
+    if chare._ck_kind == "array":
+        _core.set_migratable(chare._ck_ptr, False)
+
+
 _PORTS = 256          # Channel(port=...): 0..255
 _NTH_BITS = 24        # the n-th channel to a peer: its core sub-id wraps after 2^24 (see __init__)
 
@@ -97,9 +107,12 @@ _NTH_BITS = 24        # the n-th channel to a peer: its core sub-id wraps after 
 class Channel:
     """A two-way, in-order stream of objects between two chares: both create it,
     Channel(self, remote=proxy_of_the_other); send(*objs) and recv() (in a coroutine);
-    close() (or dropping the last reference) frees it. CuPy arrays (anything with
-    __cuda_array_interface__) among the objects go GPU to GPU over the Channel API; large
-    host buffers whose memory cannot change go zero-copy the same way."""
+    close() (or dropping the last reference) frees it. Host objects travel in messages
+    and the channel migrates with its element (it must be reachable from the element's
+    state). CuPy arrays (anything with __cuda_array_interface__) among the objects go GPU
+    to GPU over the Channel API; large host buffers whose memory cannot change go
+    zero-copy the same way, except in arrays created with useAtSync=True (the balancer
+    moves their elements). Either pins both elements to their home PEs."""
 
     def __init__(self, chare, remote, port=0):
         self._ch = 0
@@ -121,17 +134,60 @@ class Channel:
         sub = port | ((nth % (1 << _NTH_BITS)) << 8)
         self._key = (_core.ref_id(chare.thisProxy._ref), _wire.norm(chare._ck_self._idx), port, nth)  # the peer's name for us
         self._peer_key = peer_base + (nth,)
-        self._ch = _core.channel_open(chare._ck_ptr, remote._ref, remote._idx, sub)
-        chare._ck_chan_count[peer_base] = nth + 1  # counted once open (an error above takes no number)
+        self._sub = sub
+        chare._ck_chan_count[peer_base] = nth + 1
         self._closed = False
+        self._direct = False  # the core's channel end was opened: the element is pinned
         self._send_seq = 0
         self._recv_seq = 0
-        self._inbox = {}
-        self._waiter = None
-        self._inflight = 0  # transfers posted and not done: the core end stays open for them
+        self._inbox = {}  # seq -> (message head tuple, [payload, buffers...])
+        self._init_local()
         chare._ck_channels[self._peer_key] = self  # a weak reference (WeakValueDictionary)
         for seq, item in chare._ck_early.pop(self._peer_key, {}).items():
             self._inbox[seq] = item
+
+    def _init_local(self, moved=False):
+        self._waiter = None
+        self._inflight = 0  # transfers posted and not done: the core end stays open for them
+        c = self._chare
+        # Zero-copy host buffers would pin the element: not where the balancer moves it,
+        # nor once it has moved (the core's channel ends open only at home).
+        self._zc_ok = not moved and not (c._ck_kind == "array" and _core.uses_at_sync(c._ck_ptr))
+
+    # -- migration: the channel travels inside its element's pickled state
+    def __getstate__(self):
+        if self._ch or self._direct or self._inflight:
+            raise RuntimeError(f"the channel to {self._remote!r} has carried device arrays or zero-copy buffers: "
+                               "its core end stays on this PE")
+        inbox = {seq: (t, [pickle.PickleBuffer(p) for p in parts]) for seq, (t, parts) in self._inbox.items()}
+        return (self._chare, self._remote, self._key, self._peer_key, self._sub, self._closed,
+                self._send_seq, self._recv_seq, inbox)
+
+    def __setstate__(self, state):
+        (self._chare, self._remote, self._key, self._peer_key, self._sub, self._closed,
+         self._send_seq, self._recv_seq, self._inbox) = state
+        self.remote = self._remote
+        self._ch = 0
+        self._direct = False
+        self._init_local(moved=True)
+        if not self._closed:  # migration.arrived made the element's runtime fields first
+            self._chare._ck_channels[self._peer_key] = self
+
+    def _open_direct(self, what):
+        """The core's channel end, opened on first use; it exists only on the element's
+        home PE (the peer's too: the core pairs ends there)."""
+        if self._ch:
+            return
+        c = self._chare
+        home = _core.home_pe(c._ck_ptr)
+        if home != _core.my_pe():
+            raise RuntimeError(f"Channel.{what}: device arrays and zero-copy buffers travel over the core's "
+                               f"channel, whose ends stay on their elements' home PEs, and this element "
+                               f"({type(c).__name__} {c.thisIndex}) has migrated (PE {_core.my_pe()}, home PE "
+                               f"{home}); send host data (NumPy) on channels of elements that move")
+        self._ch = _core.channel_open(c._ck_ptr, self._remote._ref, self._remote._idx, self._sub)
+        self._direct = True
+        _pin(c)
 
     # -- closing
     def close(self):
@@ -173,7 +229,8 @@ class Channel:
         if _core.on_pe_thread():
             self.close()
         else:  # collected by another thread's garbage collection: closed by the PE later
-            _collected.append(self._ch)
+            if self._ch:
+                _collected.append(self._ch)
             self._ch = 0
             self._closed = True
 
@@ -216,7 +273,7 @@ class Channel:
             # copied into the message, so the caller may change them once send() returns.
             layout = []
             for m in raws:
-                if m.nbytes >= _ZERO_COPY_MIN and _cannot_change(m):
+                if m.nbytes >= _ZERO_COPY_MIN and self._zc_ok and _cannot_change(m):
                     zc.append(m)
                     layout.append(m.nbytes)
                 else:
@@ -224,6 +281,8 @@ class Channel:
                     layout.append(-1)
         descs = [(i, n, shape, dt) for (i, _, n, shape, dt, _) in dev] if dev else None
         head = pickle.dumps((_wire.CHANNEL, self._key, self._send_seq, layout, descs, len(objs)), _wire.PROTOCOL)
+        if dev or zc:
+            self._open_direct("send")
         self._send_seq += 1
         inline.insert(0, payload)
         _core.send(self._remote._ref, self._remote._idx, head, inline)
@@ -267,7 +326,7 @@ class Channel:
             finally:
                 self._waiter = None
             self._check_open("recv")
-        t, msg = self._inbox[seq]
+        t, parts = self._inbox[seq]
         _, _, _, layout, descs, nobjs = t
         # Everything is checked before the message is taken and before any receive is
         # posted: a transfer posted into a wrong buffer would be truncated (fatal) or
@@ -291,9 +350,10 @@ class Channel:
         cupy = None
         if descs and not bufs:
             import cupy
+        if descs or any(size >= 0 for size in layout):
+            self._open_direct("recv")
         del self._inbox[seq]
         self._recv_seq += 1
-        head, parts = _core.parse(msg, False)
         payload = parts[0]
         if not layout and not descs:  # host objects only, all inside the message
             objs = pickle.loads(payload)
@@ -334,8 +394,14 @@ class Channel:
         """A message is here: recv() will not wait (charm.iwait works on channels)."""
         return self._recv_seq in self._inbox
 
-    def _arrived(self, t, msg):
-        self._inbox[t[2]] = (t, msg)
+    def _direct_pending(self):
+        """A message here whose data follows over the core's channel."""
+        return any(t[4] or (t[3] and any(size >= 0 for size in t[3])) for t, _ in self._inbox.values())
+
+    def _arrived(self, t, parts):
+        if not self._direct and (t[4] or (t[3] and any(size >= 0 for size in t[3]))):
+            _pin(self._chare)  # a transfer over the core's channel follows: stay here for it
+        self._inbox[t[2]] = (t, parts)
         if self._waiter is not None:
             w, self._waiter = self._waiter, None
             coroutines.resume(w)
@@ -349,12 +415,25 @@ def _close_collected():
         _core.channel_close(_collected.pop())
 
 
-def channel_message(obj, t, msg):
+def channel_message(obj, t, parts):
+    """A channel message for element `obj`: `parts` are its payload and buffers (views
+    of the message, which they keep alive)."""
     key = t[1]  # the sender's (collection, index, port, n): our name for the channel
     ch = obj._ck_channels.get(key)
     if ch is None:
         if key[3] < obj._ck_chan_count.get(key[:3], 0):
             return  # for a channel this end has closed: dropped
-        obj._ck_early.setdefault(key, {})[t[2]] = (t, msg)  # before this end opens
+        obj._ck_early.setdefault(key, {})[t[2]] = (t, parts)  # before this end opens
         return
-    ch._arrived(t, msg)
+    ch._arrived(t, parts)
+
+
+def freeze_early(early):
+    """The messages of channels not opened yet, picklable (they travel with the element)."""
+    return {key: {seq: (t, [pickle.PickleBuffer(p) for p in parts]) for seq, (t, parts) in q.items()}
+            for key, q in early.items()}
+
+
+def pinned(obj):
+    """The element's channels that used the core's channel (they keep it on its PE)."""
+    return [ch for ch in list(obj._ck_channels.values()) if ch._direct or ch._ch or ch._direct_pending()]

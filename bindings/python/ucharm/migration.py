@@ -11,19 +11,22 @@ the PE it leaves and arrived() on the PE it reaches. What travels is one pickle 
     held @when calls, the reduction round of an inserted array.
 
 References from the state back to the element itself travel as such (a persistent id).
-The constructor does not run again; migrated() runs on arrival. An element cannot move
-while a coroutine of it waits (a Future, a channel, Chare.wait) or while it has an open
-channel: the job ends with a message naming the element.
+The constructor does not run again; migrated() runs on arrival. Channels reachable from
+the state travel inside it (their receive queues and sequence numbers: see channel.py), as
+do the messages of channels this element has not opened yet. An element cannot move while
+a coroutine of it waits (a Future, a channel, Chare.wait) or once one of its channels has
+carried device arrays or zero-copy buffers (the core's channel end stays on its home PE):
+the job ends with a message naming the element.
 """
 import io
 import pickle
 
-from . import _core, _wire
+from . import _core, _wire, channel
 from . import chare as _chare, _invoke  # cycles: used at call time
 
 # The runtime's fields that travel with the element (the others are rebuilt on arrival).
 _CARRIED = ("_ck_kind", "_ck_red_round", "_ck_sec_rounds", "_ck_when", "_ck_when_by_value", "_ck_when_eq_fns",
-            "thisProxy", "thisIndex")
+            "_ck_chan_count", "_ck_early", "thisProxy", "thisIndex")
 _SELF = "ucharm.self"
 
 
@@ -38,8 +41,17 @@ def check_can_migrate(obj, pe):
                         f"{type(obj).__name__})")
     if not isinstance(pe, int) or not 0 <= pe < _core.num_pes():
         raise ValueError(f"migrate({pe!r}): PE out of range [0, {_core.num_pes()})")
+    _check_channels(obj, f"migrate({pe})")
     if not _core.is_migratable(obj._ck_ptr):
         raise RuntimeError(f"migrate({pe}): {_name(obj)} is not migratable (setMigratable(False) was called)")
+
+
+def _check_channels(obj, what):
+    pinned = channel.pinned(obj)
+    if pinned:
+        raise RuntimeError(f"{what}: {_name(obj)} cannot migrate: its channel to {pinned[0]._remote!r} has "
+                           "carried device arrays or zero-copy host buffers, whose core channel end stays on "
+                           "the element's home PE; send host data (NumPy arrays) on channels of elements that move")
 
 
 def about_to_migrate(obj):
@@ -49,9 +61,7 @@ def about_to_migrate(obj):
         raise RuntimeError(f"{_name(obj)} cannot migrate while {max(len(waiting), 1)} coroutine(s) of it "
                            "wait (Future.get, Channel.recv, Chare.wait, allreduce): migrate once they have "
                            "returned")
-    if len(obj._ck_channels) or obj._ck_early:
-        raise RuntimeError(f"{_name(obj)} cannot migrate with open channels: close them (or drop them) "
-                           "before it moves, and open new ones after migrated()")
+    _check_channels(obj, "migration")
     key = (_core.ref_id(obj.thisProxy._ref), obj.thisIndex)
     if _chare._local.get(key) is obj:
         del _chare._local[key]
@@ -87,6 +97,8 @@ def pack(obj):
     cls = type(obj)
     d = obj.__dict__
     carried = {k: d[k] for k in _CARRIED if k in d}
+    if carried.get("_ck_early"):
+        carried["_ck_early"] = channel.freeze_early(carried["_ck_early"])
     custom = cls.__getstate__ is not _chare.Chare.__getstate__
     if custom:
         user = obj.__getstate__()
@@ -109,13 +121,13 @@ def arrived(ptr, head, bufs):
     cls = pickle.load(f)
     u = _Unpickler(f, buffers=bufs)  # a fresh memo for the second pickle
     obj = u.obj = cls.__new__(cls)
+    _chare.init_runtime(obj, ptr)  # first: channels in the state register with the element
     carried, custom, user = u.load()
+    obj.__dict__.update(carried)
     if custom:
         obj.__setstate__(user)
     else:
         obj.__dict__.update(user)
-    obj.__dict__.update(carried)
-    _chare.init_runtime(obj, ptr)
     if custom or "migratable" not in obj.__dict__:
         obj.migratable = _core.is_migratable(ptr)
     obj._ck_self = obj.thisProxy[obj.thisIndex]
