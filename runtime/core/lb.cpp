@@ -36,6 +36,8 @@ void send_lb(int pe, LbMsg type, F&& body) {  // pe < 0: to all PEs
   p | t;
   body(p);
   CmiSetHandler(m, core().h_lb);
+  // Counted for quiescence detection: a balancing step in progress is not quiescence.
+  core().sent += pe < 0 ? static_cast<std::uint64_t>(CmiNumPes()) : 1;
   if (pe < 0) CmiSyncBroadcastAllAndFree(total, m);
   else CmiSyncSendAndFree(pe, total, m);
 }
@@ -195,6 +197,7 @@ void on_resume() {
 
 void lb_handler(void* msg) {
   LbState& s = lbs();
+  ++core().processed;
   PUP::er p = PUP::er::unpacker(CmiMsgPayload(msg), CmiMsgSize(msg) - CmiMsgHeaderSizeBytes);
   std::uint8_t t = 0;
   p | t;

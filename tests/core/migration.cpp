@@ -2,6 +2,7 @@
 // itself and ends with "MODE ok" from PE 0 and exit 0, or aborts naming what went wrong.
 //   storm        elements send to each other while moving at random: every message arrives
 //                once, each sender's messages in order; a reduction counts them
+//   qd           the storm again, ended by quiescence detection: all delivered by then
 //   hops         one element moves 10,000 times; afterwards messages to it are not forwarded
 //                (no forwarding chains): the location counters say so
 //   reduction    elements move between and during reductions (sum, several rounds)
@@ -49,8 +50,11 @@ struct Storm : ck::ArrayElement<Storm> {
   int got = 0, moves = 0;
   Storm() = default;
   explicit Storm(CkMigrateMessage*) {}
-  void pup(PUP::er& p) override { p | next; p | got; p | moves; }
-  void start() {
+  void pup(PUP::er& p) override { p | next; p | got; p | moves; p | quiet_mode; }
+  bool quiet_mode = false;  // qd mode: the main chare counts after quiescence instead
+  void report();
+  void start(bool qd) {
+    quiet_mode = qd;
     // Interleaved: each target gets its sequence in order from this element.
     for (int s = 0; s < kStormMsgs; ++s)
       for (int t = 1; t <= kStormTargets; ++t)
@@ -212,9 +216,10 @@ struct Main : ck::MainChare<Main> {
     mainProxy = thisProxy;
     n = 4 * CkNumPes() + 3;
     numElems = n;
-    if (mode == "storm") {
+    if (mode == "storm" || mode == "qd") {
       storm = ck::ArrayProxy<Storm>::create(ck::dims(n), ck::Map::block);
-      storm.send<&Storm::start>();
+      storm.send<&Storm::start>(mode == "qd");
+      if (mode == "qd") ck::start_qd(ck::CkCallback::to<&Main::qd_reached>(thisProxy));
     } else if (mode == "hops") {
       hopper = ck::ArrayProxy<Hopper>::create(ck::dims(1), ck::Map::block);
       hopper[0].send<&Hopper::hop>(kHops);
@@ -258,6 +263,12 @@ struct Main : ck::MainChare<Main> {
   void storm_done(int total) {
     expect(total == n * kStormMsgs * kStormTargets, "the storm's reduction counts every message once");
     finish("storm");
+  }
+  void qd_reached() { storm.send<&Storm::report>(); }
+  void qd_counted(int total) {
+    if (total != n * kStormMsgs * kStormTargets)
+      CkAbort("qd: quiescence was declared with %d of %d messages delivered", total, n * kStormMsgs * kStormTargets);
+    finish("qd");
   }
   void hops_done(int hops, int pe) {
     expect(hops == kHops, "the element made every hop");
@@ -328,7 +339,7 @@ void Storm::take(int from, int seq) {
       ++moves;
       migrateMe(pick_pe(thisIndex, got));
     }
-    if (got == kStormMsgs * kStormTargets)
+    if (got == kStormMsgs * kStormTargets && !quiet_mode)
       contribute(got, ck::Reducer::sum, ck::CkCallback::to<&Main::storm_done>(*mainProxy));
   }
 
@@ -380,6 +391,8 @@ void Big::bounce(int left) {
     migrateMe((CkMyPe() + 1) % CkNumPes());
     thisProxy[thisIndex].send<&Big::bounce>(left - 1);
   }
+
+void Storm::report() { contribute(got, ck::Reducer::sum, ck::CkCallback::to<&Main::qd_counted>(*mainProxy)); }
 
 }  // namespace
 
