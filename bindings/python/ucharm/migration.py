@@ -102,6 +102,9 @@ def pack(obj):
     custom = cls.__getstate__ is not _chare.Chare.__getstate__
     if custom:
         user = obj.__getstate__()
+        if type(user) is dict and any(type(k) is str and k.startswith("_ck_") for k in user):
+            # A copy of __dict__: the runtime's fields are rebuilt on arrival, not pickled.
+            user = {k: v for k, v in user.items() if not (type(k) is str and k.startswith("_ck_"))}
     else:
         user = {k: v for k, v in d.items() if not k.startswith("_ck_") and k not in carried}
     f = io.BytesIO()

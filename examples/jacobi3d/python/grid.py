@@ -162,6 +162,25 @@ class BlockState:
         lx, ly, lz = self.shape
         self.own = box_slices((1, lx + 1, 1, ly + 1, 1, lz + 1))
 
+    # Migration (--lb-period): the arrays travel as NumPy, the array module is named.
+    def __getstate__(self):
+        d = dict(self.__dict__)
+        gpu = self.xp.__name__ == 'cupy'
+        d['xp'] = gpu
+        if gpu:
+            d['u'] = [self.xp.asnumpy(a) for a in self.u]
+        return d
+
+    def __setstate__(self, d):
+        self.__dict__.update(d)
+        if d['xp']:
+            import cupy as xp
+        else:
+            import numpy as xp
+        self.xp = xp
+        # Unpickled arrays may alias a read-only buffer: the kernels write them.
+        self.u = [xp.asarray(a) if xp is not np or a.flags.writeable else a.copy() for a in self.u]
+
     def face_count(self, f):
         k, j, i = self.face_shape[f]
         return i * j * k

@@ -5,9 +5,16 @@ C++ one bit for bit). A 3-D chare array of blocks; each block runs its iteration
   direct   (--gpu) halos as CuPy device arrays, sent device to device
   staging  (--gpu) halos copied to host NumPy arrays, sent, copied back to the GPU
 Without --gpu the kernels are NumPy and halos NumPy arrays in both modes.
+Load balancing (as ../jacobi3d.cpp): --imbalance K makes the first --heavy fraction of the
+blocks (by linear index) repeat their kernels K times (same result); --lb-period N makes
+every block call AtSync after every N-th iteration (useAtSync=True) and continue in
+resumeFromSync, maybe on another PE (its grids and channels travel with it). Blocks that
+migrate need host halos: not --gpu --mode direct.
     ucharmrun -n 4 python3 jacobi3d.py --grid 96 --blocks 8 --iters 100 [--gpu --mode direct] [--verify]
+    ucharmrun -n 2 python3 jacobi3d.py --blocks 16 --imbalance 4 --lb-period 10 +balancer GreedyLB +LBDebug
 """
 import argparse
+import math
 import os
 import sys
 import time
@@ -30,6 +37,10 @@ class Block(Chare):
         self.gpu = cfg['gpu']
         self.direct = cfg['gpu'] and cfg['mode'] == 'direct'
         self.st = grid.BlockState(xp, cfg['grid'], cfg['dims'], tuple(self.thisIndex))
+        dims, (x, y, z) = cfg['dims'], self.thisIndex
+        self.reps = cfg['imbalance'] if (x * dims[1] + y) * dims[2] + z < cfg['heavy'] else 1
+        self.lb_period = cfg['lb_period']
+        self.end = 0  # the iteration (st.cur) the current run ends at
         # Channels are opened once and keep message order: no iteration tags needed.
         self.ch = {f: Channel(self, remote=self.thisProxy[grid.neighbour(self.thisIndex, f)]) for f in self.st.faces}
         if self.direct:
@@ -40,6 +51,16 @@ class Block(Chare):
             self.send_buf = [{f: xp.empty(count(f)) for f in self.st.faces} for _ in range(2)]
             self.recv_buf = {f: xp.empty(count(f)) for f in self.st.faces}
             self.sync()
+
+    def __getstate__(self):  # migration (--lb-period): the module is not state
+        d = {k: v for k, v in self.__dict__.items() if k != 'xp'}
+        return d
+
+    def __setstate__(self, d):
+        self.__dict__.update(d)
+        self.xp = self.st.xp
+        if self.gpu:
+            self.xp.cuda.Device(charm.myPe() % self.xp.cuda.runtime.getDeviceCount()).use()
 
     def sync(self):
         if self.gpu:
@@ -69,21 +90,39 @@ class Block(Chare):
                 halo = self.ch[f].recv()
                 st.unpack(f, self.xp.asarray(halo) if self.gpu else halo)
 
-    @coro
     def run(self, iterations, done):
         """`iterations` more sweeps; then the largest change of the last one, reduced with
         max over all blocks, goes to the future `done` (it also says all blocks finished)."""
+        self.end = self.st.cur + iterations
+        self.done = done
+        self.thisProxy[self.thisIndex].go()
+
+    @coro
+    def go(self):
         residual = 0.0
-        for n in range(iterations):
+        st = self.st
+        while st.cur < self.end:
             self.send_halos()
-            self.st.update_interior()  # overlaps with the halos in flight
+            for _ in range(self.reps):  # a heavy block repeats its kernels (same output)
+                st.update_interior()  # overlaps with the halos in flight
             self.recv_halos()
-            self.st.update_shell()
-            if n == iterations - 1:
-                residual = self.st.residual()
-            self.st.advance()
+            for _ in range(self.reps):
+                st.update_shell()
+            if st.cur == self.end - 1:
+                residual = st.residual()
+            st.advance()
+            p = self.lb_period
+            if p and st.cur % p == 0 and st.cur < self.end:
+                # Balance: leave the coroutine (a waiting one cannot travel); the balancer
+                # may move this block, then resumeFromSync goes on.
+                self.sync()
+                self.AtSync()
+                return
         self.sync()
-        self.contribute(residual, Reducer.max, done)
+        self.contribute(residual, Reducer.max, self.done)
+
+    def resumeFromSync(self):
+        self.thisProxy[self.thisIndex].go()
 
     def cells(self):
         return self.st.cells()
@@ -100,7 +139,17 @@ def parse(argv):
                    help='GPU halo path (--gpu); CPU runs send NumPy arrays either way')
     p.add_argument('--gpu', action='store_true', help='CuPy arrays and kernels on the GPU (PE p uses GPU p mod count)')
     p.add_argument('--verify', action='store_true', help='compare with a serial NumPy run, bit for bit')
+    p.add_argument('--imbalance', type=int, default=1, metavar='K',
+                   help='heavy blocks run their kernels K times per iteration')
+    p.add_argument('--heavy', type=float, default=0.25, metavar='F',
+                   help='fraction of the blocks (the first by index) that are heavy')
+    p.add_argument('--lb-period', type=int, default=0, metavar='N',
+                   help='blocks call AtSync after every N-th iteration (0: never)')
     a = p.parse_args(argv)
+    if a.imbalance < 1 or not 0 <= a.heavy <= 1 or a.lb_period < 0:
+        p.error('--imbalance must be >= 1, --heavy in [0, 1] and --lb-period >= 0')
+    if a.lb_period and a.gpu and a.mode == 'direct':
+        p.error('--lb-period with --gpu --mode direct: blocks that migrate need host halos (--mode staging)')
     if len(a.grid) not in (1, 3):
         p.error('--grid takes 1 or 3 numbers')
     if a.iters < 1 or a.warmup < 0:
@@ -139,7 +188,15 @@ def main(args):
           f'{shape[0]}x{shape[1]}x{shape[2]}, {charm.numPes()} PEs, mode {a.mode if a.gpu else "host"}, '
           f'{"CuPy" if a.gpu else "NumPy"} kernels')
     t = time.time()
-    blocks = Array(Block, dims, args=[{'grid': a.grid, 'dims': dims, 'gpu': a.gpu, 'mode': a.mode}])
+    heavy = math.ceil(a.heavy * a.blocks) if a.imbalance > 1 else 0
+    if heavy:
+        print(f'imbalance: blocks 0-{heavy - 1} (by linear index) of {a.blocks} run their kernels '
+              f'{a.imbalance} times per iteration')
+    if a.lb_period:
+        print(f'load balancing: AtSync after every {a.lb_period} iterations')
+    cfg = {'grid': a.grid, 'dims': dims, 'gpu': a.gpu, 'mode': a.mode, 'imbalance': a.imbalance, 'heavy': heavy,
+           'lb_period': a.lb_period}
+    blocks = Array(Block, dims, args=[cfg], useAtSync=a.lb_period > 0)
     charm.awaitCreation(blocks)
     print(f'start-up: {time.time() - t:.3f} s (array creation)')
     if a.warmup:
