@@ -137,6 +137,8 @@ void destroy_element(Collection& c, const Index& idx) {
   if (it == c.elements.end()) return;  // destroyed twice: the first one did it
   ChareBase* obj = it->second;
   element_removed(c, obj);
+  // Messages kept for order go where messages for a missing element go: held, reported.
+  for (void* m : ElementAccess::rt(obj).early) LocationManager::hold(c, idx, m);
   delete obj;
   if (c.ref.kind == Kind::Array) forget_routes(c.ref.id, idx);  // an index inserted again starts a new order
   if (c.ref.kind == Kind::Chare) {  // its record goes too: creating many chares costs nothing lasting
