@@ -48,12 +48,16 @@ void construct_element(Collection& c, const Index& idx, void* msg) {
   element_added(c, obj);
   if (c.ref.kind != Kind::Array) c.single = obj;
   if (stamped) broadcast_catch_up(c, obj);  // ones sent after the insertion that came here first
+  // Messages held for it are delivered by create_collection, after older ones held for the
+  // whole collection: arrival order is each sender's order.
+}
+
+// Takes the messages held for element idx (they go after those held for the collection).
+void take_waiting(Collection& c, const Index& idx, std::vector<void*>& out) {
   auto w = c.waiting.find(idx);
-  if (w != c.waiting.end()) {
-    std::vector<void*> msgs = std::move(w->second);
-    c.waiting.erase(w);
-    flush_waiting(msgs);
-  }
+  if (w == c.waiting.end()) return;
+  out.insert(out.end(), w->second.begin(), w->second.end());
+  c.waiting.erase(w);
 }
 
 }  // namespace
@@ -63,22 +67,27 @@ void create_collection(void* msg) {
   const CtorInfo& ctor = registry().ctors[e.entry];
   const CollectionRef ref = creation_ref(msg);
   Collection& c = ensure_collection(ref, ctor.cls);
+  std::vector<void*> later;  // held for the new elements (arrived after the collection was known here)
+  auto build = [&](const Index& i) {
+    construct_element(c, i, msg);
+    take_waiting(c, i, later);
+  };
   switch (e.kind) {
     case MsgKind::CreateChare:
-      construct_element(c, Index{}, msg);
+      build(Index{});
       break;
     case MsgKind::CreateGroup:
       setup_reduction_tree(c);
-      construct_element(c, Index{{CmiMyPe(), 0, 0}, 0}, msg);
+      build(Index{{CmiMyPe(), 0, 0}, 0});
       break;
     case MsgKind::CreateArray:
       setup_reduction_tree(c);
       for_each_index(ref.shape, [&](const Index& i) {
-        if (LocationManager::pe_of(c.ref, i) == CmiMyPe()) construct_element(c, i, msg);
+        if (LocationManager::pe_of(c.ref, i) == CmiMyPe()) build(i);
       });
       break;
     case MsgKind::Insert:
-      construct_element(c, e.index(), msg);
+      build(e.index());
       break;
     default:
       break;
@@ -86,11 +95,12 @@ void create_collection(void* msg) {
   CmiFree(msg);
   Core& k = core();
   auto w = k.waiting.find(c.ref.id);
-  if (w != k.waiting.end()) {
+  if (w != k.waiting.end()) {  // held before this PE knew the collection: the oldest
     std::vector<void*> msgs = std::move(w->second);
     k.waiting.erase(w);
     flush_waiting(msgs);
   }
+  flush_waiting(later);
   // Bulk creation is done: from now on the elements here are the ones that count (they
   // may move). Child partials may have arrived before this PE knew the collection.
   c.local_expected = 0;

@@ -188,7 +188,7 @@ bool in_order(ChareBase* obj, void* msg) {
     rt.early.push_back(msg);
     return false;
   }
-  if (ahead >= 0 || rt.moves == 0) *next = static_cast<std::uint16_t>(e.seq + 1);
+  if (ahead >= 0) *next = static_cast<std::uint16_t>(e.seq + 1);
   return true;
 }
 

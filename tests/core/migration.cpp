@@ -331,8 +331,9 @@ struct Main : ck::MainChare<Main> {
 void Storm::take(int from, int seq) {
     int& want = next[from];
     if (seq != want)
-      CkAbort("storm: element %d got message %d from %d, expected %d (lost, duplicated or out of order)", thisIndex,
-              seq, from, want);
+      CkAbort("storm: element %d (on PE %d after %d moves, %d messages got) got message %d from %d, expected %d "
+              "(lost, duplicated or out of order)",
+              thisIndex, CkMyPe(), moves, got, seq, from, want);
     ++want;
     ++got;
     if (got % 11 == 0) {
