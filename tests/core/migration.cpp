@@ -11,6 +11,7 @@
 //   insert       elements of an array filled by insert() move; broadcasts and messages follow
 //   lb           AtSync with a synthetic load: the heavy elements end on different PEs
 //   lb_any       the same, any placement: every element resumes once
+//   dims6        a 6-D array: messages reach the right elements, which move; a reduction
 //   bigstate     a 1 MiB element moves back and forth and keeps its data
 //   not_migratable / pup_overrun / pup_short / devbuf_moved   user errors: clear messages,
 //                non-zero exit (devbuf_moved: a CkDeviceBuffer sent to an element that moved)
@@ -185,6 +186,18 @@ struct Dev : ck::ArrayElement<Dev> {
   void got(ck::CkDeviceBuffer) { finish("devbuf_moved (delivered)"); }
 };
 
+// ---- 6-D arrays (4-6-D indices travel as 16-bit coordinates) ----------------------------------------
+struct Six : ck::ArrayElement<Six, 6> {
+  Six() = default;
+  explicit Six(CkMigrateMessage*) {}
+  int weight() const {
+    int w = 0;
+    for (int d = 0; d < 6; ++d) w = w * 10 + thisIndex[static_cast<std::size_t>(d)];
+    return w;
+  }
+  void poke(int w);
+};
+
 // ---- a CkChannel left open ------------------------------------------------------------------------
 struct Chan : ck::ArrayElement<Chan> {
   ck::CkChannel ch;
@@ -247,6 +260,12 @@ struct Main : ck::MainChare<Main> {
     } else if (mode == "pup_overrun") {
       auto bad = ck::ArrayProxy<BadOver>::create(ck::dims(1), ck::Map::block);
       bad[0].send<&BadOver::go>();
+    } else if (mode == "dims6") {
+      auto a = ck::ArrayProxy<Six>::create(ck::dims(2, 1, 3, 1, 2, 2), ck::Map::block);
+      for (int i = 0; i < 2; ++i)
+        for (int k = 0; k < 3; ++k)
+          for (int m = 0; m < 2; ++m)
+            for (int q = 0; q < 2; ++q) a(i, 0, k, 0, m, q).send<&Six::poke>(((((i * 10 + 0) * 10 + k) * 10 + 0) * 10 + m) * 10 + q);
     } else if (mode == "channel_open") {
       auto c = ck::ArrayProxy<Chan>::create(ck::dims(2), ck::Map::block);
       c.send<&Chan::go>();
@@ -263,6 +282,15 @@ struct Main : ck::MainChare<Main> {
   void storm_done(int total) {
     expect(total == n * kStormMsgs * kStormTargets, "the storm's reduction counts every message once");
     finish("storm");
+  }
+  void six_done(int sum) {
+    int want = 0;
+    for (int i = 0; i < 2; ++i)
+      for (int k = 0; k < 3; ++k)
+        for (int m = 0; m < 2; ++m)
+          for (int q = 0; q < 2; ++q) want += ((((i * 10 + 0) * 10 + k) * 10 + 0) * 10 + m) * 10 + q;
+    if (sum != want) CkAbort("dims6: sum of weights %d, expected %d", sum, want);
+    finish("dims6");
   }
   void qd_reached() { storm.send<&Storm::report>(); }
   void qd_counted(int total) {
@@ -392,6 +420,12 @@ void Big::bounce(int left) {
     migrateMe((CkMyPe() + 1) % CkNumPes());
     thisProxy[thisIndex].send<&Big::bounce>(left - 1);
   }
+
+void Six::poke(int w) {
+  if (w != weight()) CkAbort("dims6: element %s got the message for weight %d", ckIndex().str().c_str(), w);
+  contribute(w, ck::Reducer::sum, ck::CkCallback::to<&Main::six_done>(*mainProxy));
+  migrateMe((CkMyPe() + 1) % CkNumPes());
+}
 
 void Storm::report() { contribute(got, ck::Reducer::sum, ck::CkCallback::to<&Main::qd_counted>(*mainProxy)); }
 

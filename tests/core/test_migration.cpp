@@ -30,7 +30,7 @@ TEST_P(Migration, ModePasses) {
 
 INSTANTIATE_TEST_SUITE_P(
     Core, Migration,
-    ::testing::Combine(::testing::Values("storm", "qd", "hops", "reduction", "broadcast", "insert", "bigstate"),
+    ::testing::Combine(::testing::Values("storm", "qd", "hops", "reduction", "broadcast", "insert", "bigstate", "dims6"),
                        ::testing::Values(1, 2, 4, 8, 16)),
     [](const auto& info) { return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "pe"; });
 
