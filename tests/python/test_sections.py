@@ -14,3 +14,10 @@ def test_sections(pes):
 @pytest.mark.parametrize("pes", [1, 3])
 def test_arrays_of_up_to_six_dimensions(pes):
     check_ok(run("array_6d.py", pes))
+
+
+@pytest.mark.parametrize("pes", PES)
+def test_group_slices_section_allreduce_and_combined_sections(pes):
+    # g[::2], slicing an inserted array, allreduce(section=), a section method as a
+    # reduction target, issec/section, combine of a group and an array
+    check_ok(run("sections_more.py", pes))

@@ -57,8 +57,8 @@ class Chare:
         root_pe, root_fid, tgt = 0, -1, None
         if isinstance(target, (futures.Future, futures._FutureRef)):
             root_pe, root_fid = target.pe, target.fid
-        elif isinstance(target, proxy.Method):
-            tgt = target
+        elif isinstance(target, (proxy.Method, sections._SectionMethod, sections._AllreduceBack)):
+            tgt = target  # a proxy method (also of a section: the result goes to every member)
         elif target is not None:
             raise TypeError(f"contribute: the target must be a Future or a proxy method, not {target!r}")
         if section is not None:
@@ -87,18 +87,31 @@ class Chare:
     def reduce(self, target, data=None, reducer=None, section=None):
         self.contribute(data, reducer, target, section)
 
-    def _ck_section_of(self, func):  # charm.split(section_func=...)
-        return (self.thisIndex, func(self))
+    def _ck_section_of(self, func):  # charm.split(section_func=...): (collection, member, sections)
+        me = self._ck_self._idx
+        return (self._ck_self._ref, me[1] if self._ck_kind == "group" else me, func(self))
 
-    def allreduce(self, data=None, reducer=None):
-        """A future that every contributor gets the result in."""
+    def _ck_section_of_red(self, func, fut):  # the same, for an array filled by ckInsert
+        self.contribute(self._ck_section_of(func), reduction.Reducer.gather, fut)
+
+    def allreduce(self, data=None, reducer=None, section=None):
+        """A future that every contributor gets the result in (section=: a reduction over
+        that section's members, each of which gets the result)."""
         f = futures.Future()
-        self._ck_allreduce.append(f)
-        self.contribute(data, reducer, proxy.Method(self.thisProxy, "_ck_allreduce_done"))
+        key = None if section is None else section._sid
+        self._ck_allreduce.setdefault(key, []).append(f)
+        if section is None:
+            self.contribute(data, reducer, proxy.Method(self.thisProxy, "_ck_allreduce_done"))
+        else:
+            self.contribute(data, reducer, sections._AllreduceBack(section), section)
         return f
 
-    def _ck_allreduce_done(self, value=None):
-        self._ck_allreduce.pop(0).send(value)
+    def _ck_allreduce_done(self, value=None, sid=None):
+        # One queue per collection or section: rounds of each end in order.
+        queue = self._ck_allreduce[sid]
+        queue.pop(0).send(value)
+        if not queue:
+            del self._ck_allreduce[sid]
 
     # ---- migration and load balancing (array elements; see migration.py) ----
     def migrate(self, toPe):
@@ -321,7 +334,7 @@ def init_runtime(obj, ptr):
     """The runtime's per-object fields that stay on a PE (a migrated element gets new
     ones where it arrives)."""
     obj._ck_ptr = ptr
-    obj._ck_allreduce = []
+    obj._ck_allreduce = {}  # None (the collection) or section id -> futures of pending allreduces
     obj._ck_waiting = []
     obj._ck_busy = False
     obj._ck_channels = weakref.WeakValueDictionary()  # open channels: closed when collected

@@ -98,7 +98,7 @@ class Future:
             # A broadcast's ret=True list holds the exception of each element that raised one
             # (charm4py's behaviour).
             return [v.exc if isinstance(v, _RemoteException) else v
-                    for _, v in sorted(vals, key=lambda p: p[0])]
+                    for _, v in sorted(vals, key=_index_order)]
         return vals[0] if self._n == 1 else list(vals)
 
     def _deliver(self, value):
@@ -113,6 +113,11 @@ class Future:
 
     def __reduce__(self):
         return (_future_at, (self.pe, self.fid, self._n))
+
+
+def _index_order(p):
+    # Index order; a section combined from groups and arrays mixes PEs and tuples: PEs first.
+    return (isinstance(p[0], tuple), p[0])
 
 
 class _FutureRef:

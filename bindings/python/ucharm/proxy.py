@@ -18,6 +18,7 @@ def _check_entry(cls, name):
 class Proxy:
     # No __slots__: an entry method, once looked up, is kept in the instance's __dict__,
     # so that the next `proxy.m` is a plain attribute read.
+    issec = False  # charm4py's attribute: true for section proxies (sections.py)
 
     def __getattr__(self, name):
         # Called only for names that are not attributes yet: entry methods.
