@@ -1,7 +1,8 @@
 // ucharmrun: starts N local processes of a ucharm program under a PMIx server embedded
 // here. Forwards their output (optionally prefixed with the rank); on SIGINT, SIGTERM or
 // SIGHUP stops the ranks (SIGTERM, then SIGKILL); when a rank fails tells the others (a
-// PMIx event), stops them and exits with the first failing code. Its PMIx files live in
+// PMIx event), stops them and exits with the first failing code (or, with
+// --restart-on-failure, starts the job again: restart.cpp). Its PMIx files live in
 // $TMPDIR/ucharmrun.PID.XXXXXX, removed at the end (or by the next launcher after a
 // kill -9). Multi-node runs go through mpirun or srun --mpi=pmix.
 // This file starts the job; supervision.cpp watches it.
@@ -16,6 +17,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "memevents.h"
 #include "ucharmrun.h"
@@ -25,13 +27,20 @@ extern char** environ;
 namespace ucharmrun {
 
 int Launcher::run() {
+  int code = 0;
   try {
     resolve_program();
     block_signals();
     folder_.create(opt_.verbose);
+    record_path_ = folder_.path() + "/checkpoint-record";
     server_.start(folder_.path(), opt_.np);
-    server_.register_job();
-    for (int r = 0; r < opt_.np; ++r) spawn(r);
+    if (opt_.timeout > 0)
+      deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(opt_.timeout));
+    for (;;) {
+      code = run_attempt();
+      if (!prepare_restart(code)) break;
+    }
   } catch (const LaunchError& e) {
     say(fmt::format("ucharmrun: {}\n", e.msg));
     signal_all(SIGKILL);
@@ -40,11 +49,19 @@ int Launcher::run() {
     shut_down();
     return e.code;
   }
-  int code = supervise();
   shut_down();
-  if (auto trace = trace_file(opt_.command))  // every rank has ended: join its parts
+  if (auto trace = trace_file(command_))  // every rank has ended: join its parts
     if (std::string note = merge_trace(*trace, opt_.np, code != 0); !note.empty())
       say(fmt::format("ucharmrun: {}\n", note));
+  return code;
+}
+
+// One run of the job in a namespace of its own; returns its exit code.
+int Launcher::run_attempt() {
+  server_.register_job(attempt_);
+  for (int r = 0; r < opt_.np; ++r) spawn(r);
+  const int code = supervise();
+  server_.end_job();
   return code;
 }
 
@@ -105,8 +122,6 @@ void Launcher::block_signals() {
 
 // Everything the child needs is prepared here: between fork and exec a threaded process
 // may only make async-signal-safe calls (PMIx's threads may hold malloc's locks).
-// Everything the child needs is prepared here: between fork and exec a threaded process
-// may only make async-signal-safe calls (PMIx's threads may hold malloc's locks).
 void Launcher::spawn(int r) {
   // A malloc'd argv-style array, as PMIx_server_setup_fork extends it with realloc.
   struct Env {
@@ -118,9 +133,18 @@ void Launcher::spawn(int r) {
   } job_env;
   size_t n = 0;
   while (environ[n]) ++n;
-  char** env = job_env.env = static_cast<char**>(std::calloc(n + 3, sizeof(char*)));
+  char** env = job_env.env = static_cast<char**>(std::calloc(n + 5, sizeof(char*)));
   size_t k = 0;
-  for (; k < n; ++k) env[k] = ::strdup(environ[k]);
+  // The launcher's own variables replace inherited ones (a ucharmrun started by a job).
+  auto ours = [](std::string_view e) {
+    for (std::string_view v : {kRecordVar, kAttemptVar})
+      if (e.size() > v.size() && e.starts_with(v) && e[v.size()] == '=') return true;
+    return false;
+  };
+  for (size_t i = 0; i < n; ++i)
+    if (!ours(environ[i])) env[k++] = ::strdup(environ[i]);
+  env[k++] = ::strdup(fmt::format("{}={}", kRecordVar, record_path_).c_str());
+  env[k++] = ::strdup(fmt::format("{}={}", kAttemptVar, attempt_).c_str());
   if (opt_.verbose) env[k++] = ::strdup("UCHARM_VERBOSE=1");
   if (opt_.no_bind) env[k++] = ::strdup("UCHARM_BIND=0");
   server_.setup_client(r, &job_env.env);
@@ -132,7 +156,7 @@ void Launcher::spawn(int r) {
       ::pipe2(report, O_CLOEXEC) != 0)
     throw LaunchError{fmt::format("pipe: {}", errno_text(errno))};
   std::vector<char*> argv;
-  for (auto& a : opt_.command) argv.push_back(a.data());
+  for (auto& a : command_) argv.push_back(a.data());
   argv.push_back(nullptr);
   const char* path = exec_path_.c_str();
   const pid_t parent = ::getpid();
@@ -165,7 +189,7 @@ void Launcher::spawn(int r) {
   ::close(report[0]);
   if (got == sizeof exec_errno) {
     const bool missing = exec_errno == ENOENT || exec_errno == ENOTDIR;
-    throw LaunchError{fmt::format("cannot run '{}': exec of {} failed: {}", opt_.command.front(),
+    throw LaunchError{fmt::format("cannot run '{}': exec of {} failed: {}", command_.front(),
                                   exec_path_, errno_text(exec_errno)),
                       missing ? kExitNotFound : kExitCannotExec};
   }

@@ -23,8 +23,9 @@ std::string errno_text(int err) { return std::strerror(err); }
 namespace {
 
 constexpr int kMaxPes = 4096;
+constexpr int kMaxRestarts = 1000;
 
-const char* const kHelp = R"(ucharmrun: start a ucharm program on N local PEs under an embedded PMIx server.
+const char* const kHelp = R"help(ucharmrun: start a ucharm program on N local PEs under an embedded PMIx server.
 
 Usage: ucharmrun -n N [options] [--] program [args...]
 
@@ -33,7 +34,11 @@ Options (before the program; everything from the program on is the program's):
   -p, --prefix      prefix each output line with "[rank] "
   --no-bind         do not bind PEs to cores (UCHARM_BIND=0 for the ranks)
   -v, --verbose     print the start-up banner (PEs, binding, UCX, transports)
-  --timeout S       stop the job after S seconds (a decimal number; 0: no limit)
+  --timeout S       stop the job after S seconds (a decimal number; 0: no limit);
+                    the time counts from the start, over every restart
+  --restart-on-failure N
+                    when a PE dies, start the job again, up to N times (0 to 1000;
+                    default 0), from the last complete checkpoint (see below)
   -h, --help        print this help and exit
   --                end of the launcher's options
 
@@ -56,9 +61,20 @@ Signals: on SIGINT, SIGTERM or SIGHUP every PE gets SIGTERM, then SIGKILL 3 s la
 When a PE fails, the others are told (they print which PE died and exit); any still
 running 2 s later get SIGTERM, then SIGKILL 3 s after. The first cause (failure, timeout,
 signal) decides the exit code.
+Restarts (--restart-on-failure N): every PE gets UCHARM_CHECKPOINT_RECORD=FILE (a file
+in ucharmrun's folder, where PE 0 writes the directory of each complete checkpoint) and
+UCHARM_RESTART_ATTEMPT=K (0, then 1.. after each restart). When a PE dies (is killed by
+a signal, or leaves the job it joined without finalizing and without aborting), the
+others are stopped as above and the job starts again in a fresh PMIx namespace: with
+"+restart DIR" (DIR from FILE; it replaces a "+restart X" among the program's arguments,
+else is appended) or, with no checkpoint recorded yet, with the original arguments.
+Each restart prints a line, e.g. "ucharmrun: rank R died (signal 9); restarting from
+checkpoint DIR (attempt K of N)". Not restarted: an end the program chose (CkExit or
+CmiExit with a code, CmiAbort, MPI_Abort), a PE that exits before joining the job (e.g.
+a bad +option), --timeout and signals to ucharmrun. The exit code is the last attempt's.
 Cleanup: ucharmrun keeps its PMIx files in $TMPDIR/ucharmrun.PID.XXXXXX and removes it
 when it ends; folders left by a ucharmrun that was killed are removed by the next one.
-)";
+)help";
 
 // Strict decimal: digits only, no sign, no spaces, no overflow.
 std::optional<long long> parse_count(std::string_view s) {
@@ -133,6 +149,14 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
         throw UsageError{fmt::format(
             "--timeout expects a number of seconds from 0 to 1000000000, got '{}'", v)};
       o.timeout = *t;
+    } else if (name == "--restart-on-failure") {
+      std::string_view v = value("a number of restarts");
+      auto n = parse_count(v);
+      if (!n || *n > kMaxRestarts)
+        throw UsageError{fmt::format(
+            "--restart-on-failure expects a number of restarts from 0 to {}, got '{}'",
+            kMaxRestarts, v)};
+      o.restart_on_failure = static_cast<int>(*n);
     } else if (name == "-p" || name == "--prefix") {
       flag();
       o.prefix = true;

@@ -5,6 +5,7 @@
 #include <pmix_server.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,8 @@ struct Upcalls {
   static void with_client(const pmix_proc_t* proc, F&& f) {
     if (!server || !proc) return;
     std::lock_guard lk(server->mu_);
+    // A late upcall from a rank of an earlier attempt must not mark this attempt's rank.
+    if (std::strncmp(proc->nspace, server->nspace_, PMIX_MAX_NSLEN) != 0) return;
     if (proc->rank < server->clients_.size()) f(server->clients_[proc->rank]);
   }
 
@@ -74,6 +77,11 @@ class Completion {
     cv_.wait(lk, [&] { return finished_; });
     return rc_;
   }
+  // For an operation whose completion is not essential: gives up after `limit`.
+  bool wait_for(std::chrono::seconds limit) {
+    std::unique_lock lk(mu_);
+    return cv_.wait_for(lk, limit, [&] { return finished_; });
+  }
 
  private:
   std::mutex mu_;
@@ -104,10 +112,6 @@ void PmixServer::start(const std::string& tmpdir, int np) {
   PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, tmpdir.c_str(), PMIX_STRING);
   PMIX_INFO_LOAD(&info[1], PMIX_SYSTEM_TMPDIR, tmpdir.c_str(), PMIX_STRING);
   np_ = np;
-  {
-    std::lock_guard lk(mu_);
-    clients_.assign(static_cast<size_t>(np), ClientState{});
-  }
   Upcalls::server = this;
   pmix_status_t rc = PMIx_server_init(&module, info, 2);
   PMIX_INFO_DESTRUCT(&info[0]);
@@ -116,8 +120,16 @@ void PmixServer::start(const std::string& tmpdir, int np) {
   up_ = true;
 }
 
-void PmixServer::register_job() {
-  std::snprintf(nspace_, sizeof nspace_, "ucharmrun.%d", static_cast<int>(::getpid()));
+void PmixServer::register_job(int attempt) {
+  {
+    std::lock_guard lk(mu_);
+    if (attempt == 0)
+      std::snprintf(nspace_, sizeof nspace_, "ucharmrun.%d", static_cast<int>(::getpid()));
+    else
+      std::snprintf(nspace_, sizeof nspace_, "ucharmrun.%d.r%d", static_cast<int>(::getpid()),
+                    attempt);
+    clients_.assign(static_cast<size_t>(np_), ClientState{});
+  }
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   std::string peers;
@@ -189,6 +201,16 @@ void PmixServer::notify_failure(int r, const std::string& why) {
   if (rc == PMIX_SUCCESS) c.wait();
   PMIX_INFO_DESTRUCT(&info[0]);
   PMIX_INFO_DESTRUCT(&info[1]);
+}
+
+void PmixServer::end_job() {
+  if (!registered_) return;
+  registered_ = false;
+  // Heap-held: should PMIx call back after the wait gave up, it still finds it (then it
+  // is left allocated, one small object, rather than freed under PMIx's feet).
+  auto* c = new Completion;
+  PMIx_server_deregister_nspace(nspace_, Completion::op_cb, c);
+  if (c->wait_for(std::chrono::seconds(5))) delete c;
 }
 
 ClientState PmixServer::client(int r) const {

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -138,38 +139,52 @@ void Launcher::on_signal(int sig) {
 }
 
 void Launcher::reap() {
+  // Collected first: a rank that died and a peer that aborted on noticing it can end
+  // together, and the death, not the abort, is then the job's cause.
+  struct Ended {
+    size_t r;
+    int status;
+    ClientState c;
+    bool died() const {
+      return c.abort_msg.empty() && (WIFSIGNALED(status) || (c.connected && !c.finalized));
+    }
+  };
+  std::vector<Ended> ended;
   for (;;) {
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) return;
+    if (pid <= 0) break;
     for (size_t r = 0; r < ranks_.size(); ++r) {
       Rank& rk = ranks_[r];
-      if (rk.pid != pid) continue;
+      if (rk.pid != pid || rk.exited) continue;
       rk.exited = true;
       rk.status = status;
       ++exited_;
-      const ClientState c = server_.client(static_cast<int>(r));
-      if (exit_code_) continue;  // the job is being stopped already
-      // After PMIx_Finalize the rank ended in order (CmiExit(code)); a rank that joined
-      // the job and left without finalizing has failed, even with code 0, since its
-      // peers would wait for it forever. A program that never joins (not a ucharm
-      // program) ends in order with code 0.
-      const int code = code_of(status);
-      if (c.finalized || (!c.connected && code == 0)) {
-        if (code != 0 && !orderly_rank_) {
-          orderly_code_ = code;
-          orderly_rank_ = static_cast<int>(r);
-          orderly_deadline_ = Clock::now() + kOrderlyGrace;
-        }
-      } else {
-        fail(static_cast<int>(r), status);
+      ended.push_back({r, status, server_.client(static_cast<int>(r))});
+    }
+  }
+  std::stable_partition(ended.begin(), ended.end(), [](const Ended& e) { return e.died(); });
+  for (const Ended& e : ended) {
+    if (exit_code_) return;  // the job is being stopped already
+    // After PMIx_Finalize the rank ended in order (CmiExit(code)); a rank that joined
+    // the job and left without finalizing has failed, even with code 0, since its
+    // peers would wait for it forever. A program that never joins (not a ucharm
+    // program) ends in order with code 0.
+    const int code = code_of(e.status);
+    if (e.c.finalized || (!e.c.connected && code == 0)) {
+      if (code != 0 && !orderly_rank_) {
+        orderly_code_ = code;
+        orderly_rank_ = static_cast<int>(e.r);
+        orderly_deadline_ = Clock::now() + kOrderlyGrace;
       }
+    } else {
+      if (e.died()) death_ = Death{static_cast<int>(e.r), e.status};
+      fail(static_cast<int>(e.r), e.status);
     }
   }
 }
 
 int Launcher::supervise() {
-  const auto start = Clock::now();
   std::optional<Clock::time_point> all_exited_at;
   for (;;) {
     std::vector<pollfd> fds;
@@ -208,8 +223,7 @@ int Launcher::supervise() {
     }
     reap();
     const auto now = Clock::now();
-    if (opt_.timeout > 0 && !exit_code_ &&
-        now - start > std::chrono::duration<double>(opt_.timeout)) {
+    if (deadline_ && !exit_code_ && now > *deadline_) {
       decide(kExitTimeout);
       say(fmt::format("ucharmrun: the job ran past --timeout {} s; stopping it\n", opt_.timeout));
       terminate_all();

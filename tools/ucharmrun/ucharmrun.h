@@ -46,7 +46,8 @@ struct Options {
   bool prefix = false;
   bool no_bind = false;
   bool verbose = false;
-  double timeout = 0;  // seconds; 0: none
+  double timeout = 0;  // seconds for the whole run, restarts included; 0: none
+  int restart_on_failure = 0;  // --restart-on-failure N: restarts after a rank died
   std::vector<std::string> command;
 };
 
@@ -97,7 +98,10 @@ class PmixServer {
   ~PmixServer() { shut_down(); }
 
   void start(const std::string& tmpdir, int np);  // throws LaunchError
-  void register_job();                            // throws LaunchError
+  // A fresh namespace per attempt (ucharmrun.PID, then ucharmrun.PID.rK), so nothing of
+  // a failed attempt (clients, events, data) reaches the next. Throws LaunchError.
+  void register_job(int attempt);
+  void end_job();  // deregisters the attempt's namespace (every rank has ended)
   // Registers rank r and adds its PMIx variables to `env` (a malloc'd argv-style array).
   void setup_client(int r, char*** env);
   // Tells the other ranks that rank r failed, and why (a PMIx event).
@@ -107,10 +111,10 @@ class PmixServer {
 
  private:
   friend struct Upcalls;
-  mutable std::mutex mu_;  // guards clients_ (PMIx's thread writes it)
+  mutable std::mutex mu_;  // guards clients_ and nspace_ (PMIx's thread reads them)
   std::vector<ClientState> clients_;
   int np_ = 0;
-  char nspace_[PMIX_MAX_NSLEN + 1] = {};
+  char nspace_[PMIX_MAX_NSLEN + 1] = {};  // the current attempt's
   bool up_ = false, registered_ = false;
 };
 
@@ -121,6 +125,20 @@ std::optional<std::string> trace_file(const std::vector<std::string>& command);
 // Joins the PEs' parts of trace `file` into `file` once every rank has ended; removes the
 // parts unless the job failed or one is missing. Returns a note for the user ("" if none).
 std::string merge_trace(const std::string& file, int np, bool job_failed);
+
+// ---- --restart-on-failure (restart.cpp) -------------------------------------------------
+
+// The environment variables every rank gets: the file where PE 0 records the directory of
+// each complete checkpoint (one absolute path, written by tmp + rename), and the attempt
+// (0 first, then 1.. after each restart).
+constexpr const char* kRecordVar = "UCHARM_CHECKPOINT_RECORD";
+constexpr const char* kAttemptVar = "UCHARM_RESTART_ATTEMPT";
+
+// The checkpoint directory named by the record file: nothing when there is no record yet;
+// throws LaunchError when the file holds something other than one absolute path.
+std::optional<std::string> read_checkpoint_record(const std::string& file);
+// `command` with `+restart DIR` (or `+restart=DIR`) replaced by `dir`, or appended.
+std::vector<std::string> with_restart(std::vector<std::string> command, const std::string& dir);
 
 // ---- the job (launcher.cpp starts it, supervision.cpp watches it) ----------------------
 
@@ -134,15 +152,21 @@ struct Rank {
 
 class Launcher {
  public:
-  explicit Launcher(Options o) : opt_(std::move(o)), ranks_(static_cast<size_t>(opt_.np)) {}
+  explicit Launcher(Options o)
+      : opt_(std::move(o)), ranks_(static_cast<size_t>(opt_.np)), command_(opt_.command) {}
   int run();
 
  private:
   // launcher.cpp: starting the job.
   void resolve_program();
   void block_signals();
+  int run_attempt();  // throws LaunchError
   void spawn(int r);
   void shut_down();
+
+  // restart.cpp: whether and how the job starts again after an attempt ended with `code`.
+  bool prepare_restart(int code);
+  void reset_attempt();
 
   // supervision.cpp: output, failures, signals, the stopping steps.
   int supervise();
@@ -163,6 +187,10 @@ class Launcher {
   JobFolder folder_;
   PmixServer server_;
   std::string exec_path_;
+  std::vector<std::string> command_;  // this attempt's program and arguments
+  std::string record_path_;           // UCHARM_CHECKPOINT_RECORD, in the job folder
+  int attempt_ = 0;
+  std::optional<Clock::time_point> deadline_;  // --timeout, over every attempt
   sigset_t old_mask_{};
   int sig_fd_ = -1;
   size_t exited_ = 0;
@@ -175,6 +203,13 @@ class Launcher {
   std::optional<int> orderly_code_;   // a non-zero code a rank ended in order with
   std::optional<int> orderly_rank_;
   std::optional<Clock::time_point> orderly_deadline_;
+  // The rank that died and decided this attempt's end (killed by a signal, or left the
+  // job without finalizing or aborting): what --restart-on-failure restarts after.
+  struct Death {
+    int rank = 0;
+    int status = 0;
+  };
+  std::optional<Death> death_;
 };
 
 }  // namespace ucharmrun
