@@ -5,13 +5,20 @@
 // with its resume message) serves the next CthCreate of the same size, so a short-lived
 // thread (a threaded entry method, an AMPI nonblocking collective) costs no mmap, mprotect,
 // munmap or fresh-page faults once the pool is warm.
+// Migratable threads (CthCreateMigratable) keep their stack and record in an isomalloc
+// slice instead: a suspended fiber is a pointer into its stack, so a byte copy of the
+// slice at the same addresses resumes it elsewhere (the resume message, process-local,
+// is made anew on arrival).
 #include <boost/context/fiber.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
 #include <ucharm/converse.h>
 
+#include <cstring>
+#include <new>
 #include <utility>
 
 #include "converse_internal.h"
+#include "isomalloc.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -52,6 +59,7 @@ struct CthThreadStruct {
   StackBounds resumer_stack;  // the stack it returns to
   void* fake_stack = nullptr;  // ASan's, while suspended
   void* data = nullptr;        // CthSetData
+  CmiIsoSlice* slice = nullptr;  // migratable: the slice holding this record and the stack
 };
 
 namespace {
@@ -101,6 +109,16 @@ struct PooledStack {
 namespace ucharm::converse {
 
 namespace {
+// A migratable thread's record lives in its slice heap; the slice is its owner's.
+void finish_migratable(CthThread t) {
+  CmiIsoSlice* slice = t->slice;
+  CmiFree(t->resume_msg);
+  iso::local_word(slice) = nullptr;
+  slice->thread = nullptr;
+  t->~CthThreadStruct();
+  CmiIsoFree(slice, t);
+}
+
 // Runs t until it suspends or ends (the caller is its resumer).
 void run_thread(CthThread t) {
   PeState& s = pe_state();
@@ -112,6 +130,10 @@ void run_thread(CthThread t) {
   switch_end(fake, nullptr);
   s.current_thread = prev;
   if (t->finished) {
+    if (t->slice) {
+      finish_migratable(t);
+      return;
+    }
     // Its record and resume message serve the next CthCreate (not if it is still queued:
     // that message would resume whatever thread the record became).
     if (!t->queued && s.free_threads.size() < kPooledThreads) {
@@ -205,3 +227,110 @@ void CthYield() {
 
 void CthSetData(CthThread t, void* data) { t->data = data; }
 void* CthGetData(CthThread t) { return t ? t->data : nullptr; }
+
+// ---- migratable threads ------------------------------------------------------------------
+namespace {
+namespace iso = ucharm::converse::iso;
+
+// Boost stack allocator over the slice's stack area: the slice owns the memory.
+struct SliceStack {
+  std::uintptr_t lo, hi;
+  ctx::stack_context allocate() {
+    ctx::stack_context sc;
+    sc.size = hi - lo;
+    sc.sp = reinterpret_cast<void*>(hi);
+    return sc;
+  }
+  void deallocate(ctx::stack_context&) noexcept {}
+};
+
+void* new_resume_msg(CthThread t) {
+  void* m = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(CthThread));
+  CmiSetHandler(m, pe_state().h_thread_resume);
+  CmiMsgHeaderOf(m)->srcpe = CmiMyPe();
+  *reinterpret_cast<CthThread*>(CmiMsgPayload(m)) = t;
+  iso::local_word(t->slice) = m;
+  return m;
+}
+
+// A suspended fiber is the address of its saved registers, the lowest live stack byte.
+std::uintptr_t saved_sp(const ctx::fiber& f) {
+  static_assert(sizeof(ctx::fiber) == sizeof(void*), "boost::context::fiber is one fcontext pointer");
+  void* fctx;
+  std::memcpy(&fctx, &f, sizeof fctx);
+  return reinterpret_cast<std::uintptr_t>(fctx);
+}
+
+CmiIsoSlice* packable(CthThread t, const char* who) {
+  if (!t || !t->slice) CmiAbort("%s: not a migratable thread (CthCreateMigratable)", who);
+  if (t->finished) CmiAbort("%s: the thread has finished", who);
+  if (t == pe_state().current_thread) CmiAbort("%s: the thread is running; it must be suspended (CthSuspend)", who);
+  if (t->queued) CmiAbort("%s: the thread is queued to resume (CthAwaken); pack it before awakening it", who);
+  std::uintptr_t sp = saved_sp(t->self);
+  if (!sp) CmiAbort("%s: the thread is not suspended", who);
+  // Margin below the saved registers (the red zone; nothing lives there, it costs bytes).
+  std::uintptr_t live = sp - 256;
+  t->slice->stack_live = live < t->slice->stack_lo ? t->slice->stack_lo : live;
+  return t->slice;
+}
+}  // namespace
+
+CthThread CthCreateMigratable(CthVoidFn fn, void* arg, CmiIsoSlice* slice, std::size_t stacksize) {
+  if (!slice || CmiIsoSliceOf(slice) != slice) CmiAbort("CthCreateMigratable: not a live isomalloc slice");
+  if (slice->thread) CmiAbort("CthCreateMigratable: slice %d already holds a thread", slice->id);
+  std::size_t size = stacksize ? stacksize : pe_state().options.stack_size;
+  if (!iso::make_stack(slice, size)) CmiAbort("CthCreateMigratable: %s", CmiIsomallocError());
+  void* mem = CmiIsoMalloc(slice, sizeof(CthThreadStruct));
+  if (!mem) CmiAbort("CthCreateMigratable: slice %d is full", slice->id);
+  CthThread t = new (mem) CthThreadStruct;
+  t->slice = slice;
+  slice->thread = t;
+  t->fn = fn;
+  t->arg = arg;
+  t->resume_msg = new_resume_msg(t);
+  t->stack = {reinterpret_cast<void*>(slice->stack_lo), slice->stack_hi - slice->stack_lo};
+  t->self = ctx::fiber(std::allocator_arg, SliceStack{slice->stack_lo, slice->stack_hi},
+                       [t](ctx::fiber&& resumer) {
+                         switch_end(nullptr, &t->resumer_stack);
+                         t->resumer = std::move(resumer);
+                         t->fn(t->arg);
+                         t->finished = true;
+                         switch_begin(nullptr, t->resumer_stack);
+                         return std::move(t->resumer);
+                       });
+  return t;
+}
+
+CmiIsoSlice* CthMigratableSlice(CthThread t) { return t ? t->slice : nullptr; }
+
+std::size_t CthPackMigratableSize(CthThread t) {
+  return CmiIsoSlicePackSize(packable(t, "CthPackMigratableSize"));
+}
+
+std::size_t CthPackMigratable(CthThread t, void* dest) {
+  return CmiIsoSlicePack(packable(t, "CthPackMigratable"), dest);
+}
+
+CthThread CthUnpackMigratable(const void* src, std::size_t len) {
+  CmiIsoSlice* slice = CmiIsoSliceUnpack(src, len);
+  if (!slice) return nullptr;
+  auto t = static_cast<CthThread>(slice->thread);
+  if (!t || t->slice != slice) {
+    iso::set_error("CthUnpackMigratable: the pack holds a slice without a thread");
+    CmiIsoSliceRelease(slice);
+    return nullptr;
+  }
+  // Process-local state is made here; the rest arrived with the slice.
+  t->resume_msg = new_resume_msg(t);
+  t->queued = false;
+  t->fake_stack = nullptr;
+  return t;
+}
+
+void CthMigratableRelease(CthThread t) {
+  CmiIsoSlice* slice = packable(t, "CthMigratableRelease");
+  CmiFree(t->resume_msg);
+  iso::local_word(slice) = nullptr;
+  // The record and fiber are left as bytes: destroying the fiber would unwind the thread.
+  CmiIsoSliceRelease(slice);
+}

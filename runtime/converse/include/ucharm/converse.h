@@ -227,4 +227,72 @@ void CthResume(CthThread t);
 void CthSetData(CthThread t, void* data);
 void* CthGetData(CthThread t);
 
+// ==== isomalloc: memory at the same addresses in every process (migratable threads) ====
+// One region is reserved at the same virtual address in every process and cut into equal
+// slices; slice k (for thread or rank k) holds a heap and a stack. A suspended migratable
+// thread, its stack and its slice heap move to another process as a byte copy at the
+// same addresses (docs/architecture.md, "Isomalloc: memory that moves").
+struct CmiIsoSlice;
+
+// Call first thing in main(), before ConverseInit. If address-space randomization is on,
+// re-executes the program (same argv and environment) with it off, so that code and
+// libraries sit at the same addresses in every process (UCHARM_ISOMALLOC_REEXEC=0: never
+// re-execute). Takes +isomalloc-region=SIZE (default 1T) and +isomalloc-slice=SIZE
+// (default 4G) out of argv, then reserves the region (no memory, no swap). False: no
+// region (CmiIsomallocError says why); with a region but randomization on, threads run
+// but cannot move (CmiIsomallocCanMigrate() is false). A bad option ends the program.
+bool CmiIsomallocInit(int& argc, char** argv);
+bool CmiIsomallocReady();      // the region is reserved in this process
+bool CmiIsomallocCanMigrate(); // ... and the layout is fixed: threads may leave and arrive
+// Why the last isomalloc call failed (or why threads cannot migrate); "" if nothing failed.
+const char* CmiIsomallocError();
+int CmiIsomallocNumSlices();
+std::size_t CmiIsomallocSliceBytes();
+// Slice `id` (0 <= id < CmiIsomallocNumSlices()), fresh and empty, in this process; nullptr
+// (CmiIsomallocError) when it does not exist, is in use here or isomalloc is not set up.
+CmiIsoSlice* CmiIsomallocSlice(int id);
+int CmiIsoSliceId(const CmiIsoSlice* s);
+bool CmiIsomallocContains(const void* p);    // p lies in the region
+CmiIsoSlice* CmiIsoSliceOf(const void* p);   // the live slice holding p, or nullptr
+
+// The slice heap (16-byte aligned blocks; nullptr when the slice is full). Every byte of
+// its bookkeeping is inside the slice. Freeing a pointer from elsewhere aborts.
+void* CmiIsoMalloc(CmiIsoSlice* s, std::size_t n);
+void* CmiIsoCalloc(CmiIsoSlice* s, std::size_t n, std::size_t size);
+void* CmiIsoRealloc(CmiIsoSlice* s, void* p, std::size_t n);
+// `align`: a power of two up to 4096.
+void* CmiIsoMemalign(CmiIsoSlice* s, std::size_t align, std::size_t n);
+void CmiIsoFree(CmiIsoSlice* s, void* p);
+std::size_t CmiIsoUsableSize(const void* p);
+// Bytes in allocated blocks (16-byte block headers included); 0 once all is freed.
+std::size_t CmiIsoUsedBytes(const CmiIsoSlice* s);
+// For tests: walks the heap; nullptr if consistent, else what is wrong.
+const char* CmiIsoSliceCheck(const CmiIsoSlice* s);
+
+// Moving a slice: the pack holds the used extents only (the heap up to its top less free
+// blocks' interiors, the stack's live part), plus the addresses of the program and its
+// libraries. Pack writes exactly PackSize bytes. Unpack maps the extents at their
+// addresses here; nullptr (CmiIsomallocError) if the pack is corrupt, the slice is in use
+// here, or this process's code or library addresses differ from the sender's. After the
+// pack has left, the sender calls Release (its pages and addresses are given back).
+std::size_t CmiIsoSlicePackSize(const CmiIsoSlice* s);
+std::size_t CmiIsoSlicePack(const CmiIsoSlice* s, void* dest);
+CmiIsoSlice* CmiIsoSliceUnpack(const void* src, std::size_t len);
+void CmiIsoSliceRelease(CmiIsoSlice* s);
+
+// Migratable threads: stack and thread record inside `slice` (one thread per slice).
+// stacksize 0: the +stacksize default. Otherwise a CthThread like any other.
+CthThread CthCreateMigratable(CthVoidFn fn, void* arg, CmiIsoSlice* slice, std::size_t stacksize = 0);
+CmiIsoSlice* CthMigratableSlice(CthThread t);  // nullptr for a thread of CthCreate
+// A thread suspended in CthSuspend (not queued, not finished) is packed with its slice;
+// CthUnpackMigratable (another process) returns it suspended where it was: CthAwaken it.
+// nullptr (CmiIsomallocError) as CmiIsoSliceUnpack. Its CthSetData word travels as is.
+// The sender then calls CthMigratableRelease (drops its local state and the slice).
+// A migratable thread that finishes leaves its slice to its owner (CmiIsoSliceRelease).
+std::size_t CthPackMigratableSize(CthThread t);
+std::size_t CthPackMigratable(CthThread t, void* dest);
+CthThread CthUnpackMigratable(const void* src, std::size_t len);
+void CthMigratableRelease(CthThread t);
+// ==== end isomalloc =========================================================================
+
 #pragma GCC visibility pop
