@@ -22,7 +22,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 pkgs=(g++ cmake ninja-build pkg-config python3 python3-venv python3-dev
       libpmix-dev libhwloc-dev libboost-context-dev libgtest-dev googletest
-      libcli11-dev libfmt-dev libmetis-dev openmpi-bin libopenmpi-dev bc iproute2 util-linux)
+      libcli11-dev libfmt-dev libmetis-dev libxxhash-dev openmpi-bin libopenmpi-dev bc iproute2 util-linux)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

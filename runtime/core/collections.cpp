@@ -188,7 +188,7 @@ int call_embedder_map(std::uint32_t id, const Index& idx, const Index& shape, in
 int home_pe(const CollectionRef& c, const Index& idx) {
   const int n = CmiNumPes();
   switch (c.kind) {
-    case Kind::Chare: return c.pe;
+    case Kind::Chare: return c.pe < n ? c.pe : c.pe % n;  // (after a restart on fewer PEs)
     case Kind::Group: return idx.x[0];
     case Kind::Array: break;
   }

@@ -269,6 +269,7 @@ void core_start(int argc, char** argv) {
   register_channel_handler();
   register_location_handlers();
   register_section_handlers();
+  register_checkpoint_handler();
   k.h_lb = CmiRegisterHandler(lb_handler);
   parse_core_options(argc, argv);
   lb_start();
@@ -276,6 +277,10 @@ void core_start(int argc, char** argv) {
   k.h_device_arrived = CmiRegisterHandler(device_arrived_handler);
   assign_indices();
   register_layer_handlers();
+  if (restart_requested()) {  // every PE rebuilds its part of a checkpoint; no main chare
+    restart_load();
+    return;
+  }
   if (CmiMyPe() != 0) return;  // the rest waits for the readonly values
   // The main chare: collection 0, a singleton on PE 0, built before anything else runs.
   CollectionRef ref;
@@ -308,7 +313,7 @@ void send_msg(void* msg, std::size_t total, const CollectionRef& ref, const Send
       if (ref.kind == Kind::Chare) CkAbort("broadcast to a singleton chare: use its element proxy");
       if (trace::enabled()) trace_attach(msg, total, -1);  // one flow to every receiver
       if (ref.kind == Kind::Array) {  // the creating PE numbers array broadcasts
-        const int root = static_cast<int>(ref.id & 0xFFFFFF);
+        const int root = array_root(ref.id);
         if (root == CmiMyPe()) {
           number_broadcast(msg);
         } else {
@@ -339,7 +344,7 @@ void send_msg(void* msg, std::size_t total, const CollectionRef& ref, const Send
         // Through the array's root, which numbers its broadcasts: the new element gets exactly
         // the broadcasts sent after it was inserted, in whichever order they reach its PE.
         ++k.sent;
-        const int root = static_cast<int>(ref.id & 0xFFFFFF);
+        const int root = array_root(ref.id);
         if (root == CmiMyPe()) {
           stamp_insertion(msg);
           CmiSyncSendAndFree(home_pe(ref, e.index()), total, msg);

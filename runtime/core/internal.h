@@ -27,6 +27,8 @@ struct CtorInfo {
   Constructor make;
   const std::type_info* cls;
   bool migration = false;  // the migration constructor (C(CkMigrateMessage*) or C())
+  bool rebuildable = false;  // migration: the class has one of those constructors
+  RestartSource restart_source = nullptr;  // migration, groups: C::ckRestartSource
 };
 struct Registry {
   std::vector<std::pair<Registered, EntryInfo>> entries_in;
@@ -187,6 +189,7 @@ struct FutureSlot {
 
 struct PendingDevice;
 struct Sections;  // sections.cpp
+struct CheckpointState;  // checkpoint.cpp
 
 struct Core {
   int h_core = -1, h_readonly = -1, h_reduce = -1, h_qd_start = -1, h_qd_probe = -1, h_qd_reply = -1;
@@ -238,6 +241,7 @@ struct Core {
   std::unordered_map<std::uint64_t, std::uint16_t> bcast_serials;  // arrays this PE created: last number
   std::unordered_map<const std::type_info*, std::string> class_names;  // demangled, for traces
   std::shared_ptr<Sections> sections;  // section trees and handlers (sections.cpp)
+  std::shared_ptr<CheckpointState> checkpoint;  // checkpoint.cpp
 };
 extern Core g_core;  // this PE's core state (non-SMP); reached only through core()
 inline Core& core() { return g_core; }
@@ -245,6 +249,10 @@ inline Core& core() { return g_core; }
 // The entry table, without the function-static guard of registry() on the hot path.
 extern const EntryInfo* g_entries;
 inline const EntryInfo* core_entries() { return g_entries; }
+
+// The PE that numbers an array's broadcasts (and a section's): the one that created it, or,
+// after a restart on fewer PEs, that PE modulo the PE count.
+inline int array_root(std::uint64_t id) { return static_cast<int>((id & 0xFFFFFF) % static_cast<std::uint64_t>(CmiNumPes())); }
 
 // ---- indices ----------------------------------------------------------------------------------
 inline std::int64_t linear(const Index& shape, const Index& i) {
@@ -343,6 +351,16 @@ void register_location_handlers();
 void migrate_out(Collection& c, ChareBase* obj, int to, bool by_balancer);
 void arrive_handler_msg(void* msg);  // an element's state (MsgKind::Arrive)
 void forget_routes(std::uint64_t collection, const Index& idx);  // after a destroy
+// The runtime's part of an element's state (migrations and checkpoints), before its pup().
+void pup_runtime(PUP::er& p, ChareBase* obj, CollectionRef& ref, bool& by_balancer);
+// The index of class `cls`'s migration constructor in registry().ctors (UINT32_MAX: none).
+std::uint32_t find_migration_ctor(const std::type_info& cls);
+// Checkpoints (checkpoint.cpp): the handler, +restart, and rebuilding this PE's objects.
+struct CheckpointState;
+void register_checkpoint_handler();
+void set_restart_dir(const std::string& dir);  // +restart DIR
+bool restart_requested();
+void restart_load();       // in start-up, instead of building the main chare
 // Reductions: the element's next round changed, or it came or left.
 void owing_add(Collection& c, std::uint32_t round, int delta);
 void reductions_recheck(Collection& c);

@@ -294,7 +294,7 @@ void lb_arrived(ChareBase*) {
 }
 
 void register_core_options() {
-  for (const char* name : {"balancer", "LBPeriod", "LBEvery", "trace"}) CmiRegisterOption(name, 1);
+  for (const char* name : {"balancer", "LBPeriod", "LBEvery", "trace", "restart"}) CmiRegisterOption(name, 1);
   for (const char* name : {"LBOff", "LBDebug"}) CmiRegisterOption(name, 0);
 }
 
@@ -332,6 +332,8 @@ void parse_core_options(int& argc, char** argv) {
       s.debug = true;
     } else if (is(a, "+trace")) {
       trace::open(value(i, "+trace"));
+    } else if (is(a, "+restart")) {
+      set_restart_dir(value(i, "+restart"));
     } else {
       argv[out++] = argv[i];
     }

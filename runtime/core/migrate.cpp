@@ -6,17 +6,26 @@
 
 namespace ck::detail {
 
+std::uint32_t find_migration_ctor(const std::type_info& cls) {
+  const auto& ctors = registry().ctors;
+  for (std::size_t i = 0; i < ctors.size(); ++i)
+    if (ctors[i].migration && *ctors[i].cls == cls) return static_cast<std::uint32_t>(i);
+  return UINT32_MAX;
+}
+
 namespace {
 
 // The migration constructor registered for the element's class (ArrayProxy<C> registers it).
 std::uint32_t migration_ctor(ChareBase* obj) {
-  const auto& ctors = registry().ctors;
-  for (std::size_t i = 0; i < ctors.size(); ++i)
-    if (ctors[i].migration && *ctors[i].cls == typeid(*obj)) return static_cast<std::uint32_t>(i);
+  if (const std::uint32_t i = find_migration_ctor(typeid(*obj)); i != UINT32_MAX) return i;
   CkAbort("element %s of class %s cannot migrate: no ArrayProxy<%s> was used in this program (it registers "
           "the class's migration constructor)",
           obj->ckIndex().str().c_str(), demangle(typeid(*obj).name()).c_str(), demangle(typeid(*obj).name()).c_str());
 }
+
+const char* const kPupContext = "the element's pup() (unpacking a migrated element)";
+
+}  // namespace
 
 // The runtime's part of an element's state, in the order it travels.
 void pup_runtime(PUP::er& p, ChareBase* obj, CollectionRef& ref, bool& by_balancer) {
@@ -33,10 +42,6 @@ void pup_runtime(PUP::er& p, ChareBase* obj, CollectionRef& ref, bool& by_balanc
   p | rt.load;
   p | rt.next_seq;
 }
-
-const char* const kPupContext = "the element's pup() (unpacking a migrated element)";
-
-}  // namespace
 
 void element_added(Collection& c, ChareBase* obj) {
   c.elements.emplace(obj->ckIndex(), obj);

@@ -66,8 +66,9 @@ void register_entry(const EntryInfo& info, std::uint32_t* slot) {
 void register_ctor(const char* name, Constructor c, const std::type_info* cls, std::uint32_t* slot) {
   registry().ctors_in.push_back({{name, slot}, CtorInfo{c, cls}});
 }
-void register_migration_ctor(const char* name, Constructor c, const std::type_info* cls, std::uint32_t* slot) {
-  registry().ctors_in.push_back({{name, slot}, CtorInfo{c, cls, true}});
+void register_migration_ctor(const char* name, Constructor c, const std::type_info* cls, std::uint32_t* slot,
+                             bool rebuildable, RestartSource restart_source) {
+  registry().ctors_in.push_back({{name, slot}, CtorInfo{c, cls, true, rebuildable, restart_source}});
 }
 void register_map(const char* name, int (*fn)(const Index&, const Index&, int), std::uint32_t* slot) {
   registry().maps_in.push_back({{name, slot}, fn});

@@ -58,7 +58,7 @@ struct Sections {
 namespace {
 
 Sections& sections() { return *core().sections; }
-int root_of(std::uint64_t sid) { return static_cast<int>(sid & 0xFFFFFF); }
+int root_of(std::uint64_t sid) { return array_root(sid); }
 
 // A contribution (member: from one member, to its home) or a subtree's partial result.
 struct PartialHead {

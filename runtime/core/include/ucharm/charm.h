@@ -24,6 +24,7 @@
 //   section.h        SectionProxy, CkSectionInfo (sections of chare arrays)
 //   channel.h        CkChannel (Channel API)
 //   start.h          start_qd, ck::start<Main>
+//   checkpoint.h     start_checkpoint / CkStartCheckpoint, +restart
 #pragma once
 
 #include <ucharm/charm/basics.h>
@@ -38,3 +39,4 @@
 #include <ucharm/charm/section.h>
 #include <ucharm/charm/channel.h>
 #include <ucharm/charm/start.h>
+#include <ucharm/charm/checkpoint.h>

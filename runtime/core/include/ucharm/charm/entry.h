@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ucharm/charm/basics.h>
+#include <concepts>
 #include <cstring>
 #include <span>
 #include <string>
@@ -284,8 +285,9 @@ const bool Ctor<C, A...>::registered = [] {
   return true;
 }();
 
-// The migration constructor of array element class C: C(CkMigrateMessage*) or C(); the
-// element's state then comes from its pup(). Registered when an ArrayProxy<C> is used.
+// The migration constructor of chare class C: C(CkMigrateMessage*) or C(); the object's
+// state then comes from its pup(). Registered when a proxy of C is used (migration of array
+// elements; checkpoints of every kind of chare).
 template <class C>
 ChareBase* construct_migrated(PUP::er&) {
   if constexpr (std::is_constructible_v<C, CkMigrateMessage*>) return new C(static_cast<CkMigrateMessage*>(nullptr));
@@ -294,14 +296,26 @@ ChareBase* construct_migrated(PUP::er&) {
 }
 template <class C>
 const char* migration_ctor_name() { return __PRETTY_FUNCTION__; }
-void register_migration_ctor(const char* name, Constructor c, const std::type_info* cls, std::uint32_t* slot);
+// A group's rule for restarting on another PE count (checkpoint.h): which old PE's branch
+// new PE `pe` is rebuilt from. Null: the class has no static ckRestartSource(int, int).
+using RestartSource = int (*)(int pe, int old_num_pes);
+void register_migration_ctor(const char* name, Constructor c, const std::type_info* cls, std::uint32_t* slot,
+                             bool rebuildable, RestartSource restart_source);
+template <class C>
+constexpr RestartSource restart_source_of() {
+  if constexpr (requires(int a, int b) { { C::ckRestartSource(a, b) } -> std::convertible_to<int>; })
+    return [](int pe, int old_num_pes) { return static_cast<int>(C::ckRestartSource(pe, old_num_pes)); };
+  else return nullptr;
+}
 template <class C>
 struct MigrationCtor : Registration<MigrationCtor<C>> {
   static const bool registered;
 };
 template <class C>
 const bool MigrationCtor<C>::registered = [] {
-  register_migration_ctor(migration_ctor_name<C>(), &construct_migrated<C>, &typeid(C), &MigrationCtor<C>::index);
+  register_migration_ctor(migration_ctor_name<C>(), &construct_migrated<C>, &typeid(C), &MigrationCtor<C>::index,
+                          std::is_constructible_v<C, CkMigrateMessage*> || std::is_default_constructible_v<C>,
+                          restart_source_of<C>());
   return true;
 }();
 

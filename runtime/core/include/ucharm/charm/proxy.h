@@ -39,8 +39,8 @@ class ElementProxy {
 template <class C>
 class ChareProxy : public ElementProxy<C> {
  public:
-  ChareProxy() = default;
-  explicit ChareProxy(const CollectionRef& r) : ElementProxy<C>(r, Index{}) {}
+  ChareProxy() { (void)detail::MigrationCtor<C>::id(); }  // checkpoints rebuild chares with it
+  explicit ChareProxy(const CollectionRef& r) : ElementProxy<C>(r, Index{}) { (void)detail::MigrationCtor<C>::id(); }
   // Created on `pe`, or on a PE the runtime picks (round-robin) when pe < 0.
   template <class... Args>
   static ChareProxy create_on(int pe, Args&&... args) {
@@ -80,8 +80,8 @@ class CollectionProxy {
 template <class C>
 class GroupProxy : public CollectionProxy<C> {
  public:
-  GroupProxy() = default;
-  explicit GroupProxy(const CollectionRef& r) : CollectionProxy<C>(r) {}
+  GroupProxy() { (void)detail::MigrationCtor<C>::id(); }  // checkpoints rebuild branches with it
+  explicit GroupProxy(const CollectionRef& r) : CollectionProxy<C>(r) { (void)detail::MigrationCtor<C>::id(); }
   template <class... Args>
   static GroupProxy create(Args&&... args) {
     CollectionRef r;
