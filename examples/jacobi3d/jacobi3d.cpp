@@ -12,6 +12,10 @@
 // index, so the block map puts them on the first PEs) run their kernels K times per
 // iteration (the update is idempotent: same result); --lb-period N makes every block call
 // AtSync after each N-th iteration, where the balancer (+balancer NAME) may migrate it.
+// Checkpoints: --checkpoint-every K runs the iterations in chunks of K; after each chunk's
+// reduction the main chare writes a checkpoint (--checkpoint-dir) and resumes in its
+// callback. A run started with +restart DIR continues from there (any PE count); the final
+// "checksum:" line is the same bits whether the run was interrupted or not.
 #include <ucharm/charm.h>
 
 #include <CLI/CLI.hpp>
@@ -19,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
@@ -65,6 +70,17 @@ ck::readonly<Config> cfg;
 ck::CkCallback on_ready();
 ck::CkCallback on_run_done();
 ck::CkCallback on_verified();
+ck::CkCallback on_checksum();
+
+// A cell's share of the checksum: its global position and exact bits, mixed (splitmix64).
+std::uint64_t cell_hash(std::uint64_t position, double v) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof bits);
+  std::uint64_t x = bits ^ (position * 0x9E3779B97F4A7C15ull);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
 
 struct Block : ck::ArrayElement<Block, 3> {
   static constexpr auto post_entries() { return ck::post_list<ck::post<&Block::halo_dev, &Block::halo_dev_post>>{}; }
@@ -319,7 +335,41 @@ struct Block : ck::ArrayElement<Block, 3> {
     halo_in(cur);
   }
 
-  // ---- verification ----
+  // ---- result ----
+  std::vector<double> grid_on_host() {
+    std::vector<double> h(shape.cells());
+    if (gpu) {
+      cuda::copy_to_host(h.data(), u[cur % 2].data(), u[cur % 2].bytes(), stream);
+      cuda::synchronize(stream);
+    } else {
+      std::memcpy(h.data(), u[cur % 2].data(), u[cur % 2].bytes());
+    }
+    return h;
+  }
+  // Calls f(value, global linear index) for each interior cell of the current grid.
+  template <class F>
+  void for_cells(const std::vector<double>& h, F&& f) const {
+    const Decomposition& d = cfg->d;
+    const Shape g{d.gx, d.gy, d.gz};
+    const int ox = thisIndex[0] * shape.lx, oy = thisIndex[1] * shape.ly, oz = thisIndex[2] * shape.lz;
+    for (int k = 1; k <= shape.lz; ++k)
+      for (int j = 1; j <= shape.ly; ++j)
+        for (int i = 1; i <= shape.lx; ++i) f(h[shape.at(i, j, k)], g.at(ox + i, oy + j, oz + k));
+  }
+
+  // The checksum is a sum of per-cell hashes, so neither the block placement nor the
+  // reduction order changes it; two 32-bit lanes summed exactly in longs (no overflow below
+  // 2^31 cells) stand for the 64-bit wrapping sum.
+  void checksum() {
+    std::vector<long> lanes{0, 0};
+    for_cells(grid_on_host(), [&](double v, std::size_t at) {
+      const std::uint64_t x = cell_hash(at, v);
+      lanes[0] += static_cast<long>(x & 0xFFFFFFFFu);
+      lanes[1] += static_cast<long>(x >> 32);
+    });
+    contribute(lanes, ck::Reducer::sum, on_checksum());
+  }
+
   void verify() {
     const Decomposition& d = cfg->d;
     static std::vector<double> ref;  // one serial run per PE, shared by its blocks
@@ -328,20 +378,8 @@ struct Block : ck::ArrayElement<Block, 3> {
       ref = serial_reference(d.gx, d.gy, d.gz, cur);
       ref_iters = cur;
     }
-    std::vector<double> h(shape.cells());
-    if (gpu) {
-      cuda::copy_to_host(h.data(), u[cur % 2].data(), u[cur % 2].bytes(), stream);
-      cuda::synchronize(stream);
-    } else {
-      std::memcpy(h.data(), u[cur % 2].data(), u[cur % 2].bytes());
-    }
-    const Shape g{d.gx, d.gy, d.gz};
-    const int ox = thisIndex[0] * shape.lx, oy = thisIndex[1] * shape.ly, oz = thisIndex[2] * shape.lz;
     long wrong = 0;
-    for (int k = 1; k <= shape.lz; ++k)
-      for (int j = 1; j <= shape.ly; ++j)
-        for (int i = 1; i <= shape.lx; ++i)
-          if (h[shape.at(i, j, k)] != ref[g.at(ox + i, oy + j, oz + k)]) ++wrong;
+    for_cells(grid_on_host(), [&](double v, std::size_t at) { wrong += v != ref[at]; });
     contribute(wrong, ck::Reducer::sum, on_verified());
   }
 };
@@ -350,15 +388,22 @@ struct Main : ck::MainChare<Main> {
   ck::ArrayProxy<Block> blocks;
   Config c;
   int blocks_total = 0;
-  double t0 = 0, startup = 0;
-  bool warm = false;
   std::string csv;
-  double per_iter = 0, comm_per_iter = 0;
-  double heavy_fraction = 0.25;
+  // Checkpoints (0: none); the run stops after the checkpoint at stop_after (-1: never).
+  int every = 0, stop_after = -1;
+  std::string ckpt_dir = "jacobi3d.ckpt";
+  // Progress: iterations done by every block, and the end of the chunk running now.
+  int done = 0, running_to = 0;
+  // Timing (reset at a restart): from iteration timed_from, without the checkpoints' time.
+  bool timing = false, resumed = false;
+  int timed_from = 0, checkpoints = 0;
+  double t0 = 0, startup = 0, ck_start = 0, ck_time = 0, ck_timed = 0;
+  double sum_comm = 0, sum_kernel = 0;
 
   explicit Main(ck::MainArgs args) {
     CLI::App app{"Jacobi3D: 7-point stencil on a 3-D grid of chare-array blocks"};
     int grid = 0, gx = 64, gy = 64, gz = 64;
+    double heavy_fraction = 0.25;
     std::string mode = "channel", kernels = "auto";
     blocks_total = CkNumPes();
     app.add_option("--grid", grid, "cells per dimension of a cubic grid (overrides -x/-y/-z)")->check(CLI::PositiveNumber);
@@ -377,6 +422,11 @@ struct Main : ck::MainChare<Main> {
         ->check(CLI::Range(0.0, 1.0));
     app.add_option("--lb-period", c.lb_period, "blocks call AtSync after every N-th iteration (0: never)")
         ->check(CLI::NonNegativeNumber);
+    app.add_option("--checkpoint-every", every, "write a checkpoint after every K-th iteration (0: never)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--checkpoint-dir", ckpt_dir, "where checkpoints go (restart with +restart DIR)");
+    app.add_option("--stop-after-checkpoint", stop_after, "end the run (exit 0) after the checkpoint at iteration S")
+        ->check(CLI::PositiveNumber);
     app.add_flag("--verify", c.verify, "compare with a serial run, bit for bit (small grids)");
     app.add_option("--csv", csv, "append one result line to this CSV file");
     try {
@@ -397,6 +447,12 @@ struct Main : ck::MainChare<Main> {
       CkAbort("jacobi3d: --lb-period with --mode %s: blocks that migrate need --mode staging (channels do not "
               "follow a migrated block, and GPU Messaging sends to a moved block are not forwarded yet)",
               mode_name(c.mode));
+    const int total = c.warmup + c.iters;
+    if (stop_after > 0 && (every == 0 || stop_after % every != 0 || stop_after >= total))
+      CkAbort("jacobi3d: --stop-after-checkpoint %d: no checkpoint is written at iteration %d (checkpoints come "
+              "after every --checkpoint-every K-th iteration, before the last one, %d)",
+              stop_after, stop_after, total);
+    if (every > 0 && ckpt_dir.empty()) CkAbort("jacobi3d: --checkpoint-dir is empty");
     c.heavy = c.imbalance > 1 ? static_cast<int>(std::ceil(heavy_fraction * blocks_total)) : 0;
     const bool have_gpu = cuda::available();
     if (kernels == "cuda" && !have_gpu) CkAbort("jacobi3d: --kernels cuda, but no GPU is visible (or a build without CUDA)");
@@ -411,39 +467,86 @@ struct Main : ck::MainChare<Main> {
       CkPrintf("imbalance: blocks 0-%d (by linear index) of %d run their kernels %d times per iteration\n",
                c.heavy - 1, blocks_total, c.imbalance);
     if (c.lb_period > 0) CkPrintf("load balancing: AtSync after every %d iterations\n", c.lb_period);
+    if (every > 0) CkPrintf("checkpoints: after every %d iterations, to %s\n", every, ckpt_dir.c_str());
     blocks = ck::ArrayProxy<Block>::create(ck::dims(c.d.bx, c.d.by, c.d.bz), ck::Map::block);
+  }
+  // +restart: rebuilt from the checkpoint; resume() (the restarted callback) goes on.
+  explicit Main(CkMigrateMessage*) {}
+  void pup(PUP::er& p) override {
+    p | blocks; p | c; p | blocks_total; p | csv; p | every; p | stop_after; p | ckpt_dir;
+    p | done; p | checkpoints; p | ck_time;
   }
 
   void ready() {
     startup = CkWallTimer();
     CkPrintf("start-up: %.3f s\n", startup);
-    if (c.warmup > 0) {
-      blocks.send<&Block::run>(c.warmup);
-    } else {
-      warm = true;
+    next_chunk();
+  }
+
+  // Runs the blocks to the next stop: the end of the warm-up, a checkpoint, or the end.
+  void next_chunk() {
+    const int total = c.warmup + c.iters;
+    if (done >= c.warmup && !timing) {
+      timing = true;
+      timed_from = done;
       t0 = CkWallTimer();
-      blocks.send<&Block::run>(c.iters);
+      ck_timed = sum_comm = sum_kernel = 0;
     }
+    if (done == total) return finish();
+    int end = done < c.warmup ? c.warmup : total;
+    if (every > 0) end = std::min(end, (done / every + 1) * every);
+    running_to = end;
+    blocks.send<&Block::run>(end - done);
   }
 
   // sums over blocks: {halo wait, kernel CPU time} in seconds
   void run_done(std::vector<double> sums) {
-    if (!warm) {
-      warm = true;
-      t0 = CkWallTimer();
-      blocks.send<&Block::run>(c.iters);
+    done = running_to;
+    sum_comm += sums[0];
+    sum_kernel += sums[1];
+    if (every > 0 && done % every == 0 && done < c.warmup + c.iters) {
+      ck_start = CkWallTimer();
+      ck::CkStartCheckpoint(ckpt_dir.c_str(), ck::CkCallback::to<&Main::resume>(thisProxy));
       return;
     }
-    const double total = CkWallTimer() - t0;
-    per_iter = total / c.iters * 1e3;
-    comm_per_iter = sums[0] / blocks_total / c.iters * 1e3;
-    CkPrintf("iterations: %d (after %d warm-up)\n", c.iters, c.warmup);
-    CkPrintf("time per iteration: %.4f ms\n", per_iter);
+    next_chunk();
+  }
+
+  // After each checkpoint, and once after a restart (the same callback).
+  void resume() {
+    const ck::RestartInfo& r = ck::restart_info();
+    if (r.restarted && !resumed) {
+      resumed = true;
+      CkPrintf("restarted from %s at iteration %d (checkpoint of %d PEs, now %d)\n", r.dir.c_str(), done,
+               r.old_num_pes, CkNumPes());
+      return next_chunk();
+    }
+    const double dt = CkWallTimer() - ck_start;
+    ++checkpoints;
+    ck_time += dt;
+    if (timing) ck_timed += dt;
+    const double mib = 2.0 * sizeof(double) * static_cast<double>(c.d.block().cells()) * blocks_total / (1 << 20);
+    CkPrintf("checkpoint at iteration %d: %.3f s (%.1f MiB of grids)\n", done, dt, mib);
+    if (done == stop_after) {
+      CkPrintf("stopped after the checkpoint at iteration %d (continue with +restart %s)\n", done, ckpt_dir.c_str());
+      return CkExit(0);
+    }
+    next_chunk();
+  }
+
+  void finish() {
+    const int timed = done - timed_from;
+    const double per_iter = (CkWallTimer() - t0 - ck_timed) / timed * 1e3;
+    const double comm_per_iter = sum_comm / blocks_total / timed * 1e3;
+    if (timed_from == c.warmup) CkPrintf("iterations: %d (after %d warm-up)\n", c.iters, c.warmup);
+    else CkPrintf("iterations: %d (after %d warm-up), %d timed since the restart\n", c.iters, c.warmup, timed);
+    CkPrintf("time per iteration: %.4f ms%s\n", per_iter, checkpoints ? " (checkpoints excluded)" : "");
     CkPrintf("communication time per iteration: %.4f ms (halo wait, mean over blocks)\n", comm_per_iter);
     // Total work: the blocks' kernel CPU time (not inflated when PEs share a core).
     if (!c.gpu)
       CkPrintf("kernel CPU time per iteration: %.4f ms summed over blocks, %.4f ms per PE if spread evenly\n",
-               sums[1] / c.iters * 1e3, sums[1] / c.iters * 1e3 / CkNumPes());
+               sum_kernel / timed * 1e3, sum_kernel / timed * 1e3 / CkNumPes());
+    if (checkpoints) CkPrintf("checkpoints: %d, %.3f s in all\n", checkpoints, ck_time);
     if (!csv.empty()) {
       FILE* f = std::fopen(csv.c_str(), "a");
       if (!f) CkAbort("jacobi3d: cannot open %s for appending", csv.c_str());
@@ -451,6 +554,14 @@ struct Main : ck::MainChare<Main> {
                    c.d.gx, c.d.gy, c.d.gz, blocks_total, c.iters, per_iter, comm_per_iter, startup);
       std::fclose(f);
     }
+    blocks.send<&Block::checksum>();
+  }
+
+  // lanes: the sums of the cell hashes' low and high 32 bits
+  void checksum_done(std::vector<long> lanes) {
+    const auto sum = static_cast<std::uint64_t>(lanes[0]) + (static_cast<std::uint64_t>(lanes[1]) << 32);
+    CkPrintf("checksum: %016llx (%ld cells after %d iterations)\n", static_cast<unsigned long long>(sum),
+             static_cast<long>(c.d.gx) * c.d.gy * c.d.gz, done);
     if (c.verify) blocks.send<&Block::verify>();
     else CkExit(0);
   }
@@ -470,6 +581,7 @@ struct Main : ck::MainChare<Main> {
 ck::CkCallback on_ready() { return ck::CkCallback::to<&Main::ready>(*mainProxy); }
 ck::CkCallback on_run_done() { return ck::CkCallback::to<&Main::run_done>(*mainProxy); }
 ck::CkCallback on_verified() { return ck::CkCallback::to<&Main::verified>(*mainProxy); }
+ck::CkCallback on_checksum() { return ck::CkCallback::to<&Main::checksum_done>(*mainProxy); }
 
 }  // namespace
 
