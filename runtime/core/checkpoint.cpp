@@ -465,6 +465,7 @@ void rebuild_here(Collection& c, const Record& r, const Index& idx) {
             demangle(typeid(*obj).name()).c_str(), p.remaining());
   element_added(c, obj);
   c.single = obj;
+  obj->ckJustMigrated();
 }
 
 }  // namespace

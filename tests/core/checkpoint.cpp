@@ -11,6 +11,7 @@
 //   --stop-after S   end the job (exit 0) right after the checkpoint of step S
 //   --migrate        cells move to another PE every third step
 //   --big N          each cell holds N extra int64 values (checkpoint size)
+//   --lb             cells call AtSync every fourth step (run with +balancer RotateLB: they move)
 //   --unrebuildable  a chare without a migration constructor: the checkpoint is an error
 #include <ucharm/charm.h>
 
@@ -31,15 +32,17 @@ ck::readonly<std::string> runTag;
 struct Cell : ck::ArrayElement<Cell> {
   std::vector<std::int64_t> data;
   std::int64_t counter = 0;
-  int arrivals = 0;
-  bool migrate = false;
-  Cell(bool mig, int big) : migrate(mig) {
+  int arrivals = 0, step = 0;
+  bool migrate = false, lb = false;
+  Cell(bool mig, int big, bool balance) : migrate(mig), lb(balance) {
+    usesAtSync = balance;
     data.resize(static_cast<std::size_t>(64 + thisIndex + big));
     for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::int64_t>(i) * 7 + thisIndex;
   }
   explicit Cell(CkMigrateMessage*) {}
-  void pup(PUP::er& p) override { p | data; p | counter; p | arrivals; p | migrate; }
+  void pup(PUP::er& p) override { p | data; p | counter; p | arrivals; p | step; p | migrate; p | lb; }
   void go(int s) {
+    step = s;
     for (std::size_t i = 0; i < data.size(); ++i)
       data[i] = (data[i] * 31 + s + static_cast<std::int64_t>(i)) % 1000003;
     thisProxy[(thisIndex + 1) % *numCells].send<&Cell::take>(s, data[0] + thisIndex);
@@ -102,7 +105,7 @@ struct Main : ck::MainChare<Main> {
     if (a.argc < 3) CkAbort("usage: core_checkpoint DIR STEPS [options]");
     dir = a.argv[1];
     steps = std::atoi(a.argv[2]);
-    bool migrate = false, unrebuildable = false;
+    bool migrate = false, unrebuildable = false, lb = false;
     int big = 0;
     for (int i = 3; i < a.argc; ++i) {
       const std::string o = a.argv[i];
@@ -112,13 +115,14 @@ struct Main : ck::MainChare<Main> {
       else if (o == "--stop-after") stop_after = next();
       else if (o == "--big") big = next();
       else if (o == "--migrate") migrate = true;
+      else if (o == "--lb") lb = true;
       else if (o == "--unrebuildable") unrebuildable = true;
       else CkAbort("unknown option %s", o.c_str());
     }
     mainProxy = thisProxy;
     numCells = 3 * CkNumPes() + 1;
     runTag = "tag-" + std::to_string(*numCells);  // a readonly that must survive as written
-    cells = ck::ArrayProxy<Cell>::create(ck::dims(*numCells), ck::Map::block, migrate, big);
+    cells = ck::ArrayProxy<Cell>::create(ck::dims(*numCells), ck::Map::block, migrate, big, lb);
     tickers = ck::GroupProxy<Ticker>::create();
     acc = ck::ChareProxy<Acc>::create_on(CkNumPes() - 1);
     if (unrebuildable) ck::ChareProxy<Stubborn>::create_on(0, 1);
@@ -187,6 +191,7 @@ void Cell::arrived() {
   std::int64_t sum = counter;
   for (std::int64_t d : data) sum += d;
   contribute(sum, ck::Reducer::sum, ck::CkCallback::to<&Main::stepDone>(*mainProxy));
+  if (lb && step % 4 == 3) AtSync();
 }
 
 void Ticker::check(int steps) {

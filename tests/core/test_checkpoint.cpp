@@ -53,8 +53,10 @@ std::string uninterrupted(int n, const std::vector<std::string>& opts) {
   return result_of(r);
 }
 
-// Stops after the checkpoint of step 10 on `from` PEs, restarts on `to`.
-void restart_matches(int from, int to, const std::vector<std::string>& opts) {
+// Stops after the checkpoint of step 10 on `from` PEs, restarts on `to` (`runtime`: options
+// of the runtime for every run).
+void restart_matches(int from, int to, std::vector<std::string> opts, const std::vector<std::string>& runtime = {}) {
+  opts.insert(opts.end(), runtime.begin(), runtime.end());
   const std::string expected = uninterrupted(from, opts);
   ASSERT_FALSE(expected.empty());
   Dir d("restart");
@@ -63,7 +65,9 @@ void restart_matches(int from, int to, const std::vector<std::string>& opts) {
   Result a = job(from, args);
   ASSERT_EQ(a.code, 0) << describe(a);
   ASSERT_TRUE(has(a.out, "stopped at step 10")) << describe(a);
-  Result b = job(to, {d.path, "20", "+restart", d.path});
+  std::vector<std::string> again = {d.path, "20", "+restart", d.path};
+  again.insert(again.end(), runtime.begin(), runtime.end());
+  Result b = job(to, again);
   EXPECT_EQ(b.code, 0) << describe(b);
   EXPECT_TRUE(has(b.out, "restarted at step 10 (checkpoint of " + std::to_string(from) + " PEs, now " +
                              std::to_string(to) + ")"))
@@ -88,6 +92,9 @@ TEST(Checkpoint, RestartFromOnePe) { restart_matches(1, 3, {}); }
 TEST(Checkpoint, MovingElementsRestartAnywhere) { restart_matches(4, 3, {"--migrate"}); }
 TEST(Checkpoint, SixteenPesToFive) { restart_matches(16, 5, {"--migrate"}); }
 TEST(Checkpoint, BigElements) { restart_matches(2, 4, {"--big", "100000"}); }
+TEST(Checkpoint, BalancedElementsRestartAndBalanceAgain) {
+  restart_matches(4, 2, {"--lb"}, {"+balancer", "RotateLB"});
+}
 
 TEST(Checkpoint, WritingAgainKeepsOnlyTheNewestFiles) {
   Dir d("gens");
