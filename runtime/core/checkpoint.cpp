@@ -219,35 +219,66 @@ std::uint32_t ctor_for(const std::type_info& cls) {
   return ctor;
 }
 
-// One object's record: its collection, index, constructor, then the runtime's and its own state.
-void pack_record(std::vector<char>& out, Collection& c, ChareBase* obj) {
-  check_writable(obj);
+// One object's record: its collection, index, constructor and length, then (from a 16-byte
+// boundary of the section, whose buffer is aligned when read back, so that the body's own
+// alignment padding starts from its first byte) the runtime's and the object's state.
+struct RecordPlan {
+  Collection* c;
+  ChareBase* obj;
+  std::uint32_t ctor;
+  std::size_t head, body;  // header bytes, body bytes (unpadded)
+  std::size_t span() const { return (head + 15) / 16 * 16 + (body + 15) / 16 * 16; }
+};
+
+// A restarted run numbers every sender's messages afresh: the per-sender table is left out.
+template <class F>
+void without_seq(ChareBase* obj, F&& f) {
   ElementRuntime& rt = ElementAccess::rt(obj);
-  // A restarted run numbers every sender's messages afresh.
   std::vector<std::pair<std::int32_t, std::uint16_t>> seq;
   seq.swap(rt.next_seq);
+  f();
+  rt.next_seq.swap(seq);
+}
+
+RecordPlan plan_record(Collection& c, ChareBase* obj) {
+  check_writable(obj);
+  RecordPlan r{&c, obj, ctor_for(typeid(*obj)), 0, 0};
   CollectionRef ref = c.ref;
   bool by_balancer = false;
-  PUP::er s = PUP::er::sizer();
-  pup_runtime(s, obj, ref, by_balancer);
-  obj->pup(s);
-  std::uint32_t ctor = ctor_for(typeid(*obj));
+  without_seq(obj, [&] {
+    PUP::er s = PUP::er::sizer();
+    pup_runtime(s, obj, ref, by_balancer);
+    obj->pup(s);
+    r.body = s.size();
+  });
   Index idx = obj->ckIndex();
-  std::uint64_t len = s.size();
-  // The header, then the body from a 16-byte boundary (of the section, whose buffer is
-  // aligned when read back): the body's own alignment padding starts from its first byte.
+  std::uint64_t len = r.body;
   PUP::er hs = PUP::er::sizer();
-  hs | ref; hs | idx; hs | ctor; hs | len;
-  const std::size_t at = out.size();
-  const std::size_t head = (hs.size() + 15) / 16 * 16;
-  out.resize(at + head + (len + 15) / 16 * 16, 0);  // the next record starts aligned too
-  PUP::er h = PUP::er::packer(out.data() + at, hs.size());
+  hs | ref; hs | idx; hs | r.ctor; hs | len;
+  r.head = hs.size();
+  return r;
+}
+
+void pack_record(const RecordPlan& r, char* out) {
+  CollectionRef ref = r.c->ref;
+  Index idx = r.obj->ckIndex();
+  std::uint32_t ctor = r.ctor;
+  std::uint64_t len = r.body;
+  PUP::er h = PUP::er::packer(out, r.head);
   h | ref; h | idx; h | ctor; h | len;
-  std::memset(out.data() + at + hs.size(), 0, head - hs.size());
-  PUP::er p = PUP::er::packer(out.data() + at + head, len);
-  pup_runtime(p, obj, ref, by_balancer);
-  obj->pup(p);
-  rt.next_seq.swap(seq);
+  const std::size_t body_at = (r.head + 15) / 16 * 16;
+  std::memset(out + r.head, 0, body_at - r.head);
+  bool by_balancer = false;
+  without_seq(r.obj, [&] {
+    PUP::er p = PUP::er::packer(out + body_at, r.body);
+    pup_runtime(p, r.obj, ref, by_balancer);
+    r.obj->pup(p);
+    if (p.size() != r.body)
+      CkAbort("checkpoint: %s %s: its pup() packed %zu bytes but sized %zu (it must visit the same fields every "
+              "time)",
+              demangle(typeid(*r.obj).name()).c_str(), idx.str().c_str(), p.size(), r.body);
+  });
+  std::memset(out + body_at + r.body, 0, r.span() - body_at - r.body);
 }
 
 void write_here(const std::string& dir, std::uint64_t gen) {
@@ -257,7 +288,9 @@ void write_here(const std::string& dir, std::uint64_t gen) {
       CkAbort("checkpoint: reduction %u of collection %llu has contributions pending on PE %d; checkpoint where "
               "every reduction has completed",
               key.second, static_cast<unsigned long long>(key.first), CmiMyPe());
-  std::vector<char> branches, elements;
+  // Sized first, then packed into one buffer: the state is copied once, into what is written.
+  std::vector<RecordPlan> branches, elements;
+  std::size_t branch_bytes = 0, element_bytes = 0;
   std::vector<CollectionInfo> infos;
   for (auto& [id, cp] : k.collections) {
     Collection& c = *cp;
@@ -267,15 +300,23 @@ void write_here(const std::string& dir, std::uint64_t gen) {
       if (s != k.bcast_serials.end()) info.bcast = s->second;
       infos.push_back(info);
     }
-    for (ChareBase* obj : c.local) pack_record(c.ref.kind == Kind::Group ? branches : elements, c, obj);
+    for (ChareBase* obj : c.local) {
+      RecordPlan r = plan_record(c, obj);
+      (c.ref.kind == Kind::Group ? branch_bytes : element_bytes) += r.span();
+      (c.ref.kind == Kind::Group ? branches : elements).push_back(r);
+    }
   }
+  auto buf = std::make_unique_for_overwrite<char[]>(branch_bytes + element_bytes + 1);
+  char* at = buf.get();
+  for (const RecordPlan& r : branches) at += (pack_record(r, at), r.span());
+  for (const RecordPlan& r : elements) at += (pack_record(r, at), r.span());
   PeFile f;
   f.name = "pe" + std::to_string(CmiMyPe()) + ".g" + std::to_string(gen) + ".ckpt";
-  f.branches_len = branches.size();
-  f.branches_hash = hash(branches.data(), branches.size());
-  f.elements_len = elements.size();
-  f.elements_hash = hash(elements.data(), elements.size());
-  write_file(dir + "/" + f.name, {{branches.data(), branches.size()}, {elements.data(), elements.size()}});
+  f.branches_len = branch_bytes;
+  f.branches_hash = hash(buf.get(), branch_bytes);
+  f.elements_len = element_bytes;
+  f.elements_hash = hash(buf.get() + branch_bytes, element_bytes);
+  write_file(dir + "/" + f.name, {{buf.get(), branch_bytes + element_bytes}});
   std::uint64_t serial = k.next_serial;
   send_step(0, Step::Written, [&](PUP::er& p) {
     int pe = CmiMyPe();
@@ -415,18 +456,32 @@ void handler(void* msg) {
 
 // ---- restarting -------------------------------------------------------------------------------
 
-// One PE file's section, checked against the manifest.
+// One PE file's section, read alone and checked against the manifest.
 std::vector<char> read_section(const std::string& dir, const PeFile& f, bool elements) {
   const std::string path = dir + "/" + f.name;
-  std::vector<char> all = read_file(path, true);
-  if (all.size() != f.branches_len + f.elements_len)
-    CkAbort("+restart %s: %s has %zu bytes, the manifest says %llu: the file was torn or edited", dir.c_str(),
-            f.name.c_str(), all.size(), static_cast<unsigned long long>(f.branches_len + f.elements_len));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    CkAbort("+restart %s: cannot open %s: %s (the checkpoint is incomplete or was moved)", dir.c_str(), path.c_str(),
+            std::strerror(errno));
+  struct stat st {};
+  ::fstat(fd, &st);
+  if (static_cast<std::uint64_t>(st.st_size) != f.branches_len + f.elements_len) {
+    ::close(fd);
+    CkAbort("+restart %s: %s has %lld bytes, the manifest says %llu: the file was torn or edited", dir.c_str(),
+            f.name.c_str(), static_cast<long long>(st.st_size),
+            static_cast<unsigned long long>(f.branches_len + f.elements_len));
+  }
   const std::size_t off = elements ? f.branches_len : 0;
-  const std::size_t len = elements ? f.elements_len : f.branches_len;
-  std::vector<char> out(all.begin() + static_cast<std::ptrdiff_t>(off),
-                        all.begin() + static_cast<std::ptrdiff_t>(off + len));
-  if (hash(out.data(), out.size()) != (elements ? f.elements_hash : f.branches_hash))
+  std::vector<char> out(elements ? f.elements_len : f.branches_len);
+  std::size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::pread(fd, out.data() + got, out.size() - got, static_cast<off_t>(off + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (got != out.size() || hash(out.data(), out.size()) != (elements ? f.elements_hash : f.branches_hash))
     CkAbort("+restart %s: %s is damaged (checksum mismatch): the file was torn or edited; restart from another "
             "checkpoint",
             dir.c_str(), f.name.c_str());
