@@ -207,5 +207,6 @@ def set_python(py):
     h.arrived = h_arrived
     h.resume_from_sync = h_resume_from_sync
     h.drop = h_drop
+    h.restarted = h_restarted
     set_hooks(h)
     set_embedder_map(h_map)

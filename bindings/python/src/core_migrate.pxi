@@ -12,12 +12,12 @@ cdef void h_about_to_migrate(void* obj) noexcept:
         if not _py.handle_exit(e):
             _fatal("while an element was about to migrate")
 
-cdef size_t h_pack_size(void* obj, void** state) noexcept:
+cdef size_t h_pack_size(void* obj, void** state, int for_checkpoint) noexcept:
     cdef Py_ssize_t nb, k
     cdef size_t total
     cdef Py_buffer view
     try:
-        head, bufs = _py.pack(<object>obj)
+        head, bufs = _py.pack(<object>obj, bool(for_checkpoint))
         nb = len(bufs)
         total = (16 + 8 * nb + PyBytes_GET_SIZE(head) + 15) & ~<size_t>15
         lens = []
@@ -32,7 +32,8 @@ cdef size_t h_pack_size(void* obj, void** state) noexcept:
         return total
     except BaseException as e:
         if not _py.handle_exit(e):
-            _fatal("while pickling a migrating element")
+            _fatal("while pickling a chare for a checkpoint" if for_checkpoint else
+                   "while pickling a migrating element")
     return 0
 
 cdef char _zeros[16]
@@ -115,7 +116,7 @@ cdef void* h_arrived(void* chare, void* pending) noexcept:
         return <void*>obj
     except BaseException as e:
         if not _py.handle_exit(e):
-            _fatal("while rebuilding a migrated element")
+            _fatal("while rebuilding a migrated element or a chare of a checkpoint")
     return NULL
 
 cdef void h_resume_from_sync(void* obj) noexcept:
@@ -127,6 +128,13 @@ cdef void h_resume_from_sync(void* obj) noexcept:
 
 cdef void h_drop(void* state) noexcept:
     Py_DECREF(<object>state)
+
+cdef void h_restarted() noexcept:
+    try:
+        _py.restarted()
+    except BaseException as e:
+        if not _py.handle_exit(e):
+            _fatal("while resuming after a restart")
 
 
 # ---- migration and load balancing (called by chare.py) -----------------------------------------

@@ -7,7 +7,12 @@ namespace ucharm::py {
 namespace {
 Hooks g_hooks;  // set once by the module before start(); read-only afterwards
 
-void on_message(PyChare* c, void* msg) { g_hooks.invoke(c->obj, msg); }
+void on_message(PyChare* c, void* msg) {
+  if (!c->obj)  // (the main chare of a main function has no Python object)
+    CkAbort("a message for chare %s of collection %llu, which has no Python object", c->ckIndex().str().c_str(),
+            static_cast<unsigned long long>(c->ckRef().id));
+  g_hooks.invoke(c->obj, msg);
+}
 using Entry = ck::RawEntry<PyChare, &on_message>;
 
 std::string combine(const std::string& a, const std::string& b) {
@@ -19,9 +24,14 @@ void reduction_done(std::string result) { g_hooks.reduction_done(result); }
 
 // The main chare is a PyChare: a Python main chare class's object is bound to it, so
 // that its constructor runs before the core sends the readonly values (set meanwhile).
+// A checkpoint saves it as any PyChare (no object: a main function) and a restart
+// rebuilds it with the migration constructor.
 struct PyMain : PyChare {
   explicit PyMain(const ck::MainArgs& a) { obj = g_hooks.start(this, a.argc, a.argv); }
+  explicit PyMain(CkMigrateMessage* m) : PyChare(m) {}
 };
+
+void restarted() { g_hooks.restarted(); }
 }  // namespace
 
 void set_hooks(const Hooks& h) {
@@ -36,13 +46,14 @@ PyChare::~PyChare() {
   if (pending_) g_hooks.drop(pending_);
 }
 
-// [u64 length][pad to 16][the pickled state (_core's frame: head and out-of-band buffers)]
+// [u64 length][pad to 16][the pickled state (_core's frame: head and out-of-band buffers)];
+// length 0: no Python object (the main chare of a main function).
 void PyChare::pup(PUP::er& p) {
   std::uint64_t n = 0;
   if (p.isSizing() || (p.isPacking() && !packed_)) {
     if (packed_) g_hooks.drop(packed_);
     packed_ = nullptr;
-    packed_len_ = g_hooks.pack_size(obj, &packed_);
+    packed_len_ = obj ? g_hooks.pack_size(obj, &packed_, leaving_ ? 0 : 1) : 0;
   }
   if (!p.isUnpacking()) n = packed_len_;
   p | n;
@@ -50,20 +61,27 @@ void PyChare::pup(PUP::er& p) {
   if (p.isSizing()) {
     p.bytes(this, n);  // sizing only counts: nothing is read from or written to `this`
   } else if (p.isPacking()) {
-    g_hooks.pack_write(
-        packed_, [](void* ctx, const void* src, std::size_t len) { static_cast<PUP::er*>(ctx)->bytes(const_cast<void*>(src), len); },
-        &p);
+    if (packed_)
+      g_hooks.pack_write(
+          packed_, [](void* ctx, const void* src, std::size_t len) { static_cast<PUP::er*>(ctx)->bytes(const_cast<void*>(src), len); },
+          &p);
     packed_ = nullptr;  // pack_write released it
+    leaving_ = false;
   } else {
     const char* src = p.view(n);
     if (pending_) g_hooks.drop(pending_);
-    pending_ = g_hooks.unpack(src, n);
+    pending_ = n ? g_hooks.unpack(src, n) : nullptr;  // the object is rebuilt in ckJustMigrated
   }
 }
 
-void PyChare::ckAboutToMigrate() { g_hooks.about_to_migrate(obj); }
+void PyChare::ckAboutToMigrate() {
+  leaving_ = true;
+  g_hooks.about_to_migrate(obj);
+}
 
+// After a move, and after a restart rebuilt the chare (any kind) from a checkpoint.
 void PyChare::ckJustMigrated() {
+  if (!pending_) return;  // no Python object (the main chare of a main function)
   void* state = pending_;
   pending_ = nullptr;
   obj = g_hooks.arrived(this, state);
@@ -71,7 +89,20 @@ void PyChare::ckJustMigrated() {
 
 void PyChare::ResumeFromSync() { g_hooks.resume_from_sync(obj); }
 
-int start(int argc, char** argv) { return ck::start<PyMain>(argc, argv); }
+int start(int argc, char** argv) {
+  (void)ck::ChareProxy<PyMain>{};  // registers PyMain's migration constructor (restarts use it)
+  return ck::start<PyMain>(argc, argv);
+}
+
+void start_checkpoint(const std::string& dir, int pe, std::uint32_t future) {
+  ck::start_checkpoint(dir, ck::CkCallback::future(pe, future), ck::CkCallback::function<&restarted>(0));
+}
+bool restart_info(int& old_num_pes, std::string& dir) {
+  const ck::RestartInfo& r = ck::restart_info();
+  old_num_pes = r.old_num_pes;
+  dir = r.dir;
+  return r.restarted;
+}
 
 void send(const ck::CollectionRef& c, const ck::Index& idx, void* msg) { ck::raw_send<Entry>(c, idx, msg); }
 void broadcast(const ck::CollectionRef& c, void* msg) { ck::raw_broadcast<Entry>(c, msg); }

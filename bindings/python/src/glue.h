@@ -32,17 +32,21 @@ struct Hooks {
   void (*release)(void* obj);                               // an element is destroyed
   // Migration. about_to_migrate: the element leaves (its object is unregistered; a reason
   // it cannot leave ends the job with a message). pack_size: pickles the object into a
-  // state (*state, a new reference) and returns its size in bytes; pack_write: emits that
+  // state (*state, a new reference) and returns its size in bytes (for_checkpoint: it is
+  // written to a checkpoint, not moved: no about_to_migrate came first); pack_write: emits that
   // state's bytes through `emit` and releases it. unpack: copies `len` bytes of a packed
   // state (a new reference, the pending state); arrived: rebuilds the object from it (and
-  // releases it) on the element's new PE, calls its migrated(); returns a new reference.
+  // releases it) on the element's new PE, calls its migrated() (not when the state comes from
+  // a checkpoint: a restart rebuilds every chare so); returns a new reference.
   void (*about_to_migrate)(void* obj);
-  std::size_t (*pack_size)(void* obj, void** state);
+  std::size_t (*pack_size)(void* obj, void** state, int for_checkpoint);
   void (*pack_write)(void* state, void (*emit)(void* ctx, const void* p, std::size_t n), void* ctx);
   void* (*unpack)(const char* p, std::size_t len);
   void* (*arrived)(void* chare, void* pending);
   void (*resume_from_sync)(void* obj);                      // the balancer has decided
   void (*drop)(void* state);                                // a state never written
+  // PE 0, once, when a run started with +restart has rebuilt every object (checkpoint.h).
+  void (*restarted)();
 };
 void set_hooks(const Hooks& h);
 
@@ -64,6 +68,7 @@ class PyChare : public ck::ChareBase {
   PyChare() = default;  // the main chare: its Python object comes from the start hook
 
  private:
+  bool leaving_ = false;         // ckAboutToMigrate came: the next pack moves it (else: a checkpoint)
   void* packed_ = nullptr;       // pack_size's state, until pack_write takes it
   std::uint64_t packed_len_ = 0;
   void* pending_ = nullptr;      // unpacked state, until ckJustMigrated builds the object
@@ -95,6 +100,12 @@ ck::CkChannel* channel_open(PyChare* self, const ck::CollectionRef& peer, const 
 void channel_send(ck::CkChannel* ch, const void* ptr, std::size_t size, std::uint32_t future, void* stream);
 void channel_recv(ck::CkChannel* ch, void* ptr, std::size_t size, std::uint32_t future, void* stream);
 void channel_close(ck::CkChannel* ch);
+
+// Checkpoints (ck::start_checkpoint): `future` of PE `pe` gets an empty value once the
+// checkpoint is on disk; a run restarted from it calls the restarted hook on PE 0.
+void start_checkpoint(const std::string& dir, int pe, std::uint32_t future);
+// This run was started with +restart (then: from how many PEs, and the directory).
+bool restart_info(int& old_num_pes, std::string& dir);
 
 // Quiescence detection: the future gets an empty value once the job is quiescent.
 void start_qd(int pe, std::uint32_t future);

@@ -78,12 +78,13 @@ cdef extern from "glue.h" namespace "ucharm::py":
         void (*reduction_done)(const string&) noexcept
         void (*release)(void*) noexcept
         void (*about_to_migrate)(void*) noexcept
-        size_t (*pack_size)(void*, void**) noexcept
+        size_t (*pack_size)(void*, void**, int) noexcept
         void (*pack_write)(void*, void (*)(void*, const void*, size_t) noexcept, void*) noexcept
         void* (*unpack)(const char*, size_t) noexcept
         void* (*arrived)(void*, void*) noexcept
         void (*resume_from_sync)(void*) noexcept
         void (*drop)(void*) noexcept
+        void (*restarted)() noexcept
     void set_hooks(const Hooks& h)
     int c_start "ucharm::py::start"(int argc, char** argv) except +
     void c_send "ucharm::py::send"(const CollectionRef& c, const Index& idx, void* msg)
@@ -103,6 +104,8 @@ cdef extern from "glue.h" namespace "ucharm::py":
                                                    uint32_t future, void* stream)
     void c_channel_close "ucharm::py::channel_close"(CkChannel* ch)
     void c_start_qd "ucharm::py::start_qd"(int pe, uint32_t future)
+    void c_start_checkpoint "ucharm::py::start_checkpoint"(const string& dir, int pe, uint32_t future)
+    bint c_restart_info "ucharm::py::restart_info"(int& old_num_pes, string& dir)
     int c_value_kind "ucharm::py::value_kind"(void* msg)
     const CollectionRef& c_chare_ref "ucharm::py::chare_ref"(PyChare* c)
     const Index& c_chare_index "ucharm::py::chare_index"(PyChare* c)
@@ -362,6 +365,23 @@ def reduction_value(Message m):
 def start_qd(int pe, uint32_t fid):
     check_thread("charm.startQD")
     c_start_qd(pe, fid)
+
+
+# ---- checkpoints ---------------------------------------------------------------------------------
+def start_checkpoint(str directory, int pe, uint32_t fid):
+    """ck::start_checkpoint: future `fid` of PE `pe` gets an empty value once the checkpoint
+    is on disk; a run restarted from it calls the restarted hook on PE 0."""
+    check_thread("charm.checkpoint")
+    c_start_checkpoint(directory.encode(), pe, fid)
+
+def restart_info():
+    """None, or (old number of PEs, checkpoint directory) when this run was started with
+    +restart."""
+    cdef int old = 0
+    cdef string d
+    if not c_restart_info(old, d):
+        return None
+    return old, d.decode()
 
 
 # ---- channels ------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ the message, and calls the method. The package's modules:
   channel     Channel
   pool        charm.pool
   readonly    readonlies
+  checkpoint  charm.checkpoint, restarting from a checkpoint (+restart DIR)
   options     Options, load-balancing flags
   _wire       message kinds and pickling
 """
@@ -28,7 +29,7 @@ import traceback
 from greenlet import getcurrent
 
 from . import _core, _wire, coroutines, futures, reduction, proxy, channel, readonly, _invoke
-from . import chare, pool, options, migration, sections
+from . import chare, pool, options, migration, sections, checkpoint
 
 # charm4py's names, for programs that import them from here.
 from .chare import Chare, Group, Array, ArrayMap  # noqa: E402,F401
@@ -78,6 +79,9 @@ class CharmRemote(chare.Chare):
 
     def _ck_readonlies(self, values, version):
         readonly.apply(values, version)
+
+    def _ck_checkpoint(self, directory, resume_blob, fut):  # PE 0: charm.checkpoint of another PE
+        checkpoint.begin(directory, resume_blob, fut)
 
     # Reductions over arrays filled by ckInsert (on PE 0): (collection, round) -> parts.
     def _ck_inserted_total(self, coll, total):
@@ -265,6 +269,28 @@ class _Charm:
     def LBTurnInstrumentOff(self):
         pass
 
+    # -- checkpoint and restart (checkpoint.py)
+    def checkpoint(self, dir, resume=None):
+        """Writes a checkpoint of the whole program to directory `dir` (created if missing;
+        the previous checkpoint there stays whole until the new one is complete) and returns
+        a Future that gets None once it is on disk: `charm.checkpoint(d).get()` in a
+        coroutine. It first waits for quiescence (no message queued or in flight), so call
+        it where the program waits for it, e.g. from the main chare between steps. Every
+        chare (array elements, group branches, singleton chares, the main chare) is saved
+        as its pickle (its attributes, or its class's __getstate__), as are the readonlies
+        and charm.thisProxy. `resume`: a proxy method (self.thisProxy.resume) or a
+        module-level function (or functools.partial of one): a run started with
+        `+restart dir` (on any number of PEs) rebuilds every chare instead of calling the
+        program's main, then calls resume() once on PE 0, in a coroutine. Coroutines and
+        futures are not saved: only a coroutine waiting for this checkpoint's future may
+        be waiting when it is written."""
+        return checkpoint.checkpoint(dir, resume)
+
+    def restartInfo(self):
+        """How this run started: .restarted (with +restart), .old_num_pes (the PE count
+        that wrote the checkpoint), .dir."""
+        return checkpoint.RestartInfo(_core.restart_info())
+
     def waitQD(self):
         f = futures.Future()
         self.startQD(f)
@@ -299,6 +325,7 @@ class _Hooks:
     pack = staticmethod(migration.pack)
     arrived = staticmethod(migration.arrived)
     resume_from_sync = staticmethod(migration.resume_from_sync)
+    restarted = staticmethod(checkpoint.restarted)
 
     @staticmethod
     def start(ptr, argv):
@@ -324,9 +351,22 @@ class _Hooks:
 
     @staticmethod
     def readonly_arrived(blob):
-        remote, values = pickle.loads(blob)
+        # At start-up (remote, values); restarting, the value a checkpoint saved (remote,
+        # values, resume): see checkpoint.py.
+        try:
+            value = pickle.loads(blob)
+        except Exception as e:
+            info = _core.restart_info()
+            if info is None:
+                raise
+            raise RuntimeError(f"+restart {info[1]}: the readonlies of the checkpoint cannot be unpickled "
+                               f"({type(e).__name__}: {e}): a class or function they refer to is not defined "
+                               "by this program (they are found again by module and qualified name)") from e
+        remote, values = value[0], value[1]
         charm._remote = remote
         readonly.readonlies.__dict__.update(values)
+        if len(value) > 2:
+            checkpoint.restored(value[2])
 
     @staticmethod
     def future_value(fid, msg):

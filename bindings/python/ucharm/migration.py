@@ -17,6 +17,11 @@ do the messages of channels this element has not opened yet. An element cannot m
 a coroutine of it waits (a Future, a channel, Chare.wait) or once one of its channels has
 carried device arrays or zero-copy buffers (the core's channel end stays on its home PE):
 the job ends with a message naming the element.
+
+Checkpoints (charm.checkpoint, see checkpoint.py) write every chare through the same
+pack() (for_checkpoint=True): singleton chares, the main chare and group branches too. A
+restart rebuilds them with arrived(), which then fixes what depends on the PE (a group
+branch's thisIndex) and runs no migrated().
 """
 import io
 import pickle
@@ -31,7 +36,12 @@ _SELF = "ucharm.self"
 
 
 def _name(obj):
-    return f"element {obj.thisIndex} of {type(obj).__name__}"
+    kind = obj.__dict__.get("_ck_kind")
+    if kind == "chare":
+        return f"chare {type(obj).__qualname__}"
+    if kind == "group":
+        return f"branch {obj.thisIndex} of group {type(obj).__qualname__}"
+    return f"element {obj.thisIndex} of {type(obj).__qualname__}"
 
 
 def check_can_migrate(obj, pe):
@@ -91,10 +101,13 @@ class _Unpickler(pickle.Unpickler):
         return self.obj
 
 
-def pack(obj):
+def pack(obj, for_checkpoint=False):
     """(head, out-of-band buffers) of the element's state: the class, then the state, as
     two pickles one after the other (the object must exist before its state is read)."""
     cls = type(obj)
+    if for_checkpoint:
+        from . import checkpoint  # (a cycle: used at call time)
+        checkpoint.check_can_save(obj)
     d = obj.__dict__
     carried = {k: d[k] for k in _CARRIED if k in d}
     if carried.get("_ck_early"):
@@ -111,30 +124,68 @@ def pack(obj):
     bufs = []
     try:
         pickle.dump(cls, f, _wire.PROTOCOL)
-        _Pickler(f, obj, bufs).dump((carried, custom, user))
+        _Pickler(f, obj, bufs).dump((carried, custom, user, for_checkpoint))
     except Exception as e:
-        raise TypeError(f"{_name(obj)} cannot migrate: its state cannot be pickled ({e}); give the class "
-                        "__getstate__/__setstate__ to choose what travels") from e
+        what = "be checkpointed" if for_checkpoint else "migrate"
+        raise TypeError(f"{_name(obj)} cannot {what}: {_culprit(obj, user, custom)}cannot be pickled "
+                        f"({type(e).__name__}: {e}); give the class __getstate__/__setstate__ to choose what "
+                        "is saved") from e
     return f.getvalue(), bufs
 
 
+def _culprit(obj, user, custom):
+    """'its attribute 'x' ' (the first one that cannot be pickled), else 'its state '."""
+    if type(user) is dict:
+        for k, v in user.items():
+            try:
+                _Pickler(io.BytesIO(), obj, []).dump(v)
+            except Exception:
+                return f"its attribute {k!r} ({type(v).__qualname__}) " if not custom else \
+                    f"the entry {k!r} ({type(v).__qualname__}) of its __getstate__() "
+    return "its state "
+
+
 def arrived(ptr, head, bufs):
-    """On the element's new PE: rebuilds its object (no constructor), runs migrated()."""
+    """On the element's new PE: rebuilds its object (no constructor), runs migrated(); or,
+    restarting, a chare of the checkpoint (no migrated())."""
     f = io.BytesIO(head)
-    cls = pickle.load(f)
+    try:
+        cls = pickle.load(f)
+    except Exception as e:
+        raise RuntimeError(f"a chare's class cannot be found ({type(e).__name__}: {e}): classes are found "
+                           "again by module and qualified name, so a restarted program must define the "
+                           "checkpointed one's chare classes in the same modules") from e
     u = _Unpickler(f, buffers=bufs)  # a fresh memo for the second pickle
     obj = u.obj = cls.__new__(cls)
     _chare.init_runtime(obj, ptr)  # first: channels in the state register with the element
-    carried, custom, user = u.load()
+    try:
+        carried, custom, user, restored = u.load()
+    except Exception as e:
+        raise RuntimeError(f"the state of a {cls.__qualname__} chare cannot be unpickled ({type(e).__name__}: "
+                           f"{e})") from e
     obj.__dict__.update(carried)
     if custom:
         obj.__setstate__(user)
     else:
         obj.__dict__.update(user)
+    kind = obj._ck_kind
+    if kind != "array":  # restarting: a group branch or a singleton chare (the main chare too)
+        ref = _core.chare_ref(ptr)
+        if kind == "group":
+            obj.thisIndex = _core.my_pe()  # a branch may come from another old PE's (restart rule)
+            key = obj.thisIndex
+            obj._ck_self = _chare.proxy.ElementProxy(cls, ref, ("pe", key))
+        else:
+            key = None
+            obj._ck_self = _chare.proxy.ElementProxy(cls, ref, None)
+        _chare._local[(_core.ref_id(ref), key)] = obj
+        return obj
     if custom or "migratable" not in obj.__dict__:
         obj.migratable = _core.is_migratable(ptr)
     obj._ck_self = obj.thisProxy[obj.thisIndex]
     _chare._local[(_core.ref_id(obj.thisProxy._ref), obj.thisIndex)] = obj
+    if restored:
+        return obj
     _invoke._run(obj, cls.migrated, (), {}, None, False)
     _invoke.after_entry(obj)
     return obj
