@@ -24,7 +24,6 @@ namespace {
 
 Block* at(std::uintptr_t a) { return reinterpret_cast<Block*>(a); }
 std::uintptr_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
-Block* next_of(Block* b) { return at(addr(b) + block_size(b)); }
 
 int bin_index(std::size_t size) {
   if (size <= kSmallMax) return static_cast<int>(size / 16) - 1;  // 32 -> 1 ... 1024 -> 63

@@ -514,6 +514,11 @@ CmiIsoSlice* CmiIsoSliceUnpack(const void* src, std::size_t len) {
   if (h.stack_lo) __asan_unpoison_memory_region(reinterpret_cast<void*>(h.stack_lo), h.stack_hi - h.stack_lo);
 #endif
   const char* bytes = in + table;
+  // Every byte of an extent is written now: huge pages make that one fault per 2 MiB
+  // instead of 512 (page faults are most of an unpack's cost). Afterwards the heap goes
+  // back to small pages, so that what it grows into later stays unbacked until touched.
+  auto* heap = reinterpret_cast<void*>(lo);
+  madvise(heap, h.heap_committed - lo, MADV_HUGEPAGE);
   for (std::uint32_t i = 0; i < h.extents; ++i) {
     Extent e;
     std::memcpy(&e, in + i * sizeof e, sizeof e);
@@ -523,6 +528,7 @@ CmiIsoSlice* CmiIsoSliceUnpack(const void* src, std::size_t len) {
     std::memcpy(reinterpret_cast<void*>(e.addr), bytes, e.len);
     bytes += e.len;
   }
+  madvise(heap, h.heap_committed - lo, MADV_NOHUGEPAGE);
   auto* s = reinterpret_cast<CmiIsoSlice*>(lo);
   if (s->magic != kSliceMagic || s->id != h.id || s->base != lo) {
     unmap_slice(lo, p.slice, nullptr);
