@@ -11,7 +11,7 @@
 // Both writes are timed at the main chare (start to completion callback); the first round is
 // a warm-up. Bandwidth = bytes / median time; the ratio is checkpoint / plain bandwidth.
 //   ucharmrun -n 2 core_checkpoint_bw [--bytes 268435456] [--elements-per-pe 4] [--rounds 5]
-//                                     [--dir checkpoint_bw.ckpt] [--keep]
+//                                     [--dir checkpoint_bw.ckpt] [--keep] [--checkpoint-only]
 #include <ucharm/charm.h>
 
 #include <fcntl.h>
@@ -128,7 +128,7 @@ struct Main : ck::MainChare<Main> {
   std::size_t bytes = 256u << 20;
   int per_pe = 4, rounds = 5, round = 0, ready_count = 0;
   std::string dir = "checkpoint_bw.ckpt";
-  bool keep = false;
+  bool keep = false, only = false;
   std::size_t elem_bytes = 0, pe_bytes = 0;
   double t0 = 0;
   std::vector<double> ck_s, plain_s, zero_s, copy_s, hash_s;
@@ -143,6 +143,7 @@ struct Main : ck::MainChare<Main> {
     app.add_option("--rounds", rounds, "rounds counted (after one warm-up round)")->check(CLI::Range(1, 1000));
     app.add_option("--dir", dir, "directory for the checkpoints and the plain files");
     app.add_flag("--keep", keep, "leave the directory (default: removed at the end)");
+    app.add_flag("--checkpoint-only", only, "no plain writes or parts (to profile the checkpoint alone)");
     try {
       app.parse(args.argc, args.argv);
     } catch (const CLI::ParseError& e) {
@@ -180,6 +181,11 @@ struct Main : ck::MainChare<Main> {
       const std::string n = e.path().filename().string();
       if (n == "manifest" || (n.rfind("pe", 0) == 0 && n.find(".ckpt") != std::string::npos)) ck_bytes += e.file_size();
     }
+    if (only) {
+      if (++round <= rounds) return checkpoint();
+      CkPrintf("checkpoint: median %.4f s, %ju bytes written\n", median(ck_s), ck_bytes);
+      return finish();
+    }
     t0 = now();
     writers.send<&Writer::plain>();
   }
@@ -214,6 +220,9 @@ struct Main : ck::MainChare<Main> {
     CkPrintf("checkpoint / plain bandwidth: %.1f%% (target >= 50%%)\n", 100.0 * cbw / wbw);
     CkPrintf("parts per PE (median of the slowest PE): zeroed buffer %.4f s, copy %.4f s, xxh3 %.4f s\n",
              median(zero_s), median(copy_s), median(hash_s));
+    finish();
+  }
+  void finish() {
     if (!keep) {
       std::error_code ec;
       fs::remove_all(dir, ec);
