@@ -6,7 +6,7 @@ updates its data, sends a value to the next element of its array and contributes
 once both arrived; a group counts the steps on every PE, a singleton chare keeps a hash of
 the step sums. Every --every K steps the main chare writes a checkpoint
 (charm.checkpoint(DIR, resume=self.thisProxy.resume).get()). A run with +restart DIR goes
-on in resume(). The result line ("result TOTAL HASH") is the same for every PE count,
+on in resume() (only its --stop-after counts: the other options are the saved ones). The result line ("result TOTAL HASH") is the same for every PE count,
 interrupted or not; the last line is "ok". Options:
   --every K        checkpoint every K steps (default 3)
   --stop-after S   end the job (exit 0) right after the checkpoint of step S
@@ -151,6 +151,12 @@ class Run:
 
     def resumed(self):
         info = charm.restartInfo()
+        # The saved state holds the first run's options; this run's --stop-after counts.
+        args = sys.argv[1:]
+        if "+restart" in args:
+            i = args.index("+restart")
+            del args[i:i + 2]
+        self.stop_after = parse(args)["stop_after"]
         if ro.tag != f"tag-{ro.ncells}":
             raise RuntimeError(f"readonly lost: {ro.tag!r}")
         pes = charm.thisProxy.myPe(ret=True).get()
