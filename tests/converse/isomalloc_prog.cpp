@@ -1,6 +1,6 @@
 // Migratable threads between processes (2 PEs, through ucharmrun). Modes:
 //   migrate [HOPS]  a thread on PE 0 fills ~100 MiB of its slice heap, recurses 2000 frames,
-//                   then moves PE 0 -> 1 -> 0 ... HOPS times, checking every heap byte, the
+//                   then moves PE 0 -> 1 -> 0 ... HOPS times (odd: its frames return on PE 1), checking every heap byte, the
 //                   heap's pointers and its frames' locals after each move ("migrate ok").
 //   timing          round trips of a thread with 10 MiB of heap against round trips of a
 //                   plain 10 MiB message; prints both per one-way trip ("timing ok").
