@@ -81,7 +81,8 @@ std::string how_it_died(int status) {
 // Called after each attempt: true when the job is to start again (command_ and attempt_
 // then describe the next attempt).
 bool Launcher::prepare_restart(int code) {
-  if (!death_ || code == 0 || got_signal_ || opt_.restart_on_failure == 0) return false;
+  if (!death_ || code == 0 || got_signal_ || output_closed_ || opt_.restart_on_failure == 0)
+    return false;
   const std::string who =
       fmt::format("rank {} died ({})", death_->rank, how_it_died(death_->status));
   if (attempt_ >= opt_.restart_on_failure) {

@@ -123,6 +123,7 @@ void Launcher::kill_all() {
 void Launcher::on_signal(int sig) {
   if (sig == SIGCHLD) return;
   if (sig == SIGPIPE) {  // stdout or stderr is gone: nowhere to put the job's output
+    output_closed_ = true;  // and no point in a restart
     if (decide(128 + sig)) terminate_all();
     return;
   }

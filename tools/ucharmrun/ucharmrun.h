@@ -195,6 +195,7 @@ class Launcher {
   int sig_fd_ = -1;
   size_t exited_ = 0;
   bool got_signal_ = false;
+  bool output_closed_ = false;  // got SIGPIPE
   // Stopping the job: the others were told (failure) -> SIGTERM -> SIGKILL.
   enum class Stop { None, Told, Termed, Killed };
   Stop stop_ = Stop::None;
