@@ -96,6 +96,25 @@ TEST(Checkpoint, BalancedElementsRestartAndBalanceAgain) {
   restart_matches(4, 2, {"--lb"}, {"+balancer", "RotateLB"});
 }
 
+TEST(Checkpoint, AKilledPeRestartsFromTheLastCheckpoint) {
+  for (int n : {2, 4}) {
+    Dir d("crash" + std::to_string(n));
+    Result r = job(n, {d.path, "20", "--crash-at", "12"}, {"--restart-on-failure", "2"});
+    EXPECT_EQ(r.code, 0) << describe(r);
+    EXPECT_TRUE(has(r.err, "died (signal 9); restarting from checkpoint " + d.path)) << describe(r);
+    EXPECT_TRUE(has(r.out, "restarted at step 10 (checkpoint of " + std::to_string(n) + " PEs")) << describe(r);
+    EXPECT_EQ(result_of(r), uninterrupted(n, {})) << describe(r);
+  }
+}
+
+TEST(Checkpoint, AKilledPeBeforeAnyCheckpointStartsAgain) {
+  Dir d("early");
+  Result r = job(2, {d.path, "20", "--crash-at", "3"}, {"--restart-on-failure", "1"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(has(r.err, "restarting from the beginning")) << describe(r);
+  EXPECT_EQ(result_of(r), uninterrupted(2, {})) << describe(r);
+}
+
 TEST(Checkpoint, WritingAgainKeepsOnlyTheNewestFiles) {
   Dir d("gens");
   Result a = job(2, {d.path, "20"});  // checkpoints at 5, 10 and 15
