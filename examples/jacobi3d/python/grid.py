@@ -148,7 +148,7 @@ class BlockState:
     def __init__(self, xp, grid, dims, index):
         self.xp = xp
         self.shape = tuple(g // d for g, d in zip(grid, dims))
-        origin = tuple(i * l for i, l in zip(index, self.shape))
+        origin = self.origin = tuple(i * l for i, l in zip(index, self.shape))
         init = boundary_block(self.shape, origin, grid)
         self.u = [xp.asarray(init), xp.asarray(init.copy())]
         self.cur = 0
@@ -218,6 +218,28 @@ class BlockState:
         """The block's own cells now, as a NumPy array (z, y, x)."""
         c = self.u[self.cur % 2][self.own]
         return c if self.xp is np else self.xp.asnumpy(c)
+
+
+_GOLDEN, _MIX1, _MIX2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def checksum(cells, origin, grid):
+    """This block's share of the checksum (../jacobi3d.cpp's): the sum, as a Python int,
+    of a splitmix64 hash of each own cell's exact bits and its position in the padded
+    global grid. `cells` (z, y, x) as cells() gives them; the total is taken mod 2**64."""
+    gx, gy, _ = grid
+    lz, ly, lx = cells.shape
+    ox, oy, oz = origin
+    x = np.arange(ox + 1, ox + lx + 1, dtype=np.uint64)
+    y = np.arange(oy + 1, oy + ly + 1, dtype=np.uint64)
+    z = np.arange(oz + 1, oz + lz + 1, dtype=np.uint64)
+    sy, sz = np.uint64(gx + 2), np.uint64((gx + 2) * (gy + 2))
+    pos = x[None, None, :] + sy * y[None, :, None] + sz * z[:, None, None]
+    h = np.ascontiguousarray(cells, dtype=np.float64).view(np.uint64) ^ (pos * _GOLDEN)
+    h = (h ^ (h >> np.uint64(30))) * _MIX1
+    h = (h ^ (h >> np.uint64(27))) * _MIX2
+    h ^= h >> np.uint64(31)
+    return int(h.sum(dtype=np.uint64))
 
 
 def serial_reference(gx, gy, gz, iterations):

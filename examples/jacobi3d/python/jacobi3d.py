@@ -10,10 +10,19 @@ blocks (by linear index) repeat their kernels K times (same result); --lb-period
 every block call AtSync after every N-th iteration (useAtSync=True) and continue in
 resumeFromSync, maybe on another PE (its grids and channels travel with it). Blocks that
 migrate need host halos: not --gpu --mode direct.
+Checkpoints (as ../jacobi3d.cpp): --checkpoint-every K runs the iterations in chunks that
+end at every K-th iteration; after each the driver writes a checkpoint to --checkpoint-dir
+(charm.checkpoint, resume= a functools.partial carrying the driver's state). A run started
+with `+restart DIR` (any PE count) goes on from the last one to the same residual and
+checksum. The "checksum:" line is the C++ version's (a sum of per-cell hashes of the exact
+bits): the same for the C++ and Python programs, interrupted or not.
     ucharmrun -n 4 python3 jacobi3d.py --grid 96 --blocks 8 --iters 100 [--gpu --mode direct] [--verify]
     ucharmrun -n 2 python3 jacobi3d.py --blocks 16 --imbalance 4 --lb-period 10 +balancer GreedyLB +LBDebug
+    ucharmrun -n 2 python3 jacobi3d.py --iters 40 --checkpoint-every 10 --stop-after-checkpoint 20
+    ucharmrun -n 4 python3 jacobi3d.py +restart jacobi3d.ckpt
 """
 import argparse
+import functools
 import math
 import os
 import sys
@@ -127,6 +136,9 @@ class Block(Chare):
     def cells(self):
         return self.st.cells()
 
+    def checksum(self, grid_size, done):
+        self.contribute(grid.checksum(self.st.cells(), self.st.origin, grid_size), Reducer.sum, done)
+
 
 def parse(argv):
     p = argparse.ArgumentParser(prog='jacobi3d.py', description='Jacobi3D: 7-point stencil on a 3-D chare array')
@@ -145,6 +157,11 @@ def parse(argv):
                    help='fraction of the blocks (the first by index) that are heavy')
     p.add_argument('--lb-period', type=int, default=0, metavar='N',
                    help='blocks call AtSync after every N-th iteration (0: never)')
+    p.add_argument('--checkpoint-every', type=int, default=0, metavar='K',
+                   help='write a checkpoint after every K-th iteration (0: never); restart with +restart DIR')
+    p.add_argument('--checkpoint-dir', default='jacobi3d.ckpt', metavar='DIR', help='where checkpoints go')
+    p.add_argument('--stop-after-checkpoint', type=int, default=-1, metavar='S',
+                   help='end the run (exit 0) after the checkpoint at iteration S')
     a = p.parse_args(argv)
     if a.imbalance < 1 or not 0 <= a.heavy <= 1 or a.lb_period < 0:
         p.error('--imbalance must be >= 1, --heavy in [0, 1] and --lb-period >= 0')
@@ -154,6 +171,15 @@ def parse(argv):
         p.error('--grid takes 1 or 3 numbers')
     if a.iters < 1 or a.warmup < 0:
         p.error('--iters must be positive and --warmup not negative')
+    if a.checkpoint_every < 0 or not a.checkpoint_dir:
+        p.error('--checkpoint-every must not be negative and --checkpoint-dir not empty')
+    if a.checkpoint_every and a.gpu and a.mode == 'direct':
+        p.error('--checkpoint-every with --gpu --mode direct: checkpointed blocks need host halos (--mode staging)')
+    total = a.warmup + a.iters
+    if a.stop_after_checkpoint >= 0 and not (a.checkpoint_every and a.stop_after_checkpoint % a.checkpoint_every == 0
+                                             and 0 < a.stop_after_checkpoint < total):
+        p.error(f'--stop-after-checkpoint {a.stop_after_checkpoint}: no checkpoint is written at that iteration '
+                f'(checkpoints come after every --checkpoint-every K-th iteration, before the last one, {total})')
     a.grid = tuple(a.grid * 3 if len(a.grid) == 1 else a.grid)
     return a
 
@@ -194,23 +220,82 @@ def main(args):
               f'{a.imbalance} times per iteration')
     if a.lb_period:
         print(f'load balancing: AtSync after every {a.lb_period} iterations')
+    if a.checkpoint_every:
+        print(f'checkpoints: after every {a.checkpoint_every} iterations, to {a.checkpoint_dir}')
     cfg = {'grid': a.grid, 'dims': dims, 'gpu': a.gpu, 'mode': a.mode, 'imbalance': a.imbalance, 'heavy': heavy,
            'lb_period': a.lb_period}
     blocks = Array(Block, dims, args=[cfg], useAtSync=a.lb_period > 0)
     charm.awaitCreation(blocks)
     print(f'start-up: {time.time() - t:.3f} s (array creation)')
-    if a.warmup:
-        sweep(blocks, a.warmup)
-    t = time.time()
-    residual = sweep(blocks, a.iters)
-    elapsed = time.time() - t
-    print(f'iterations: {a.iters} (after {a.warmup} warm-up)')
-    print(f'time per iteration: {elapsed / a.iters * 1e3:.4f} ms')
-    print(f'residual: {residual:.6e} (largest change in the last iteration)')
-    code = 0
-    if a.verify:
-        code = verify(blocks, a, dims, shape)
-    charm.exit(code)
+    Driver(a, dims, shape, blocks).run()
+
+
+class Driver:
+    """The main function's state: the iterations done, timing. A checkpoint saves it
+    inside its resume= callable (resume(driver)); a restarted run goes on in run()."""
+
+    def __init__(self, a, dims, shape, blocks):
+        self.a, self.dims, self.shape, self.blocks = a, dims, shape, blocks
+        self.done = 0          # iterations every block has done
+        self.timed = 0         # timed iterations (after the warm-up) run, and their time
+        self.elapsed = 0.0
+        self.residual = None
+        self.checkpoints = 0
+        self.ck_time = 0.0
+
+    def run(self):
+        """Chunks to the next stop: the end of the warm-up, a checkpoint, or the end."""
+        a = self.a
+        total = a.warmup + a.iters
+        every = a.checkpoint_every
+        while self.done < total:
+            end = a.warmup if self.done < a.warmup else total
+            if every:
+                end = min(end, (self.done // every + 1) * every)
+            t = time.time()
+            self.residual = sweep(self.blocks, end - self.done)
+            if self.done >= a.warmup:
+                self.elapsed += time.time() - t
+                self.timed += end - self.done
+            self.done = end
+            if every and self.done % every == 0 and self.done < total:
+                t = time.time()
+                self.checkpoints += 1  # (before: resume= saves the driver as it is now)
+                charm.checkpoint(a.checkpoint_dir, resume=functools.partial(resume, self)).get()
+                dt = time.time() - t
+                self.ck_time += dt
+                print(f'checkpoint at iteration {self.done}: {dt:.3f} s')
+                if self.done == a.stop_after_checkpoint:
+                    print(f'stopped after the checkpoint at iteration {self.done} (continue with +restart '
+                          f'{a.checkpoint_dir})')
+                    charm.exit(0)
+                    return
+        self.finish()
+
+    def finish(self):
+        a = self.a
+        print(f'iterations: {a.iters} (after {a.warmup} warm-up)')
+        print(f'time per iteration: {self.elapsed / self.timed * 1e3:.4f} ms'
+              f'{" (checkpoints excluded)" if self.checkpoints else ""}')
+        if self.checkpoints:
+            print(f'checkpoints: {self.checkpoints}, {self.ck_time:.3f} s in all')
+        print(f'residual: {self.residual:.6e} (largest change in the last iteration)')
+        done = Future()
+        self.blocks.checksum(a.grid, done)
+        gx, gy, gz = a.grid
+        print(f'checksum: {done.get() % (1 << 64):016x} ({gx * gy * gz} cells after {self.done} iterations)')
+        code = 0
+        if a.verify:
+            code = verify(self.blocks, a, self.dims, self.shape)
+        charm.exit(code)
+
+
+def resume(driver):
+    """After a restart (+restart DIR): the checkpoint's driver goes on."""
+    info = charm.restartInfo()
+    print(f'restarted from {info.dir} at iteration {driver.done} (checkpoint of {info.old_num_pes} PEs, now '
+          f'{charm.numPes()})')
+    driver.run()
 
 
 def verify(blocks, a, dims, shape):
