@@ -10,6 +10,12 @@
 #include <cstring>
 #include <unordered_map>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/lsan_interface.h>
+#define UCHARM_IMAGE_ASAN 1
+#endif
+
 // libgcc's unwinder: frames of code it cannot find through dl_iterate_phdr.
 extern "C" void __register_frame(void* begin);
 extern "C" void __deregister_frame(void* begin);
@@ -295,6 +301,12 @@ bool map_and_relocate(const ElfFile& elf, LoadedImage::State& s, std::size_t roo
     return false;
   }
   s.info.span = span;  // from here on ~State gives the range back
+#ifdef UCHARM_IMAGE_ASAN
+  // A copy loaded where another was (whose globals' redzones are still poisoned) is not an
+  // ODR violation; the image's globals hold heap pointers the leak checker must see.
+  __asan_unpoison_memory_region(reinterpret_cast<void*>(base), span);
+  __lsan_register_root_region(reinterpret_cast<void*>(base), span);
+#endif
   for (const Elf64_Phdr& p : elf.phdrs) {
     if (p.p_type != PT_LOAD) continue;
     std::memcpy(reinterpret_cast<void*>(base + p.p_vaddr), elf.data + p.p_offset, p.p_filesz);
@@ -339,6 +351,10 @@ LoadedImage::State::~State() {
   if (registered) unregister_image(this);
   if (info.eh_frame != 0) __deregister_frame(reinterpret_cast<void*>(info.eh_frame));
   if (info.span != 0) {  // back to a reservation: the caller owns the range
+#ifdef UCHARM_IMAGE_ASAN
+    __lsan_unregister_root_region(reinterpret_cast<void*>(info.base), info.span);
+    __asan_unpoison_memory_region(reinterpret_cast<void*>(info.base), info.span);
+#endif
     ::mmap(reinterpret_cast<void*>(info.base), info.span, PROT_NONE,
            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
   }

@@ -4,6 +4,7 @@
 #include "image_loader.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
@@ -271,6 +272,39 @@ TEST_F(ImageLoaderTest, SysvHashTable) {
   image.run_initializers(0, nullptr, nullptr);
   EXPECT_EQ(fn<int (*)()>(image, "bump")(), 8);
   EXPECT_EQ(image.symbol("no_such_symbol"), nullptr);
+}
+
+// Without a hash table, symbol() scans .dynsym (its size from the section headers). glibc
+// needs one, so the libraries come from the unchanged file.
+TEST_F(ImageLoaderTest, LinearSymbolScan) {
+  std::string bytes = read_file(PROG_C_PATH);
+  std::string error;
+  auto libraries = ampi::ImageLibraries::open(bytes.data(), bytes.size(), error);
+  ASSERT_NE(libraries, nullptr) << error;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, bytes.data(), sizeof eh);
+  int hidden = 0;
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, bytes.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type != PT_DYNAMIC) continue;
+    for (std::size_t off = ph.p_offset; off + sizeof(Elf64_Dyn) <= ph.p_offset + ph.p_filesz; off += sizeof(Elf64_Dyn)) {
+      Elf64_Dyn d;
+      std::memcpy(&d, bytes.data() + off, sizeof d);
+      if (d.d_tag != DT_GNU_HASH && d.d_tag != DT_HASH) continue;
+      d.d_tag = DT_DEBUG;  // ignored by the loader
+      std::memcpy(bytes.data() + off, &d, sizeof d);
+      ++hidden;
+    }
+  }
+  ASSERT_GE(hidden, 1);
+  auto image = ampi::LoadedImage::load(bytes.data(), bytes.size(), slot(6), kSlot, error, libraries);
+  ASSERT_TRUE(image.has_value()) << error;
+  image->run_initializers(0, nullptr, nullptr);
+  EXPECT_EQ(fn<int (*)()>(*image, "bump")(), 8);
+  EXPECT_EQ(fn<int (*)()>(*image, "local")(), 3);
+  EXPECT_EQ(image->symbol("no_such_symbol"), nullptr);
+  EXPECT_EQ(image->symbol("hook_value"), nullptr);
 }
 
 TEST_F(ImageLoaderTest, RefusesWhatItCannotLoad) {
