@@ -12,6 +12,7 @@
 #pragma once
 
 #include <mpi.h>
+#include <ucharm/pup.h>
 
 #include <array>
 #include <cstddef>
@@ -230,6 +231,20 @@ struct Program {
   bool privatized = false;
   const char* how = "";  // the method, for messages ("one dlopen'ed copy per rank")
 };
+
+// ---- rank migration (issue 18; /work/notes design: docs/architecture.md "AMPI rank migration") ----
+// The rank's MPI state, packed for a move or a checkpoint and rebuilt on arrival. The comm
+// side (comm/, datatype/, ops.cpp, errhan/): communicators, groups, keyvals, error handlers,
+// info, user error classes, the rank's derived datatypes and user ops. The point-to-point
+// side (pt2pt/, coll/): requests of every kind, matching queues, unexpected and Mprobe'd
+// messages (their bytes). Unpacking fills a freshly constructed table / P2p.
+class P2p;
+void pup_comm_state(PUP::er& p, CommTable& t);
+void pup_p2p_state(PUP::er& p, P2p& q);
+// Runs in the rank's thread (AMPI_Migrate, before the move): waits until the rank's
+// nonblocking-collective tasks have finished and no zero-copy transfer of it is pending
+// (an unexpected direct message's data is pulled now), so that what remains packs.
+void p2p_prepare_to_move(P2p& q);
 
 }  // namespace ampi
 
