@@ -146,7 +146,7 @@ void* bound_by_loader(const char* name) {
   return nullptr;
 }
 
-void LoadedImage::State::run_handlers() {
+UCHARM_IMAGE_CALLS_IMAGE void LoadedImage::State::run_handlers() {
   while (!handlers.empty()) {  // a handler may register another: it runs too
     ExitHandler h = handlers.back();
     handlers.pop_back();
@@ -250,6 +250,13 @@ bool ImageTables::read(std::uintptr_t image_base, std::size_t image_span, const 
   }
   if (strtab == nullptr || symtab == nullptr) {
     error = "corrupt ELF file: no dynamic symbol or string table";
+    return false;
+  }
+  auto at = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+  if (!inside(at(symtab), sizeof(Elf64_Sym)) || (sysv_hash != nullptr && (!inside(at(sysv_hash), 8) || sysv_hash[0] == 0)) ||
+      (gnu_hash != nullptr && (!inside(at(gnu_hash), 16) || gnu_hash[0] == 0)) ||
+      (versym != nullptr && !inside(at(versym), 2)) || (verneed != 0 && !inside(verneed, sizeof(Elf64_Verneed)))) {
+    error = "corrupt ELF file: a symbol, hash or version table lies outside the image";
     return false;
   }
   if ((rela_size != 0 && rela_ent != sizeof(Elf64_Rela)) || (jmprel_size != 0 && !plt_is_rela) ||
@@ -420,16 +427,30 @@ std::shared_ptr<ImageLibraries> ImageLibraries::open(const char* bytes, std::siz
   }
   // glibc returns an already loaded object when a dlopen path equals its name, and fd
   // numbers are reused: the name carries the memfd's inode (unique while it is mapped),
-  // "/." for each 1 bit and "//" for each 0 bit (the path still names the fd).
+  // "/." for each 1 bit and "//" for each 0 bit (the path still names the fd). It is opened
+  // through a symlink in a fresh private directory, both removed at once, so the name glibc
+  // records never comes to mean another file (as loader.cpp does: a sanitizer reopens
+  // loaded objects by name at exit).
   struct stat st {};
   ::fstat(fd, &st);
   std::string path = "/proc/self/fd";
   for (auto k = static_cast<unsigned long>(st.st_ino); k != 0; k >>= 1) path += (k & 1) ? "/." : "//";
   path += '/';
   path += std::to_string(fd);
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/ucharm-ampi-XXXXXX", link;
+  if (::mkdtemp(dir.data()) != nullptr) {
+    link = dir + "/template";
+    if (::symlink(path.c_str(), link.c_str()) == 0) path = link;
+    else link.clear();
+  } else {
+    dir.clear();
+  }
   // Lazy: the template never runs, and an undefined function is then reported by the
   // loader itself, naming it.
   void* handle = ::dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  if (!link.empty()) ::unlink(link.c_str());
+  if (!dir.empty()) ::rmdir(dir.c_str());
   ::close(fd);  // the mapping keeps the file
   if (handle == nullptr) {
     const char* why = ::dlerror();

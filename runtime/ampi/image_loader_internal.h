@@ -6,6 +6,15 @@
 
 #include <elf.h>
 
+// On functions that call the image's initializers and exit handlers with glibc's
+// conventions (an atexit handler through void(*)(void*), DT_INIT_ARRAY with argc, argv, envp
+// whatever it declares): Clang's -fsanitize=function would report those calls.
+#if defined(__clang__)
+#define UCHARM_IMAGE_CALLS_IMAGE __attribute__((no_sanitize("function")))
+#else
+#define UCHARM_IMAGE_CALLS_IMAGE
+#endif
+
 namespace ampi {
 
 // The file's header and program headers, checked against its size.

@@ -383,7 +383,7 @@ LoadedImage::LoadedImage(LoadedImage&&) noexcept = default;
 LoadedImage& LoadedImage::operator=(LoadedImage&&) noexcept = default;
 LoadedImage::~LoadedImage() = default;
 
-void LoadedImage::run_initializers(int argc, char** argv, char** envp) {
+UCHARM_IMAGE_CALLS_IMAGE void LoadedImage::run_initializers(int argc, char** argv, char** envp) {
   if (state_->initialized) return;
   state_->initialized = true;
   using Init = void (*)(int, char**, char**);
@@ -395,7 +395,7 @@ void LoadedImage::run_initializers(int argc, char** argv, char** envp) {
   }
 }
 
-void LoadedImage::run_finalizers() {
+UCHARM_IMAGE_CALLS_IMAGE void LoadedImage::run_finalizers() {
   if (!state_->initialized || state_->finalized) return;
   state_->finalized = true;
   state_->run_handlers();
