@@ -16,7 +16,9 @@ checkpointed while its only waiting coroutine is the one waiting for the checkpo
 future; any other waiting coroutine is an error that names the chare. What the program
 needs to go on after a restart lives in the chares' attributes and in `resume`.
 """
+import itertools
 import pickle
+import time
 
 from . import _core, _wire, futures
 
@@ -91,12 +93,23 @@ def check_can_save(obj):
                            "wait (Future.get, Channel.recv, Chare.wait...): a checkpoint saves attributes, not "
                            "coroutines; checkpoint where the only waiting coroutine is the one waiting for "
                            "charm.checkpoint's future")
+    from . import channel
+    held = channel.pinned(obj)
+    if held:
+        from .migration import _name
+        raise RuntimeError(f"{_name(obj)} cannot be checkpointed: its channel to {held[0]._remote!r} has carried "
+                           "device arrays or zero-copy host buffers (the core's channel end is not saved); "
+                           "checkpoint programs whose channels carry host data (NumPy arrays)")
 
 
 def restored(blob):
-    """Every PE, restarting: the resume callable kept for PE 0's restarted()."""
+    """Every PE, restarting: the resume callable kept for PE 0's restarted(). Sections made
+    from now on get ids no section of the checkpoint has (their counters were not saved):
+    numbered from the time in ms times 2**20."""
     global _resume
     _resume = blob
+    from . import sections
+    sections._next_sid = itertools.count(int(time.time() * 1000) << 20)
 
 
 def restarted():

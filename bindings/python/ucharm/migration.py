@@ -31,7 +31,10 @@ from . import chare as _chare, _invoke  # cycles: used at call time
 
 # The runtime's fields that travel with the element (the others are rebuilt on arrival).
 _CARRIED = ("_ck_kind", "_ck_red_round", "_ck_sec_rounds", "_ck_when", "_ck_when_by_value", "_ck_when_eq_fns",
-            "_ck_chan_count", "_ck_early", "thisProxy", "thisIndex")
+            "_ck_chan_count", "_ck_early", "thisProxy", "thisIndex",
+            # the runtime group's (charm.py's CharmRemote) reductions over inserted arrays and
+            # sections, in a checkpoint
+            "_ck_totals", "_ck_parts", "_ck_sparts")
 _SELF = "ucharm.self"
 
 

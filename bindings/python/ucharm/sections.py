@@ -304,5 +304,6 @@ def contribute(chare, data, reducer, target, section, blob_of):
     rnd = rounds.get(sid, 0)
     rounds[sid] = rnd + 1
     blob, root = blob_of(data)
-    runtime.charm.thisProxy[section._root]._ck_section_contribution(sid, rnd, section._size(), pos,
-                                                                    blob, root)
+    # (modulo: after a restart on fewer PEs the PE that made the section may be gone)
+    runtime.charm.thisProxy[section._root % _core.num_pes()]._ck_section_contribution(sid, rnd, section._size(),
+                                                                                      pos, blob, root)

@@ -1,6 +1,7 @@
 """Checkpoint and restart: checkpoint.py DIR STEPS [options] [+restart DIR]
 
-A lock-step computation over three arrays (1-D, 2-D and 6-D, NumPy state), a group and a
+A lock-step computation over four arrays (1-D, 2-D and 6-D, and a 2-D one filled by
+ckInsert; NumPy state), a section of the 1-D one, a group and a
 singleton chare: each step the main chare broadcasts go(s) to every array; each element
 updates its data, sends a value to the next element of its array and contributes a sum
 once both arrived; a group counts the steps on every PE, a singleton chare keeps a hash of
@@ -28,6 +29,7 @@ import numpy as np
 from ucharm import Array, Chare, Future, Group, Reducer, charm, coro, readonlies as ro
 
 SHAPES = [(7,), (2, 3), (2, 1, 2, 1, 1, 2)]
+INSERTED = (1, 5)  # the shape of the array filled by ckInsert
 M = 1000000007
 
 
@@ -75,6 +77,9 @@ class Cell(Chare):
             return
         self.arrivals = 0
         self.contribute(int(self.counter + self.data.sum()), Reducer.sum, self.fut)
+
+    def ping(self, s, fut, sec):  # a reduction over a section of the 1-D array
+        self.contribute(s * 1000 + self.lin, Reducer.sum, fut, sec)
 
     @coro
     def hang(self):  # --busy: a coroutine that waits across the checkpoint
@@ -143,9 +148,15 @@ class Run:
         ro.ncells = sum(int(np.prod(s)) for s in SHAPES)
         ro.tag = f"tag-{ro.ncells}"  # a readonly that must survive as written
         self.arrays = [Array(Cell, s, args=[s]) for s in SHAPES]
+        grown = Array(Cell, ndims=2)  # an array filled by ckInsert
+        for i in range(INSERTED[1]):
+            grown.ckInsert((0, i), args=[INSERTED])
+        grown.ckDoneInserting()
+        self.arrays.append(grown)
+        self.sec = self.arrays[0][1:6:2]  # a section: elements 1, 3, 5
         self.tickers = Group(Ticker)
         self.acc = Chare(Acc, onPE=charm.numPes() - 1, args=[o["unpicklable"]])
-        charm.awaitCreation(*self.arrays, self.tickers, self.acc)
+        charm.awaitCreation(*self.arrays[:3], self.tickers, self.acc)
         if o["busy"]:
             self.arrays[0][0].hang()
 
@@ -176,7 +187,9 @@ class Run:
             futs = [Future() for _ in self.arrays]
             for a, f in zip(self.arrays, futs):
                 a.go(s, f)
-            total = sum(f.get() for f in futs)
+            fs = Future()
+            self.sec.ping(s, fs, self.sec)
+            total = sum(f.get() for f in futs) + fs.get()
             self.total = (self.total * 131 + total) % 1000000009
             self.acc.add(total)
             self.step += 1
