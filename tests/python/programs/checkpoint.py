@@ -17,7 +17,8 @@ interrupted or not; the last line is "ok". Options:
   --unpicklable    the singleton chare holds an open file (the checkpoint must fail)
   --busy           an element has a coroutine waiting when the checkpoint is written
   --main-function  the same computation driven by a main function (resume: a
-                   functools.partial of a module-level function)
+                   functools.partial of a module-level function); the checkpoint is asked
+                   for by an element on the last PE
 """
 import functools
 import os
@@ -82,6 +83,11 @@ class Cell(Chare):
         self.contribute(s * 1000 + self.lin, Reducer.sum, fut, sec)
 
     @coro
+    def checkpoint_here(self, d, resume):  # --main-function: the checkpoint is asked for on another PE
+        charm.checkpoint(d, resume=resume).get()
+        return charm.myPe()
+
+    @coro
     def hang(self):  # --busy: a coroutine that waits across the checkpoint
         self.never = Future()
         self.never.get()
@@ -122,7 +128,7 @@ class Acc(Chare):  # a singleton chare: a hash of the step sums
 
 def parse(args):
     o = {"dir": args[0], "steps": int(args[1]), "every": 3, "stop_after": -1, "crash_at": -1, "no_resume": False,
-         "unpicklable": False, "busy": False}
+         "unpicklable": False, "busy": False, "main_function": False}
     i = 2
     while i < len(args):
         a = args[i]
@@ -194,7 +200,12 @@ class Run:
             self.acc.add(total)
             self.step += 1
             if self.every > 0 and self.step % self.every == 0 and self.step < self.steps:
-                charm.checkpoint(self.dir, resume=None if self.no_resume else resume).get()
+                resume_ = None if self.no_resume else resume
+                if self.main_function:  # asked for by the last element of the 1-D array (the last PE)
+                    pe = self.arrays[0][6].checkpoint_here(self.dir, resume_, ret=True).get()
+                    assert pe != 0 or charm.numPes() == 1, pe
+                else:
+                    charm.checkpoint(self.dir, resume=resume_).get()
                 print(f"checkpoint at step {self.step}", flush=True)
                 if self.step == self.stop_after:
                     print(f"stopped at step {self.step}", flush=True)
