@@ -109,3 +109,9 @@ def test_unpicklable_state(tmp_path):
 def test_waiting_coroutine(tmp_path):
     check_fails(run("checkpoint.py", 2, [str(tmp_path / "ck"), STEPS, "--busy"]),
                 "element (0,) of Cell cannot be checkpointed while 1 coroutine(s) of it wait")
+
+
+def test_restart_by_another_program(tmp_path):
+    d = stopped(tmp_path, 2)
+    check_fails(run("start_function.py", 2, ["+restart", d]),
+                f"+restart {d}: a chare's class cannot be found", "Can't get attribute")

@@ -155,7 +155,9 @@ def arrived(ptr, head, bufs):
     try:
         cls = pickle.load(f)
     except Exception as e:
-        raise RuntimeError(f"a chare's class cannot be found ({type(e).__name__}: {e}): classes are found "
+        info = _core.restart_info()
+        where = f"+restart {info[1]}: " if info else ""
+        raise RuntimeError(f"{where}a chare's class cannot be found ({type(e).__name__}: {e}): classes are found "
                            "again by module and qualified name, so a restarted program must define the "
                            "checkpointed one's chare classes in the same modules") from e
     u = _Unpickler(f, buffers=bufs)  # a fresh memo for the second pickle
