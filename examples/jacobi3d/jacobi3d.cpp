@@ -357,16 +357,13 @@ struct Block : ck::ArrayElement<Block, 3> {
         for (int i = 1; i <= shape.lx; ++i) f(h[shape.at(i, j, k)], g.at(ox + i, oy + j, oz + k));
   }
 
-  // The checksum is a sum of per-cell hashes, so neither the block placement nor the
-  // reduction order changes it; two 32-bit lanes summed exactly in longs (no overflow below
-  // 2^31 cells) stand for the 64-bit wrapping sum.
+  // The checksum is the 64-bit wrapping sum of per-cell hashes, so neither the block
+  // placement nor the reduction order changes it; each block's sum travels as two 32-bit
+  // halves, summed exactly in longs (fewer than 2^31 blocks) by the reduction.
   void checksum() {
-    std::vector<long> lanes{0, 0};
-    for_cells(grid_on_host(), [&](double v, std::size_t at) {
-      const std::uint64_t x = cell_hash(at, v);
-      lanes[0] += static_cast<long>(x & 0xFFFFFFFFu);
-      lanes[1] += static_cast<long>(x >> 32);
-    });
+    std::uint64_t sum = 0;
+    for_cells(grid_on_host(), [&](double v, std::size_t at) { sum += cell_hash(at, v); });
+    const std::vector<long> lanes{static_cast<long>(sum & 0xFFFFFFFFu), static_cast<long>(sum >> 32)};
     contribute(lanes, ck::Reducer::sum, on_checksum());
   }
 
@@ -557,7 +554,7 @@ struct Main : ck::MainChare<Main> {
     blocks.send<&Block::checksum>();
   }
 
-  // lanes: the sums of the cell hashes' low and high 32 bits
+  // lanes: the sums of the blocks' checksums' low and high 32-bit halves
   void checksum_done(std::vector<long> lanes) {
     const auto sum = static_cast<std::uint64_t>(lanes[0]) + (static_cast<std::uint64_t>(lanes[1]) << 32);
     CkPrintf("checksum: %016llx (%ld cells after %d iterations)\n", static_cast<unsigned long long>(sum),
