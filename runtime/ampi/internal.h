@@ -13,6 +13,11 @@
 
 #include <mpi.h>
 #include <ucharm/pup.h>
+#include <ucharm/converse.h>
+#ifndef UCHARM_AMPI_NO_PMPI_RENAME
+// PMPI_X definitions here are the runtime's ampi_impl_X; the generated PMPI_X wrap them.
+#include "pmpi_impl.h"
+#endif
 
 #include <array>
 #include <cstddef>
@@ -225,7 +230,14 @@ struct Program {
   // The main of rank `rank`: of a private copy of the program for this rank when
   // `privatized`, else the one shared main. Called on the PE that runs the rank, in the
   // rank's thread, before its main starts; nullptr (after printing why) stops the job.
-  MainFn (*main_for)(void* context, int rank) = nullptr;
+  // `slice`: the rank's isomalloc slice (nullptr: none); a copy loaded into it moves with
+  // the rank, and `*image` then names it for the hooks below (else nullptr).
+  MainFn (*main_for)(void* context, int rank, CmiIsoSlice* slice, void** image) = nullptr;
+  // A rank's copy moves with its slice: `departed` runs on the PE it leaves, after the slice
+  // was packed and before it is released there; `arrived` on the PE it reaches, after the
+  // slice was unpacked and before the rank's thread runs again (null: copies cannot move).
+  void (*departed)(void* context, void* image) = nullptr;
+  void (*arrived)(void* context, void* image) = nullptr;
   // False: one copy of the program's globals per process, so the runtime refuses to put
   // more than one rank on a PE (a clear error naming +vp), never shares them silently.
   bool privatized = false;

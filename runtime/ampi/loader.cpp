@@ -174,7 +174,8 @@ class ProgramImage {
   std::vector<void*> handles_;
 };
 
-ampi::MainFn main_for(void* context, int rank) {
+ampi::MainFn main_for(void* context, int rank, CmiIsoSlice*, void** image) {
+  *image = nullptr;
   return static_cast<ProgramImage*>(context)->load_copy(rank);
 }
 

@@ -3,6 +3,7 @@
 #include "rank.h"
 #include "checks.h"
 #include "comm/comms.h"
+#include "heap.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -50,6 +51,9 @@ struct Process {
   Options options;
   char** argv = nullptr;  // after the runtime removed its options (null-terminated)
   CudaContext cuda;
+  // Ranks get isomalloc slices (and can move): the region is reserved, the layout is fixed
+  // (no address randomization) and the heap is ours (not a sanitizer's).
+  bool migratable = false;
 };
 Process& process() {
   static Process p;
@@ -138,11 +142,13 @@ class Main : public ck::MainChare<Main> {
     auto ranks = ck::ArrayProxy<Rank>::create(ck::dims(n), ck::Map::block, RankArgs{thisProxy, n});
     ranks.send<&Rank::start>();
   }
+  explicit Main(CkMigrateMessage*) {}  // restarted from a checkpoint: nothing to keep
   // Every rank's main returned: the job's exit code is the largest (0 when all returned 0).
   void done(int code) { CkExit(code); }
 };
 
 Rank::Rank(RankArgs a) : main_(a.main), world_size_(a.world_size) {
+  usesAtSync = true;  // AMPI_Migrate balances at sync points
   comms_ = comm_table_new(thisIndex, world_size_);
   for (char** a = process().argv; *a; ++a) args_.emplace_back(*a);
   for (std::string& s : args_) argv_.push_back(s.data());
@@ -150,24 +156,65 @@ Rank::Rank(RankArgs a) : main_(a.main), world_size_(a.world_size) {
   route_add(this);  // last: messages that came before it are delivered now
 }
 
+Rank::Rank(CkMigrateMessage*) : world_size_(0) { usesAtSync = true; }
+
+Rank::~Rank() {
+  // Packed and sent: its thread and slice (with the program's copy) left with the message.
+  if (leaving_ && thread_ && slice_) {
+    if (image_ && process().program->departed) process().program->departed(process().program->context, image_);
+    CthMigratableRelease(thread_);
+  }
+}
+
+void Rank::image_arrived() {
+  if (image_ && process().program->arrived) process().program->arrived(process().program->context, image_);
+}
+
 void Rank::start() {
   // Let the memory-type component open the CUDA driver, if there is one, before looking.
   (void)CmiGetMemoryType(nullptr);
   process().cuda.find();
-  CthThread t = CthCreate(&Rank::thread_main, this, process().options.stack);
-  CthSetData(t, this);
-  CthAwaken(t);
+  heap::prepare_process();
+  const std::size_t stack = process().options.stack;
+  if (process().migratable) slice_ = CmiIsomallocSlice(thisIndex);
+  thread_ = slice_ ? CthCreateMigratable(&Rank::thread_main, nullptr, slice_, stack)
+                   : CthCreate(&Rank::thread_main, nullptr, stack);
+  CthSetData(thread_, this);
+  CthAwaken(thread_);
 }
 
-void Rank::thread_main(void* arg) {
-  Rank* self = static_cast<Rank*>(arg);
+namespace {
+// The rank's command line as main gets it: in the rank's own heap (its slice, when it has
+// one), so that argv stays valid wherever the rank goes.
+char** copy_argv(const std::vector<std::string>& args) {
+  auto** argv = static_cast<char**>(std::malloc((args.size() + 1) * sizeof(char*)));
+  if (!argv) CkAbort("out of memory copying the command line");
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    argv[i] = static_cast<char*>(std::malloc(args[i].size() + 1));
+    if (!argv[i]) CkAbort("out of memory copying the command line");
+    std::memcpy(argv[i], args[i].c_str(), args[i].size() + 1);
+  }
+  argv[args.size()] = nullptr;
+  return argv;
+}
+}  // namespace
+
+void Rank::thread_main(void*) {
+  // The rank object is looked up, never kept across a wait: after a move it is another one.
+  Rank* self = static_cast<Rank*>(CthGetData(CthSelf()));
   g_running.rank = self;
   self->load_getopt();  // a fresh getopt state, as a new process has
+  self->run_since = CmiWallTimer();
   // A rank starts as a process does: no CUDA context current (not another rank's).
   if (const CudaContext& c = process().cuda; c.set) c.set(nullptr);
-  MainFn fn = process().program->main_for(process().program->context, self->thisIndex);
+  MainFn fn = process().program->main_for(process().program->context, self->thisIndex, self->slice_, &self->image_);
   if (!fn) CkAbort("rank %d: the program's main could not be loaded (see above)", self->thisIndex);
-  const int code = fn(static_cast<int>(self->argv_.size() - 1), self->argv_.data());
+  // From here the program's code runs: what it allocates is the rank's.
+  heap::g_active = self->slice_;
+  char** argv = copy_argv(self->args_);
+  const int code = fn(static_cast<int>(self->args_.size()), argv);
+  heap::g_active = nullptr;
+  self = current_rank();
   if (self->initialized && !self->finalized) {
     // The others may wait for it forever: end the job, as mpirun does for a process that
     // exits between MPI_Init and MPI_Finalize.
@@ -215,7 +262,11 @@ template <class Wait>
 void switch_away(Wait wait) {
   Rank* self = g_running.rank;
   g_running.rank = nullptr;
-  if (self) self->save_getopt();
+  if (self) {
+    self->save_getopt();
+    if (self->measuring && self->run_since >= 0)  // the balancer's measure of the rank
+      self->setObjTime(self->getObjTime() + (CmiWallTimer() - self->run_since));
+  }
   const CudaContext& c = process().cuda;
   if (!c.get) {
     wait();
@@ -227,8 +278,13 @@ void switch_away(Wait wait) {
     c.get(&now);
     if (now != ctx) c.set(ctx);
   }
+  // Looked up again: a rank that moved meanwhile is another object (CthSetData names it).
+  if (self) self = static_cast<Rank*>(CthGetData(CthSelf()));
   g_running.rank = self;
-  if (self) self->load_getopt();
+  if (self) {
+    self->load_getopt();
+    self->run_since = CmiWallTimer();
+  }
 }
 }  // namespace
 
@@ -242,9 +298,26 @@ void rank_poll() {
 
 using namespace ampi;
 
+namespace ampi {
+const char* rank_migration_unavailable() {
+#if defined(__SANITIZE_ADDRESS__)
+  return "this is an AddressSanitizer build, whose malloc replaces the one that gives each rank its own "
+         "heap (isomalloc)";
+#else
+  if (!CmiIsomallocReady())
+    return *CmiIsomallocError() ? CmiIsomallocError() : "no isomalloc region (the program was not started by the AMPI loader)";
+  if (!CmiIsomallocCanMigrate()) return CmiIsomallocError();
+  return process().migratable ? "" : "isomalloc is not available";
+#endif
+}
+}  // namespace ampi
+
 extern "C" int ucharm_ampi_start(int argc, char** argv, const Program* program) {
   Process& p = process();
   p.program = program;
+#if !defined(__SANITIZE_ADDRESS__)
+  p.migratable = CmiIsomallocReady() && CmiIsomallocCanMigrate();
+#endif
   parse_options(argc, argv, p.options);
   p.argv = argv;
   return ck::start<Main>(argc, argv);

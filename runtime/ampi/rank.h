@@ -31,13 +31,30 @@ struct RankArgs {
 class Rank : public ck::ArrayElement<Rank> {
  public:
   explicit Rank(RankArgs a);
+  explicit Rank(CkMigrateMessage*);  // arriving (migration) or restarting (checkpoint)
+  ~Rank() override;
   void start();  // entry: starts the rank's thread
+  // The rank's state for a move or a checkpoint: its MPI state, then its thread with the
+  // slice (stack, heap, program copy) when it has one.
+  void pup(PUP::er& p) override;
+  void ckAboutToMigrate() override {
+    leaving_ = true;
+    about_to_leave();
+  }
+  void about_to_leave();
+  void image_arrived();  // after the slice was unpacked here (Program::arrived)
+  void ckJustMigrated() override;
+  void ResumeFromSync() override;  // the balancer is done: the thread goes on (migrate.cpp)
+  void resume_after_checkpoint();  // entry: a checkpoint was written (or restarted from)
 
   int world_rank() const { return thisIndex; }
   int world_size() const { return world_size_; }
   CommTable& comms() { return *comms_; }
   P2p& p2p() { return p2p_; }
   const ck::CollectionRef& array_ref() const { return ckRef(); }
+  // The rank's isomalloc slice (its thread's stack, the program's heap and copy): nullptr
+  // where isomalloc is not available (the rank then cannot migrate).
+  CmiIsoSlice* slice() const { return slice_; }
   bool initialized = false;
   bool finalized = false;
   bool exited = false;  // exit() after MPI_Finalize
@@ -57,6 +74,19 @@ class Rank : public ck::ArrayElement<Rank> {
   };
   void save_getopt();
   void load_getopt();
+  // AMPI_Migrate (migrate.cpp): what the rank waits for in it, and its measured load.
+  enum class Waiting : std::uint8_t { None, Balancer, Checkpoint, Moving };
+  Waiting waiting = Waiting::None;
+  bool measuring = true;       // AMPI_Load_start/stop_measure: time its thread runs counts
+  double run_since = -1;       // when the thread last resumed (measuring)
+  CthThread thread() const { return thread_; }
+  // Registered with AMPI_Register_pup / about_to_migrate / just_migrated (the program's
+  // functions and data: same addresses after a move).
+  struct PupEntry {
+    std::uintptr_t fn, data;
+  };
+  std::vector<PupEntry> pups;
+  std::uintptr_t about_to_migrate = 0, just_migrated = 0;
 
  private:
   static void thread_main(void* self);
@@ -67,6 +97,14 @@ class Rank : public ck::ArrayElement<Rank> {
   std::vector<std::string> args_;  // this rank's private copy of the command line
   std::vector<char*> argv_;
   Getopt getopt_;
+  CmiIsoSlice* slice_ = nullptr;
+  CthThread thread_ = nullptr;
+  void* image_ = nullptr;  // the program copy in the slice (Program::main_for), if it moves
+  bool leaving_ = false;  // packed for a move: the thread and slice go with the message
 };
+
+
+// Why ranks cannot migrate in this process ("" when they can).
+const char* rank_migration_unavailable();
 
 }  // namespace ampi

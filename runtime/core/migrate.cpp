@@ -64,6 +64,7 @@ void migrate_out(Collection& c, ChareBase* obj, int to, bool by_balancer) {
             "migrateMe after they return",
             obj->ckIndex().str().c_str(), demangle(typeid(*obj).name()).c_str(), rt.threads);
   const std::uint32_t ctor = migration_ctor(obj);
+  rt.leaving_to = to;  // ckAboutToMigrate may ask where it goes (ckLeavingTo)
   obj->ckAboutToMigrate();
   if (const int open = open_channel_ends(c.ref.id, obj->ckIndex()))
     CkAbort("element %s of %s cannot migrate with %d CkChannel end(s) open: channels do not move; close them "

@@ -1,6 +1,7 @@
 // Stands in for the runtime in the loader test: an executable's own ucharm_ampi_start
 // wins over libucharm-ampi's, so the loader hands its Program here. Loads `ranks` copies
 // (argv[1]) and calls each copy's main twice, checking each call's answer (copies.c).
+#define UCHARM_AMPI_NO_PMPI_RENAME 1  // not the library: no generated PMPI wrappers here
 #include "internal.h"
 
 #include <cstdio>
@@ -15,8 +16,9 @@ extern "C" int ucharm_ampi_start(int argc, char** argv, const ampi::Program* pro
   }
   int ranks = std::atoi(argv[1]);
   std::vector<ampi::MainFn> mains;
+  void* image = nullptr;  // (no slices here: copies stay where they are)
   for (int r = 0; r < ranks; ++r) {
-    ampi::MainFn m = program->main_for(program->context, r);
+    ampi::MainFn m = program->main_for(program->context, r, nullptr, &image);
     if (m == nullptr) return 3;
     for (ampi::MainFn other : mains) {
       if (other == m) {

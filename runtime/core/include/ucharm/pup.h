@@ -82,6 +82,13 @@ class er {
     if (mode_ == Mode::Packing && pad) std::memset(buf_ + pos_, 0, pad);
     pos_ += pad;
   }
+  // Packing: the next n bytes of the buffer, for the caller to fill in place (no copy
+  // through a temporary); sizing: counts them; nullptr then.
+  char* pack_area(std::size_t n) {
+    char* p = mode_ == Mode::Packing ? buf_ + pos_ : nullptr;
+    pos_ += n;
+    return p;
+  }
   // Unpacking: a pointer to the next n bytes, in place.
   const char* view(std::size_t n) {
     check(n);

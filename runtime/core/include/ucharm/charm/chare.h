@@ -42,6 +42,8 @@ class ChareBase {
   // unpacked (Charm++'s names).
   virtual void ckAboutToMigrate() {}
   virtual void ckJustMigrated() {}
+  // In ckAboutToMigrate: the PE the element is about to go to (-1 elsewhere).
+  int ckLeavingTo() const { return rt_.leaving_to; }
   // An element that must stay where it is (migrateMe aborts; the balancer leaves it).
   void setMigratable(bool m) { rt_.migratable = m; }
   bool isMigratable() const { return rt_.migratable; }
@@ -54,6 +56,10 @@ class ChareBase {
   virtual void ResumeFromSync() {}
   // Seconds spent in this element's entry methods since the last balancing step.
   double ckLoad() const { return rt_.load; }
+  // The load the balancer sees, set by an element that measures its own (Charm++'s names):
+  // e.g. an MPI rank's thread, which runs outside entry methods.
+  void setObjTime(double seconds) { rt_.load = seconds; }
+  double getObjTime() const { return rt_.load; }
 
   const CollectionRef& ckRef() const { return ref_; }
   const Index& ckIndex() const { return index_; }

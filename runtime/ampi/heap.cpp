@@ -1,0 +1,165 @@
+// malloc, free and the rest, interposed for AMPI programs (heap.h). The loader executable
+// links libucharm-ampi before libc, so these definitions are the ones every object in the
+// process calls (glibc's own internal calls included: glibc supports replacing malloc).
+// glibc's allocator stays reachable as __libc_malloc & co. AddressSanitizer builds replace
+// malloc themselves (their interceptors come first): rank heaps then stay in glibc's heap
+// and ranks cannot migrate (rank.cpp says so).
+#include "heap.h"
+#include "rank.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <unistd.h>
+
+extern "C" {
+void* __libc_malloc(std::size_t);
+void __libc_free(void*);
+void* __libc_calloc(std::size_t, std::size_t);
+void* __libc_realloc(void*, std::size_t);
+void* __libc_memalign(std::size_t, std::size_t);
+}
+
+namespace ampi::heap {
+
+CmiIsoSlice* g_active = nullptr;
+
+UserScope::UserScope(CmiIsoSlice* slice) : saved_(g_active) {
+  if (!slice)
+    if (Rank* r = g_running.rank) slice = r->slice();
+  g_active = slice;
+}
+
+void prepare_process() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  // A buffer for each standard stream now (setvbuf with _IOFBF allocates it), then the
+  // mode glibc would have picked: line-buffered on a terminal.
+  for (FILE* f : {stdin, stdout}) {
+    std::setvbuf(f, nullptr, _IOFBF, 0);
+    if (::isatty(::fileno(f))) std::setvbuf(f, nullptr, _IOLBF, 0);
+  }
+  ::tzset();
+}
+
+namespace {
+
+// Where a rank's allocation failed: as glibc does, ENOMEM and nullptr.
+void* out_of_memory() {
+  errno = ENOMEM;
+  return nullptr;
+}
+
+inline bool in_region(const void* p) { return p && CmiIsomallocContains(p); }
+
+}  // namespace
+
+}  // namespace ampi::heap
+
+#if !defined(__SANITIZE_ADDRESS__)
+using ampi::heap::g_active;
+using ampi::heap::in_region;
+using ampi::heap::out_of_memory;
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+void* malloc(std::size_t n) {
+  if (CmiIsoSlice* s = g_active) [[unlikely]] {
+    void* p = CmiIsoMalloc(s, n);
+    return p ? p : out_of_memory();
+  }
+  return __libc_malloc(n);
+}
+
+void free(void* p) {
+  if (in_region(p)) [[unlikely]] {
+    // A block of a rank that left this process (a static destructor at exit): its pages
+    // are gone with it, and so is the block.
+    if (CmiIsoSlice* s = CmiIsoSliceOf(p)) CmiIsoFree(s, p);
+    return;
+  }
+  __libc_free(p);
+}
+
+void* calloc(std::size_t n, std::size_t size) {
+  if (CmiIsoSlice* s = g_active) [[unlikely]] {
+    void* p = CmiIsoCalloc(s, n, size);
+    return p ? p : out_of_memory();
+  }
+  return __libc_calloc(n, size);
+}
+
+// A block stays in the heap it came from (a rank's block resized by the runtime stays the
+// rank's).
+void* realloc(void* p, std::size_t n) {
+  if (!p) return malloc(n);
+  if (in_region(p)) [[unlikely]] {
+    CmiIsoSlice* s = CmiIsoSliceOf(p);
+    if (!s) return out_of_memory();
+    if (n == 0) {
+      CmiIsoFree(s, p);
+      return nullptr;
+    }
+    void* q = CmiIsoRealloc(s, p, n);
+    return q ? q : out_of_memory();
+  }
+  return __libc_realloc(p, n);
+}
+
+void* reallocarray(void* p, std::size_t n, std::size_t size) {
+  std::size_t bytes;
+  if (__builtin_mul_overflow(n, size, &bytes)) return out_of_memory();
+  return realloc(p, bytes);
+}
+
+void* memalign(std::size_t align, std::size_t n) {
+  if (CmiIsoSlice* s = g_active) [[unlikely]] {
+    if (align > 4096 || (align & (align - 1)) != 0) {
+      errno = EINVAL;
+      return nullptr;
+    }
+    void* p = CmiIsoMemalign(s, align < 16 ? 16 : align, n);
+    return p ? p : out_of_memory();
+  }
+  return __libc_memalign(align, n);
+}
+
+void* aligned_alloc(std::size_t align, std::size_t n) { return memalign(align, n); }
+
+int posix_memalign(void** out, std::size_t align, std::size_t n) {
+  if (align < sizeof(void*) || (align & (align - 1)) != 0) return EINVAL;
+  const int saved = errno;
+  void* p = memalign(align, n);
+  if (!p) {
+    const int e = errno;
+    errno = saved;
+    return e ? e : ENOMEM;
+  }
+  *out = p;
+  return 0;
+}
+
+void* valloc(std::size_t n) { return memalign(static_cast<std::size_t>(::getpagesize()), n); }
+
+void* pvalloc(std::size_t n) {
+  const std::size_t page = static_cast<std::size_t>(::getpagesize());
+  return memalign(page, (n + page - 1) / page * page);
+}
+
+std::size_t malloc_usable_size(void* p) {
+  if (in_region(p)) [[unlikely]] return CmiIsoSliceOf(p) ? CmiIsoUsableSize(p) : 0;
+  using Fn = std::size_t (*)(void*);
+  // glibc's own (the one this definition hides).
+  static const Fn libc = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "malloc_usable_size"));
+  return p && libc ? libc(p) : 0;
+}
+
+}  // extern "C"
+#pragma GCC visibility pop
+#endif

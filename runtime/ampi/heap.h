@@ -1,0 +1,47 @@
+// The program's heap: while a rank runs its own code, malloc and friends allocate in the
+// rank's isomalloc slice (memory at the same addresses in every process), so the rank's
+// heap moves with it. Runtime code (every PMPI_X, the handlers, UCX) uses glibc's heap.
+// Private to runtime/ampi; the interposed functions are in heap.cpp.
+#pragma once
+
+#include <ucharm/converse.h>
+
+namespace ampi::heap {
+
+// The slice that allocations come from now; nullptr: glibc's heap. One per process (PEs
+// are processes), switched only by the scopes below and by the rank threads' start.
+extern CmiIsoSlice* g_active;
+
+// Entering the runtime from the program (the generated PMPI_X wrappers): glibc's heap until
+// the call returns, whatever it switches to meanwhile.
+class RuntimeScope {
+ public:
+  RuntimeScope() : saved_(g_active) { g_active = nullptr; }
+  ~RuntimeScope() { g_active = saved_; }
+  RuntimeScope(const RuntimeScope&) = delete;
+  RuntimeScope& operator=(const RuntimeScope&) = delete;
+
+ private:
+  CmiIsoSlice* saved_;
+};
+
+// Calling the program back from the runtime (user ops, attribute callbacks, error handlers,
+// generalized-request callbacks): what it allocates belongs to the rank (`slice`, or the
+// running rank's when null).
+class UserScope {
+ public:
+  explicit UserScope(CmiIsoSlice* slice);
+  ~UserScope() { g_active = saved_; }
+  UserScope(const UserScope&) = delete;
+  UserScope& operator=(const UserScope&) = delete;
+
+ private:
+  CmiIsoSlice* saved_;
+};
+
+// Once per process, before any rank runs: libc state that is allocated lazily on first use
+// and shared by the process (stdio buffers, the time zone) is allocated now, from glibc's
+// heap, so that no rank's first printf puts a process-wide buffer into its slice.
+void prepare_process();
+
+}  // namespace ampi::heap

@@ -1,0 +1,322 @@
+// Rank migration and checkpoints: the Rank's pup (its MPI state, then its thread with the
+// isomalloc slice holding its stack, heap and program copy), AMPI_Migrate and the other
+// AMPI extensions, the C PUP interface for AMPI_Register_pup. The design is in
+// docs/architecture.md ("AMPI rank migration").
+#include "heap.h"
+#include "rank.h"
+#include "comm/comms.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace ampi {
+
+namespace {
+
+// Every PE learns where a rank went (its point-to-point table).
+struct MovedMsg {
+  std::int32_t rank, pe;
+};
+void rank_moved_handler(void* msg) {
+  MovedMsg m;
+  std::memcpy(&m, CmiMsgPayload(msg), sizeof m);
+  CmiFree(msg);
+  if (m.pe != CmiMyPe()) p2p_rank_moved(m.rank, m.pe);
+}
+void announce_arrival(int rank) {
+  const std::size_t total = CmiMsgHeaderSizeBytes + sizeof(MovedMsg);
+  void* msg = CmiAlloc(total);
+  const MovedMsg m{rank, CmiMyPe()};
+  std::memcpy(CmiMsgPayload(msg), &m, sizeof m);
+  CmiSetHandler(msg, ck::ConverseHandler<&rank_moved_handler>::handler());
+  CmiSyncBroadcastAndFree(total, msg);
+}
+
+using PupFn = void (*)(void* p, void* data);
+using MigrateFn = void (*)();
+
+// Calls the program's AMPI_Register_pup routines with a C view of `p`, in the rank's heap.
+void run_user_pups(PUP::er& p, const std::vector<Rank::PupEntry>& pups, CmiIsoSlice* slice) {
+  if (pups.empty()) return;
+  heap::UserScope user(slice);
+  for (const Rank::PupEntry& e : pups) reinterpret_cast<PupFn>(e.fn)(&p, reinterpret_cast<void*>(e.data));
+}
+
+void call_user(std::uintptr_t fn, CmiIsoSlice* slice) {
+  if (!fn) return;
+  heap::UserScope user(slice);
+  reinterpret_cast<MigrateFn>(fn)();
+}
+
+template <class T>
+void pup_bits(PUP::er& p, T*& ptr) {
+  auto bits = reinterpret_cast<std::uintptr_t>(ptr);
+  p | bits;
+  ptr = reinterpret_cast<T*>(bits);
+}
+
+}  // namespace
+
+void Rank::pup(PUP::er& p) {
+  p | main_;
+  p | world_size_;
+  p | initialized;
+  p | finalized;
+  p | exited;
+  p | thread_level;
+  pup_bits(p, bsend_buffer.buffer);
+  p | bsend_buffer.size;
+  p | bsend_buffer.attached;
+  p | args_;
+  p | getopt_.ind;
+  p | getopt_.err;
+  p | getopt_.opt;
+  pup_bits(p, getopt_.arg);  // into the rank's argv, in its slice
+  auto w = static_cast<std::uint8_t>(waiting);
+  p | w;
+  waiting = static_cast<Waiting>(w);
+  p | measuring;
+  std::uint64_t npups = pups.size();
+  p | npups;
+  pups.resize(static_cast<std::size_t>(npups));
+  for (PupEntry& e : pups) {
+    p | e.fn;
+    p | e.data;
+  }
+  p | about_to_migrate;
+  p | just_migrated;
+  if (p.isUnpacking()) {
+    comms_ = comm_table_new(thisIndex, world_size_);
+    argv_.clear();
+    for (std::string& s : args_) argv_.push_back(s.data());
+    argv_.push_back(nullptr);
+  }
+  pup_comm_state(p, *comms_);
+  pup_p2p_state(p, p2p_);
+  // The thread: stack, heap and program copy, at the same addresses wherever it goes.
+  bool has_thread = thread_ && slice_;
+  p | has_thread;
+  pup_bits(p, image_);
+  if (has_thread) {
+    std::uint64_t n = p.isUnpacking() ? 0 : CthPackMigratableSize(thread_);
+    p | n;
+    if (p.isUnpacking()) {
+      thread_ = CthUnpackMigratable(p.view(static_cast<std::size_t>(n)), static_cast<std::size_t>(n));
+      if (!thread_)
+        CkAbort("MPI rank %d cannot be rebuilt on PE %d: %s", thisIndex, CkMyPe(), CmiIsomallocError());
+      slice_ = CthMigratableSlice(thread_);
+      CthSetData(thread_, this);
+      image_arrived();
+    } else if (char* dest = p.pack_area(static_cast<std::size_t>(n))) {
+      CthPackMigratable(thread_, dest);
+    }
+  }
+  run_user_pups(p, pups, slice_);
+}
+
+void Rank::ckJustMigrated() {
+  route_add(this);  // messages that waited here for it are delivered
+  announce_arrival(thisIndex);
+  call_user(just_migrated, slice_);
+  if (waiting == Waiting::Moving) {  // AMPI_Migrate_to_pe: nothing else resumes it
+    waiting = Waiting::None;
+    CthAwaken(thread_);
+  }
+}
+
+void Rank::ResumeFromSync() {
+  if (waiting != Waiting::Balancer) return;
+  waiting = Waiting::None;
+  CthAwaken(thread_);
+}
+
+void Rank::resume_after_checkpoint() {
+  if (waiting != Waiting::Checkpoint) return;
+  waiting = Waiting::None;
+  CthAwaken(thread_);
+}
+
+void Rank::about_to_leave() {
+  call_user(about_to_migrate, slice_);
+  p2p_rank_moved(thisIndex, ckLeavingTo());  // it stops delivering here
+}
+
+namespace {
+
+// The calling rank's thread waits in AMPI_Migrate until `w` is over (it may wake up on
+// another PE, as another Rank object: looked up again each time).
+Rank* wait_for(Rank::Waiting w) {
+  Rank* r = current_rank();
+  r->waiting = w;
+  while (current_rank()->waiting == w) rank_suspend();
+  return current_rank();
+}
+
+std::string hint(MPI_Info info, const char* key) {
+  if (info == MPI_INFO_NULL) return "";
+  char value[MPI_MAX_INFO_VAL + 1] = {};
+  int flag = 0;
+  if (PMPI_Info_get(info, key, MPI_MAX_INFO_VAL, value, &flag) != MPI_SUCCESS || !flag) return "";
+  return value;
+}
+
+[[noreturn]] void no_migration(const char* fn) {
+  CkAbort("%s: MPI ranks cannot migrate in this run: %s", fn, rank_migration_unavailable());
+}
+
+}  // namespace
+
+}  // namespace ampi
+
+using namespace ampi;
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+// Collective over MPI_COMM_WORLD. Hints (MPI_INFO_NULL: balance): ampi_load_balance =
+// sync (balance now) | false; ampi_checkpoint = to_file=DIR (write a checkpoint of the
+// whole job, +restart DIR resumes here) | false.
+int AMPI_Migrate(MPI_Info hints) {
+  heap::RuntimeScope scope;
+  Rank* r = current_rank();
+  const std::string lb = hints == MPI_INFO_NULL ? "sync" : hint(hints, "ampi_load_balance");
+  const std::string ckpt = hint(hints, "ampi_checkpoint");
+  std::string dir;
+  if (!ckpt.empty() && ckpt != "false") {
+    if (ckpt.rfind("to_file=", 0) != 0 || ckpt.size() == 8)
+      return error(MPI_COMM_WORLD, MPI_ERR_INFO_VALUE, "AMPI_Migrate",
+                   "ampi_checkpoint=%s: give to_file=DIRECTORY (or false)", ckpt.c_str());
+    dir = ckpt.substr(8);
+  }
+  const bool balance = lb == "sync" || lb == "true";
+  if (!lb.empty() && !balance && lb != "false" && lb != "async")
+    return error(MPI_COMM_WORLD, MPI_ERR_INFO_VALUE, "AMPI_Migrate",
+                 "ampi_load_balance=%s: give sync, async or false", lb.c_str());
+  if ((balance || !dir.empty()) && !r->slice() && CkNumPes() > 1 && !dir.empty())
+    no_migration("AMPI_Migrate (checkpoint)");
+  p2p_prepare_to_move(r->p2p());
+  Comm& world = *comm_get(MPI_COMM_WORLD);
+  int rc = coll_barrier(world, coll_tag(world));  // every rank is here
+  if (rc != MPI_SUCCESS) return rc;
+  if (!dir.empty()) {
+    if (r->world_rank() == 0) {
+      const auto cb = ck::CkCallback::to<&Rank::resume_after_checkpoint>(ck::ArrayProxy<Rank>(r->array_ref()));
+      ck::start_checkpoint(dir, cb, cb);
+    }
+    r = wait_for(Rank::Waiting::Checkpoint);
+  }
+  if (balance) {
+    // Ranks that cannot move take part but stay where they are.
+    if (!r->slice()) r->setMigratable(false);
+    r->AtSync();
+    r = wait_for(Rank::Waiting::Balancer);
+  }
+  p2p_move_done(r->p2p());
+  return MPI_SUCCESS;
+}
+
+// Not collective: the calling rank moves to PE `dest` and goes on there.
+int AMPI_Migrate_to_pe(int dest) {
+  heap::RuntimeScope scope;
+  Rank* r = current_rank();
+  if (dest < 0 || dest >= CkNumPes())
+    return error(MPI_COMM_WORLD, MPI_ERR_ARG, "AMPI_Migrate_to_pe", "PE %d is out of range [0, %d)", dest,
+                 CkNumPes());
+  if (dest == CkMyPe()) return MPI_SUCCESS;
+  if (!r->slice()) no_migration("AMPI_Migrate_to_pe");
+  if (!r->isMigratable())
+    return error(MPI_COMM_WORLD, MPI_ERR_OTHER, "AMPI_Migrate_to_pe",
+                 "rank %d is not migratable (AMPI_Set_migratable(0) was called)", r->world_rank());
+  p2p_prepare_to_move(r->p2p());
+  r->migrateMe(dest);
+  r = wait_for(Rank::Waiting::Moving);
+  p2p_move_done(r->p2p());
+  return MPI_SUCCESS;
+}
+
+int AMPI_Set_migratable(int migratable) {
+  current_rank()->setMigratable(migratable != 0);
+  return MPI_SUCCESS;
+}
+
+// The load the balancer sees: by default the time the rank's thread runs (measured from the
+// start); AMPI_Load_set_value replaces it (and stops the measuring until start_measure).
+int AMPI_Load_start_measure(void) {
+  Rank* r = current_rank();
+  if (!r->measuring) r->run_since = CmiWallTimer();
+  r->measuring = true;
+  return MPI_SUCCESS;
+}
+int AMPI_Load_stop_measure(void) {
+  Rank* r = current_rank();
+  if (r->measuring && r->run_since >= 0) r->setObjTime(r->getObjTime() + (CmiWallTimer() - r->run_since));
+  r->measuring = false;
+  return MPI_SUCCESS;
+}
+int AMPI_Load_reset_measure(void) {
+  Rank* r = current_rank();
+  r->setObjTime(0);
+  r->run_since = CmiWallTimer();
+  return MPI_SUCCESS;
+}
+int AMPI_Load_set_value(double value) {
+  Rank* r = current_rank();
+  if (value < 0) return error(MPI_COMM_WORLD, MPI_ERR_ARG, "AMPI_Load_set_value", "a load cannot be negative (%g)", value);
+  r->measuring = false;
+  r->setObjTime(value);
+  return MPI_SUCCESS;
+}
+
+int AMPI_My_pe(void) { return CkMyPe(); }
+int AMPI_Num_pes(void) { return CkNumPes(); }
+
+int AMPI_Register_pup(MPI_PupFn fn, void* data, int* idx) {
+  heap::RuntimeScope scope;
+  Rank* r = current_rank();
+  if (!fn) return error(MPI_COMM_WORLD, MPI_ERR_ARG, "AMPI_Register_pup", "the PUP function is NULL");
+  r->pups.push_back({reinterpret_cast<std::uintptr_t>(fn), reinterpret_cast<std::uintptr_t>(data)});
+  if (idx) *idx = static_cast<int>(r->pups.size() - 1);
+  return MPI_SUCCESS;
+}
+
+int AMPI_Get_pup_data(int idx, void* data) {
+  Rank* r = current_rank();
+  if (idx < 0 || static_cast<std::size_t>(idx) >= r->pups.size() || !data)
+    return error(MPI_COMM_WORLD, MPI_ERR_ARG, "AMPI_Get_pup_data", "no PUP routine %d was registered", idx);
+  *static_cast<void**>(data) = reinterpret_cast<void*>(r->pups[static_cast<std::size_t>(idx)].data);
+  return MPI_SUCCESS;
+}
+
+int AMPI_Register_about_to_migrate(MPI_MigrateFn fn) {
+  current_rank()->about_to_migrate = reinterpret_cast<std::uintptr_t>(fn);
+  return MPI_SUCCESS;
+}
+int AMPI_Register_just_migrated(MPI_MigrateFn fn) {
+  current_rank()->just_migrated = reinterpret_cast<std::uintptr_t>(fn);
+  return MPI_SUCCESS;
+}
+
+// ---- the C PUP interface (for AMPI_Register_pup routines) --------------------------------------
+static PUP::er& er(pup_er p) { return *static_cast<PUP::er*>(p); }
+int pup_isPacking(const pup_er p) { return er(p).isPacking(); }
+int pup_isUnpacking(const pup_er p) { return er(p).isUnpacking(); }
+int pup_isSizing(const pup_er p) { return er(p).isSizing(); }
+void pup_bytes(pup_er p, void* ptr, size_t nbytes) { er(p).bytes(ptr, nbytes); }
+#define UCHARM_PUP_C(name, T)                                                             \
+  void pup_##name(pup_er p, T* x) { er(p).bytes(x, sizeof(T)); }                          \
+  void pup_##name##s(pup_er p, T* x, int n) {                                             \
+    if (n > 0) er(p).bytes(x, sizeof(T) * static_cast<std::size_t>(n));                   \
+  }
+UCHARM_PUP_C(char, char)
+UCHARM_PUP_C(short, short)
+UCHARM_PUP_C(int, int)
+UCHARM_PUP_C(long, long)
+UCHARM_PUP_C(longlong, long long)
+UCHARM_PUP_C(float, float)
+UCHARM_PUP_C(double, double)
+UCHARM_PUP_C(pointer, void*)
+#undef UCHARM_PUP_C
+
+}  // extern "C"
+#pragma GCC visibility pop
