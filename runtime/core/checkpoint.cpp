@@ -69,6 +69,9 @@ struct CheckpointState {
   CkCallback done;
   Manifest next;
   int written = 0;
+  // Every PE: records are packed here one at a time and streamed to the file; kept between
+  // checkpoints so that its pages are not faulted in afresh each time.
+  std::vector<char> scratch;
 };
 
 namespace {
@@ -113,23 +116,45 @@ void send_step(int pe, Step step, F&& body) {
   CkAbort("checkpoint: cannot %s %s: %s", what.c_str(), path.c_str(), std::strerror(errno));
 }
 
-// Writes `parts` to `path` through a temporary file and a rename, synced to disk.
-void write_file(const std::string& path, std::initializer_list<std::pair<const char*, std::size_t>> parts) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) io_fail("create", tmp);
-  for (auto [data, len] : parts) {
+// A file written through a temporary one: commit() syncs it to disk and renames it into
+// place (a crash before leaves no file under the final name).
+class FileWriter {
+ public:
+  explicit FileWriter(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) io_fail("create", tmp_);
+  }
+  ~FileWriter() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileWriter(const FileWriter&) = delete;
+  FileWriter& operator=(const FileWriter&) = delete;
+  void write(const char* data, std::size_t len) {
     while (len > 0) {
-      const ssize_t n = ::write(fd, data, len);
+      const ssize_t n = ::write(fd_, data, len);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) io_fail("write", tmp);
+      if (n <= 0) io_fail("write", tmp_);
       data += n;
       len -= static_cast<std::size_t>(n);
     }
   }
-  if (::fsync(fd) != 0) io_fail("sync", tmp);
-  ::close(fd);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) io_fail("rename to", path);
+  void commit() {
+    if (::fsync(fd_) != 0) io_fail("sync", tmp_);
+    ::close(fd_);
+    fd_ = -1;
+    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) io_fail("rename to", path_);
+  }
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
+// Writes `parts` to `path` through a temporary file and a rename, synced to disk.
+void write_file(const std::string& path, std::initializer_list<std::pair<const char*, std::size_t>> parts) {
+  FileWriter out(path);
+  for (auto [data, len] : parts) out.write(data, len);
+  out.commit();
 }
 
 void sync_dir(const std::string& dir) {
@@ -306,17 +331,32 @@ void write_here(const std::string& dir, std::uint64_t gen) {
       (c.ref.kind == Kind::Group ? branches : elements).push_back(r);
     }
   }
-  auto buf = std::make_unique_for_overwrite<char[]>(branch_bytes + element_bytes + 1);
-  char* at = buf.get();
-  for (const RecordPlan& r : branches) at += (pack_record(r, at), r.span());
-  for (const RecordPlan& r : elements) at += (pack_record(r, at), r.span());
+  // Streamed: each record is packed into the scratch buffer, hashed and written, so the
+  // state is copied once and no buffer the size of the PE's whole state is touched.
   PeFile f;
   f.name = "pe" + std::to_string(CmiMyPe()) + ".g" + std::to_string(gen) + ".ckpt";
   f.branches_len = branch_bytes;
-  f.branches_hash = hash(buf.get(), branch_bytes);
   f.elements_len = element_bytes;
-  f.elements_hash = hash(buf.get() + branch_bytes, element_bytes);
-  write_file(dir + "/" + f.name, {{buf.get(), branch_bytes + element_bytes}});
+  std::size_t largest = 0;
+  for (const auto* list : {&branches, &elements})
+    for (const RecordPlan& r : *list) largest = std::max(largest, r.span());
+  std::vector<char>& scratch = state().scratch;
+  if (scratch.size() < largest) scratch.resize(largest);
+  FileWriter out(dir + "/" + f.name);
+  XXH3_state_t* h = XXH3_createState();
+  auto section = [&](const std::vector<RecordPlan>& list) {
+    XXH3_64bits_reset(h);
+    for (const RecordPlan& r : list) {
+      pack_record(r, scratch.data());
+      XXH3_64bits_update(h, scratch.data(), r.span());
+      out.write(scratch.data(), r.span());
+    }
+    return XXH3_64bits_digest(h);
+  };
+  f.branches_hash = section(branches);
+  f.elements_hash = section(elements);
+  XXH3_freeState(h);
+  out.commit();
   std::uint64_t serial = k.next_serial;
   send_step(0, Step::Written, [&](PUP::er& p) {
     int pe = CmiMyPe();
