@@ -7,7 +7,9 @@
 #include "pt2pt/status.h"
 #include "rank.h"
 
+#include <cstdint>
 #include <memory>
+#include <type_traits>
 
 namespace ampi {
 namespace {
@@ -76,6 +78,26 @@ int grequest_free(P2p& p, MPI_Request* h) {
   }
   if (int rc = release(p, r)) return error(MPI_COMM_WORLD, rc, "MPI_Request_free", "the request's free_fn failed");
   return MPI_SUCCESS;
+}
+
+void grequest_pup(PUP::er& p, Request& q) {
+  if (p.isUnpacking()) q.buf = new Greq{};
+  Greq& g = *static_cast<Greq*>(q.buf);
+  auto bits = [&p](auto& ptr) {
+    auto v = reinterpret_cast<std::uintptr_t>(ptr);
+    p | v;
+    ptr = reinterpret_cast<std::remove_reference_t<decltype(ptr)>>(v);
+  };
+  bits(g.query);
+  bits(g.free);
+  bits(g.cancel);
+  bits(g.extra);
+  p | g.user_freed;
+}
+
+void grequest_drop(Request& q) {
+  delete static_cast<Greq*>(q.buf);
+  q.buf = nullptr;
 }
 
 int grequest_cancel(P2p& p, MPI_Request h) {

@@ -18,5 +18,10 @@ int grequest_status(P2p& p, MPI_Request h, MPI_Status* st);
 int grequest_free(P2p& p, MPI_Request* h);
 // MPI_Cancel: cancel_fn(extra_state, complete).
 int grequest_cancel(P2p& p, MPI_Request h);
+// Rank migration (pt2pt/migrate.cpp): packs or unpacks the record of generalized request q
+// (the program's functions and extra_state as address bits: the program sits at the same
+// addresses after the move); drop deletes it without calling anything (its P2p goes away).
+void grequest_pup(PUP::er& p, Request& q);
+void grequest_drop(Request& q);
 
 }  // namespace ampi

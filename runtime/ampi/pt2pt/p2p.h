@@ -13,18 +13,24 @@ namespace ampi {
 
 // What travels in front of every message's data (a Converse message's payload; see
 // "routing" in transfer.cpp).
-enum MsgFlag : std::uint32_t {
+enum MsgFlag : std::uint16_t {
   kSync = 1u << 0,     // Ssend: the receiver acknowledges the match (ext.sender_req)
   kSyncAck = 1u << 1,  // the acknowledgement: completes request ext.sender_req here
   kDevice = 1u << 2,   // the data comes as a device transfer (ext.device_tag), not inline
+  kSendDone = 1u << 3, // with kSyncAck: a direct send's data has left (ext.sender_req: 0 or its request)
+  kPulled = 1u << 4,   // with kSyncAck: a direct message's data was pulled for a move (migrate.cpp)
 };
+// `seq` and `sender` keep MPI's order when ranks move (route.cpp): each message of the
+// pair (sender, dest) of world ranks has the next number of that pair; the receiver
+// matches them in that order, whatever path they took (a forwarded message is slower).
 struct WireHeader {
   std::uint32_t context;
   std::int32_t src;  // the sender's rank in the communicator
   std::int32_t tag;
-  std::uint32_t flags;
-  std::int32_t dest;  // the receiving rank (world): it picks the rank on the destination PE
-  std::uint32_t reserved;
+  std::uint16_t flags;
+  std::uint16_t seq;     // the pair's number (not for kSyncAck messages)
+  std::int32_t dest;     // the receiving rank (world): it picks the rank on the destination PE
+  std::int32_t sender;   // the sending rank (world)
 };
 // Present when flags has kSync, kSyncAck or kDevice.
 struct WireExt {
@@ -74,6 +80,7 @@ struct Request {
   void* device_stage = nullptr;  // a host copy of device data being received (staging)
   int ack_world = -1;            // a matched Ssend to acknowledge when the data is in
   MPI_Request ack_req = 0;
+  bool on_device = false;        // a send from device memory (a move refuses it while pending)
 };
 
 // Matching (queues.cpp). Every queue is a FIFO list found by its key in one hash table
@@ -100,6 +107,7 @@ class QueueTable {
   QueueEnds* find(const QueueKey& k);  // nullptr: no such list (it is empty)
   QueueEnds& get(const QueueKey& k);   // the list, created empty if need be
   void erase(const QueueKey& k);       // drops an emptied list
+  void pup(PUP::er& p);                // packs or unpacks the lists (migrate.cpp)
  private:
   struct Slot {
     QueueKey key{};
@@ -120,10 +128,16 @@ struct Unexpected {
 
 class P2p {
  public:
+  P2p() = default;
+  ~P2p();  // frees the messages it holds (unexpected, matched, early) and generalized requests' records
+  P2p(const P2p&) = delete;
+  P2p& operator=(const P2p&) = delete;
+
   Request& req(MPI_Request h) {
     const auto i = static_cast<std::size_t>(h - 1);
     return chunks_[i / kChunk][i % kChunk];
   }
+  std::size_t request_count() const { return n_reqs_; }  // handles 1..count exist (free or not)
   bool valid(MPI_Request h) const {
     if (h <= 0 || static_cast<std::size_t>(h) > n_reqs_) return false;
     const auto i = static_cast<std::size_t>(h - 1);
@@ -175,6 +189,29 @@ class P2p {
   // The message and its communicator; nullptr when `m` names none.
   void* take_matched(MPI_Message m, MPI_Comm* comm);
 
+  // ---- order and migration (route.cpp, migrate.cpp) ----
+  // Message numbers by world rank: the next one this rank sends to it, and the next one it
+  // expects from it (sized to the world by route_add; they travel with the rank).
+  std::vector<std::uint16_t> send_seq, recv_seq;
+  // Messages that came ahead of an earlier one of their sender (after a move), in arrival order.
+  std::vector<void*> early;
+  // What a move waits for (p2p_prepare_to_move): the rank's running nonblocking-collective
+  // tasks, its direct sends whose data has not left, and direct receives not yet landed.
+  int tasks = 0, direct_out = 0, direct_in = 0;
+  bool moving = false;                 // in AMPI_Migrate: direct messages are pulled as they come
+  CthThread move_waiter = nullptr;     // the rank's thread in p2p_prepare_to_move
+  void note_progress();                // a counter above went down: wakes move_waiter
+  // Every unexpected message (pull_unexpected_direct) and Mprobe'd one, for the move.
+  template <class Fn>
+  void for_each_held(Fn&& fn) {
+    for (Unexpected& u : unexpected_)
+      if (u.msg) fn(u.msg);
+    for (Matched& m : matched_)
+      if (m.msg) fn(m.msg);
+    for (void*& m : early) fn(m);
+  }
+  friend void pup_p2p_state(PUP::er& p, P2p& q);
+
  private:
   // Requests in chunks: stable addresses, and one small, hot table of chunks (a deque would
   // put each ~200-byte request in a block of its own). Handle = index + 1.
@@ -203,9 +240,22 @@ class P2p {
 // Receives every MPI message of rank r.
 void on_message(Rank* r, void* msg);
 
-// Routing (transfer.cpp): point-to-point messages go straight to the destination rank's PE as
+// Routing (route.cpp): point-to-point messages go straight to the destination rank's PE as
 // Converse messages with their own handler, past the core's entry path. A rank registers
-// itself on its PE when it is built (messages that came before are delivered then).
+// itself on its PE when it is built or arrives (messages held for it are delivered then;
+// the PE's table then names this PE for it).
 void route_add(Rank* r);
+// Rank migration: world rank `world_rank` is now on `new_pe` (or on its way there). Call it
+// on every PE (a broadcast of the rank-migration code); on the PE it left, call it before
+// the Rank is destroyed (it stops delivering there). A message that reaches a PE where its
+// rank is not goes on to where that PE's table says (CmiForwardAndFree: nothing is
+// dropped); one for a rank that the table puts on this PE waits there for it. Order holds
+// by the pair numbers (WireHeader::seq), whatever path each message took.
+void p2p_rank_moved(int world_rank, int new_pe);
+// The PE this PE's table names for `world_rank` (-1 before any rank was built here).
+int p2p_route_of(int world_rank);
+// Runs in the rank's thread when AMPI_Migrate returns, moved or not: waits until the data of
+// direct messages pulled since p2p_prepare_to_move is in, and ends the pulling.
+void p2p_move_done(P2p& q);
 
 }  // namespace ampi

@@ -83,6 +83,7 @@ int PMPI_Start(MPI_Request* request) {
       return MPI_SUCCESS;
     }
     const bool on_device = q.count > 0 && is_device(q.sbuf);
+    q.on_device = on_device;
     TypeFacts f;
     type_facts(q.type, f);
     const bool device = !q.buffered && goes_direct(q.count, f, on_device);

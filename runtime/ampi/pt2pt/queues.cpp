@@ -3,6 +3,7 @@
 // "Matching" in p2p.h), the ready list of completed requests, and messages taken by
 // MPI_Mprobe.
 #include "pt2pt/wire.h"
+#include "errhan/grequest.h"
 
 namespace ampi {
 using namespace pt2pt;
@@ -109,10 +110,21 @@ MPI_Request P2p::alloc(ReqKind k) {
   q.stamp = 0;
   q.slot = -1;
   q.device_stage = nullptr;
+  q.on_device = false;
   q.ack_world = -1;
   q.comm = MPI_COMM_NULL;
   q.status = MPI_Status{};
   return h;
+}
+
+P2p::~P2p() {
+  route_forget(this);
+  for_each_held([](void*& m) { CmiFree(m); });
+  for (std::size_t i = 0; i < n_reqs_; ++i) {
+    Request& q = req(static_cast<MPI_Request>(i + 1));
+    if (q.kind == ReqKind::Generalized) grequest_drop(q);
+    std::free(q.device_stage);
+  }
 }
 
 // A request of the last scanned array leaves it: one active request fewer there.
@@ -206,6 +218,8 @@ void wake(CthThread w) {
   else if (w != self) CthAwaken(w);
 }
 }  // namespace
+
+void P2p::note_progress() { wake(std::exchange(move_waiter, nullptr)); }
 
 void P2p::complete(MPI_Request h) {
   Request& q = req(h);

@@ -2,9 +2,9 @@
 // nonblocking-collective tasks; device buffers.
 //
 // A message is one Converse message to the receiving rank's PE: WireHeader (+ WireExt)
-// + the packed data. The runtime delivers the messages of a pair of ranks in order, so the
-// receiver matches them in arrival order against its posted receives, or queues them as
-// unexpected (queues.cpp: O(1) per message); no sequence numbers on the wire.
+// + the packed data. Routing and the order of a pair of ranks' messages are route.cpp's;
+// the receiver matches them in that order against its posted receives, or queues them as
+// unexpected (queues.cpp: O(1) per message).
 //
 // Device buffers (CUDA memory, found by the memory-type cache): the data goes device-direct
 // as a Converse device transfer (CmiSendDevice) started at once, next to the host message,
@@ -28,34 +28,7 @@ using namespace pt2pt;
 
 namespace {
 
-// ---- routing -----------------------------------------------------------------------------------
-// Point-to-point traffic is AMPI's hot path: its messages skip the core's entry-method
-// layer (envelope, collection and element lookup, quiescence counts) and go as Converse
-// messages with one handler, the destination rank in the header. Each PE knows which PE
-// holds every rank (the rank array's map, asked once) and which ranks it holds itself.
-// Converse keeps the messages of a pair of PEs in order, as the core's path did. Migration
-// (a later issue) would update `pe` and forward what reaches the old PE.
-struct Routes {
-  std::vector<int> pe;                  // by world rank: the PE that holds it
-  std::vector<Rank*> local;             // by world rank: the rank, if it lives on this PE
-  std::vector<std::pair<int, void*>> early;  // messages for ranks not built here yet, in order
-};
-Routes g_routes;  // this PE's (non-SMP: one PE per process)
-
-void on_wire(void* msg);
-using WireHandler = ck::ConverseHandler<&on_wire>;
-
-inline void* wire_alloc(std::size_t len) {
-  void* m = CmiAlloc(CmiMsgHeaderSizeBytes + len);
-  CmiSetHandler(m, WireHandler::handler());
-  return m;
-}
-inline void wire_send(int dest_world, void* msg) {
-  CmiSyncSendAndFree(g_routes.pe[static_cast<std::size_t>(dest_world)], CmiMsgSize(msg), msg);
-}
-
-
-constexpr std::uint32_t kInternalFlags = kSyncAck;
+constexpr std::uint32_t kInternalFlags = kSyncAck;  // with kSendDone or kPulled, or a receive's completion
 
 }  // namespace
 
@@ -75,20 +48,28 @@ void copy_any(void* dst, const void* src, std::size_t n) {
   std::memcpy(dst, src, n);
 }
 
-// The message that completes a device transfer's request on this rank (runs here later).
-void* completion_msg(Rank* r, MPI_Request req) {
+// The message that completes a device transfer on this rank (runs here later): a
+// receive's (`flags` kSyncAck) or a send's (kSyncAck | kSendDone; req 0: an Ssend's, which
+// its acknowledgement completes).
+void* completion_msg(Rank* r, MPI_Request req, std::uint16_t flags = kSyncAck) {
   void* m = wire_alloc(sizeof(WireHeader) + sizeof(WireExt));
-  wire(m) = WireHeader{0, 0, 0, kSyncAck, r->world_rank(), 0};
+  wire(m) = WireHeader{0, 0, 0, flags, 0, r->world_rank(), 0};
   ext(m) = WireExt{0, 0, r->world_rank(), req};
   return m;
+}
+
+// Starts a device transfer's receive into `dst` for request h (counted until it lands).
+void recv_direct(Rank* r, MPI_Request h, void* dst, std::size_t bytes, std::uint64_t tag) {
+  ++r->p2p().direct_in;
+  CmiRecvDevice(dst, bytes, tag, completion_msg(r, h));
 }
 
 // Acknowledges a matched Ssend: the sender's request completes.
 void send_ack(Rank* r, Request& q) {
   void* ack = wire_alloc(sizeof(WireHeader) + sizeof(WireExt));
-  wire(ack) = WireHeader{0, 0, 0, kSyncAck, q.ack_world, 0};
+  wire(ack) = WireHeader{0, 0, 0, kSyncAck, 0, q.ack_world, 0};
   ext(ack) = WireExt{0, 0, r->world_rank(), q.ack_req};
-  wire_send(q.ack_world, ack);
+  wire_send_unordered(q.ack_world, ack);
   q.ack_world = -1;
 }
 
@@ -119,14 +100,14 @@ void deliver(Rank* r, MPI_Request h, void* msg) {
     CmiFree(msg);
     if (bytes > room) {  // the transfer must still be taken, whole: into a scratch buffer
       q.device_stage = std::malloc(bytes);
-      CmiRecvDevice(q.device_stage, bytes, tag, completion_msg(r, h));
+      recv_direct(r, h, q.device_stage, bytes, tag);
       return;
     }
     if (q.facts.contiguous) {
-      CmiRecvDevice(static_cast<char*>(q.buf) + q.facts.lb, bytes, tag, completion_msg(r, h));
+      recv_direct(r, h, static_cast<char*>(q.buf) + q.facts.lb, bytes, tag);
     } else {  // a derived layout: land it in host memory, unpack when it is in
       q.device_stage = std::malloc(bytes ? bytes : 1);
-      CmiRecvDevice(q.device_stage, bytes, tag, completion_msg(r, h));
+      recv_direct(r, h, q.device_stage, bytes, tag);
     }
     return;
   }
@@ -152,6 +133,8 @@ void device_arrived(Rank* r, MPI_Request h) {
   }
   if (q.ack_world >= 0) send_ack(r, q);
   p.complete(h);
+  --p.direct_in;  // after the completion: a move waiting for it packs the request complete
+  p.note_progress();
 }
 
 // The probes' status: a single-completion status, so MPI_ERROR is left alone (§3.2.5).
@@ -203,23 +186,25 @@ void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeF
   if (on_device && !f.contiguous)
     CkAbort("AMPI: a send from a device buffer with a non-contiguous datatype (%s) is not supported",
             type_name(t).c_str());
-  std::uint32_t flags = (sync_req ? kSync : 0u) | (device ? kDevice : 0u);
+  const auto flags = static_cast<std::uint16_t>((sync_req ? unsigned{kSync} : 0u) | (device ? unsigned{kDevice} : 0u));
   const std::size_t inline_bytes = device ? 0 : bytes;
   void* msg = wire_alloc(data_offset(flags) + inline_bytes);
-  wire(msg) = WireHeader{c.ctx(ctx), c.rank, tag, flags, dest_world, 0};
+  wire(msg) = WireHeader{c.ctx(ctx), c.rank, tag, flags, 0, dest_world, 0};
   if (has_ext(flags)) ext(msg) = WireExt{bytes, 0, r->world_rank(), sync_req};
   if (device) {
     CmiDeviceBuffer db;
     db.ptr = base;
     db.size = bytes;
-    CmiSendDevice(g_routes.pe[static_cast<std::size_t>(dest_world)], db, device_req ? completion_msg(r, device_req) : nullptr);
+    // Counted until the data has left (a move waits for it: the buffer moves with the rank).
+    ++r->p2p().direct_out;
+    CmiSendDevice(route_pe(dest_world), db, completion_msg(r, device_req, kSyncAck | kSendDone));
     ext(msg).device_tag = db.tag;
   } else if (bytes) {
     if (on_device) copy_any(data_of(msg), base, bytes);  // +ampi-staging: through host memory
     else if (f.contiguous) std::memcpy(data_of(msg), base, bytes);
     else type_pack(buf, count, t, data_of(msg));
   }
-  wire_send(dest_world, msg);
+  wire_send(r, dest_world, msg);
 }
 
 // The calling thread waits until request h completes.
@@ -241,8 +226,15 @@ void on_message(Rank* r, void* msg) {
   P2p& p = r->p2p();
   const WireHeader& h = wire(msg);
   if (h.flags & kInternalFlags) {  // an Ssend acknowledgement or a device completion
+    const std::uint16_t flags = h.flags;
     MPI_Request req = ext(msg).sender_req;
     CmiFree(msg);
+    if (flags & (kSendDone | kPulled)) [[unlikely]] {  // a direct send's data left; a pull for a move landed
+      if (req) p.complete(req);
+      --(flags & kSendDone ? p.direct_out : p.direct_in);
+      p.note_progress();
+      return;
+    }
     Request& q = p.req(req);
     if (q.kind == ReqKind::Recv) device_arrived(r, req);
     else p.complete(req);
@@ -252,40 +244,11 @@ void on_message(Rank* r, void* msg) {
     deliver(r, req, msg);
     return;
   }
+  if (p.moving && (h.flags & kDevice)) [[unlikely]] msg = pull_for_move(r, msg);  // data the move takes along
   p.push_unexpected(msg);
   if (CthThread w = p.probe_waiter) {
     p.probe_waiter = nullptr;
     if (w != CthSelf()) CthAwaken(w);
-  }
-}
-
-namespace {
-void on_wire(void* msg) {
-  const auto dest = static_cast<std::size_t>(wire(msg).dest);
-  Rank* r = dest < g_routes.local.size() ? g_routes.local[dest] : nullptr;
-  if (!r) [[unlikely]] {  // its PE's creation message has not come yet (another PE was faster)
-    g_routes.early.emplace_back(static_cast<int>(dest), msg);
-    return;
-  }
-  on_message(r, msg);
-}
-}  // namespace
-
-void route_add(Rank* r) {
-  Routes& t = g_routes;
-  const auto n = static_cast<std::size_t>(r->world_size());
-  if (t.pe.size() != n) {
-    t.pe.resize(n);
-    for (std::size_t i = 0; i < n; ++i) t.pe[i] = ck::ElementProxy<Rank>(r->array_ref(), ck::index(static_cast<int>(i))).home_pe();
-    t.local.assign(n, nullptr);
-  }
-  t.local[static_cast<std::size_t>(r->world_rank())] = r;
-  // What came for it before it existed, in arrival order.
-  std::vector<std::pair<int, void*>> early;
-  early.swap(t.early);
-  for (auto& [dest, msg] : early) {
-    if (dest == r->world_rank()) on_message(r, msg);
-    else t.early.emplace_back(dest, msg);
   }
 }
 
@@ -305,6 +268,7 @@ int isend_with(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFa
   const bool device = goes_direct(count, f, on_device);
   MPI_Request h = p.alloc(ReqKind::Send);
   empty_status(&p.req(h).status);
+  p.req(h).on_device = on_device;
   start_send(r, buf, count, t, f, dest, tag, c, ctx, 0, device ? h : 0, on_device, device);
   if (!device) p.mark_complete(h);  // the data is in the message: the buffer is free
   *req = h;
@@ -394,6 +358,7 @@ int issend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& 
   // Completes on the receiver's acknowledgement, which comes after the data left (device
   // data: the receiver posts its receive when it matches; the ack follows from there).
   const bool on_device = count > 0 && is_device(buf);
+  p.req(h).on_device = on_device;
   TypeFacts f;
   type_facts(t, f);
   start_send(r, buf, count, t, f, dest, tag, c, ctx, h, 0, on_device, goes_direct(count, f, on_device));
@@ -445,6 +410,8 @@ void task_main(void* a) {
   P2p& p = t.rank->p2p();
   p.req(t.req).status.MPI_ERROR = rc;
   p.complete(t.req);
+  --p.tasks;  // after the completion: a move waiting for the tasks packs the request complete
+  p.note_progress();
   g_running.rank = nullptr;  // the thread ends here
 }
 }  // namespace
@@ -454,6 +421,7 @@ MPI_Request start_task(int (*body)(void*), void* arg) {
   P2p& p = r->p2p();
   MPI_Request h = p.alloc(ReqKind::Task);
   empty_status(&p.req(h).status);
+  ++p.tasks;
   // The rank's stack size (mapped lazily): a task may go as deep as the rank, e.g. into
   // UCX's endpoint creation on a first message to a PE, deeper still in a sanitizer build.
   CthThread t = CthCreate(task_main, new Task{r, h, body, arg}, rank_stack_size());

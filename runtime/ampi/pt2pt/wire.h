@@ -4,6 +4,11 @@
 
 #include "pt2pt/p2p.h"
 
+namespace ampi {
+// A P2p goes away (~P2p): no route leads to it any more.
+void route_forget(const P2p* q);
+}  // namespace ampi
+
 namespace ampi::pt2pt {
 
 inline char* payload(void* msg) { return CmiMsgPayload(msg); }
@@ -21,6 +26,31 @@ inline std::size_t data_bytes(void* msg) {
   const WireHeader& h = wire(msg);
   return (h.flags & kDevice) ? ext(msg).bytes : payload_length(msg) - data_offset(h.flags);
 }
+
+// ---- sending (route.cpp) ----
+// Receives every AMPI point-to-point message on its PE (a Converse handler).
+void on_wire(void* msg);
+using WireHandler = ck::ConverseHandler<&on_wire>;
+// A message with `len` payload bytes for on_wire.
+inline void* wire_alloc(std::size_t len) {
+  void* m = CmiAlloc(CmiMsgHeaderSizeBytes + len);
+  CmiSetHandler(m, WireHandler::handler());
+  return m;
+}
+// Sends a message of rank r to world rank `dest` (header filled but for its pair number
+// and sender, which this sets): MPI order holds whatever path it takes.
+void wire_send(Rank* r, int dest_world, void* msg);
+// An acknowledgement or completion (kSyncAck): no number, no order.
+void wire_send_unordered(int dest_world, void* msg);
+// The PE this PE's table names for a rank (sends go there).
+int route_pe(int dest_world);
+// A direct (kDevice) message whose data was sent to this PE: a message carrying the data
+// inline instead (the data lands in it later; `done` runs here then: nullptr means the new
+// message itself is `done`, routed again when its data is in). Takes `msg`.
+void* pull_direct(void* msg, void* done);
+// pull_direct for a rank that is moving (P2p::moving): counted in P2p::direct_in until its
+// data is in. Takes `msg`, returns the message to keep in its place.
+void* pull_for_move(Rank* r, void* msg);
 
 inline bool matches(const WireHeader& h, std::uint32_t context, int src, int tag) {
   return h.context == context && (src == MPI_ANY_SOURCE || src == h.src) && (tag == MPI_ANY_TAG || tag == h.tag);

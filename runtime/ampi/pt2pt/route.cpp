@@ -1,0 +1,210 @@
+// Routing of AMPI's point-to-point messages, and MPI's order when ranks move.
+//
+// Point-to-point traffic is AMPI's hot path: its messages skip the core's entry-method
+// layer (envelope, collection and element lookup) and go as Converse messages with one
+// handler (on_wire), the destination rank in the header. Each PE has a table of where every
+// rank is (the rank array's map at first; p2p_rank_moved after a move) and which ranks it
+// holds itself.
+//
+// After a move, a message may reach a PE its rank has left: that PE sends it on to where its
+// table says (CmiForwardAndFree), or keeps it while its table says the rank is coming here;
+// nothing is dropped. A message whose data went to that PE as a direct transfer (kDevice)
+// takes its data along: the PE pulls it into an inline message first (pull_direct).
+//
+// Order: MPI's non-overtaking rule is per (sender, receiver, communicator); the links keep
+// the messages of a pair of PEs in order, but a forwarded message is slower than one sent
+// straight to the new PE. So every message carries the next 16-bit number of its pair of
+// world ranks (sender -> dest; the sender's counters and the receiver's expected numbers are
+// the ranks' own and move with them: P2p::send_seq, recv_seq). The receiver matches a
+// message when its number is the one expected and keeps one that came early (P2p::early)
+// until those before it arrived. Cost on the path: an increment when sending, a compare
+// and an increment when receiving. Acknowledgements and completions (kSyncAck) need no
+// order and carry no number.
+#include "pt2pt/pt2pt.h"
+#include "pt2pt/wire.h"
+#include "rank.h"
+
+#include <utility>
+#include <vector>
+
+namespace ampi {
+namespace {
+
+struct Local {
+  Rank* rank = nullptr;
+  const P2p* q = nullptr;  // its P2p: ~P2p takes the entry out (route_forget)
+};
+struct Routes {
+  std::vector<int> pe;       // by world rank: the PE that holds it, as far as this PE knows
+  std::vector<Local> local;  // by world rank: the rank, if it is on this PE
+  // Messages for ranks not here yet that the table puts here (not built yet, or arriving),
+  // in arrival order.
+  std::vector<void*> held;
+  std::vector<std::pair<int, int>> early_moves;  // p2p_rank_moved before the table existed
+};
+Routes g_routes;  // this PE's (non-SMP: one PE per process)
+
+// Routes every held message again (the table changed or a rank arrived), in their order.
+void release_held() {
+  std::vector<void*> held;
+  held.swap(g_routes.held);
+  for (void* m : held) pt2pt::on_wire(m);
+}
+
+// A message for a rank that is not on this PE.
+void absent(void* msg) {
+  Routes& t = g_routes;
+  const auto dest = static_cast<std::size_t>(pt2pt::wire(msg).dest);
+  if (t.pe.empty() || t.pe[dest] == CmiMyPe()) {  // not built yet, or on its way here
+    t.held.push_back(msg);
+    return;
+  }
+  if (pt2pt::wire(msg).flags & kDevice) {  // its data came to this PE: it follows inline
+    pt2pt::pull_direct(msg, nullptr);      // on_wire runs again when the data is in
+    return;
+  }
+  CmiForwardAndFree(t.pe[dest], msg);
+}
+
+// A message that overtook an earlier one of its sender (it came straight while the earlier
+// one was forwarded): kept until the earlier ones are matched.
+void keep_early(Rank* r, void* msg) {
+  P2p& p = r->p2p();
+  if (p.moving && (pt2pt::wire(msg).flags & kDevice)) msg = pt2pt::pull_for_move(r, msg);
+  p.early.push_back(msg);
+}
+
+// The kept messages that are next now, one at a time (each may release another).
+void drain_early(Rank* r) {
+  P2p& p = r->p2p();
+  for (bool again = true; again;) {
+    again = false;
+    for (std::size_t i = 0; i < p.early.size(); ++i) {
+      void* m = p.early[i];
+      const WireHeader& h = pt2pt::wire(m);
+      std::uint16_t& next = p.recv_seq[static_cast<std::size_t>(h.sender)];
+      if (h.seq != next) continue;
+      ++next;
+      p.early.erase(p.early.begin() + static_cast<std::ptrdiff_t>(i));
+      on_message(r, m);
+      again = true;
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+namespace pt2pt {
+
+void on_wire(void* msg) {
+  const WireHeader& h = wire(msg);
+  const auto dest = static_cast<std::size_t>(h.dest);
+  Rank* r = dest < g_routes.local.size() ? g_routes.local[dest].rank : nullptr;
+  if (!r) [[unlikely]] {
+    absent(msg);
+    return;
+  }
+  if (h.flags & kSyncAck) {  // acknowledgements and completions: no order
+    on_message(r, msg);
+    return;
+  }
+  P2p& p = r->p2p();
+  std::uint16_t& next = p.recv_seq[static_cast<std::size_t>(h.sender)];
+  if (h.seq != next) [[unlikely]] {
+    if (static_cast<std::int16_t>(h.seq - next) > 0) {
+      keep_early(r, msg);
+      return;
+    }
+    CkAbort("AMPI: message %u from rank %d to rank %d came after number %u (a number used twice: a bug)",
+            static_cast<unsigned>(h.seq), h.sender, h.dest, static_cast<unsigned>(next));
+  }
+  ++next;
+  on_message(r, msg);
+  if (!p.early.empty()) [[unlikely]] drain_early(r);
+}
+
+void wire_send(Rank* r, int dest_world, void* msg) {
+  const auto d = static_cast<std::size_t>(dest_world);
+  WireHeader& h = wire(msg);
+  h.sender = r->world_rank();
+  h.seq = r->p2p().send_seq[d]++;
+  CmiSyncSendAndFree(g_routes.pe[d], CmiMsgSize(msg), msg);
+}
+
+void wire_send_unordered(int dest_world, void* msg) {
+  CmiSyncSendAndFree(g_routes.pe[static_cast<std::size_t>(dest_world)], CmiMsgSize(msg), msg);
+}
+
+int route_pe(int dest_world) { return g_routes.pe[static_cast<std::size_t>(dest_world)]; }
+
+void* pull_direct(void* msg, void* done) {
+  const WireHeader h = wire(msg);
+  const WireExt x = ext(msg);
+  const auto flags = static_cast<std::uint16_t>(h.flags & ~kDevice);
+  void* m = wire_alloc(data_offset(flags) + x.bytes);
+  wire(m) = h;
+  wire(m).flags = flags;
+  if (has_ext(flags)) ext(m) = x;  // an Ssend's: acknowledged when matched, as any inline one
+  CmiFree(msg);
+  CmiRecvDevice(data_of(m), x.bytes, x.device_tag, done ? done : m);
+  return m;
+}
+
+void* pull_for_move(Rank* r, void* msg) {
+  ++r->p2p().direct_in;
+  void* done = wire_alloc(sizeof(WireHeader) + sizeof(WireExt));
+  wire(done) = WireHeader{0, 0, 0, static_cast<std::uint16_t>(kSyncAck | kPulled), 0, r->world_rank(), 0};
+  ext(done) = WireExt{0, 0, r->world_rank(), 0};
+  return pull_direct(msg, done);
+}
+
+}  // namespace pt2pt
+
+void route_add(Rank* r) {
+  Routes& t = g_routes;
+  const auto n = static_cast<std::size_t>(r->world_size());
+  if (t.pe.size() != n) {
+    t.pe.resize(n);
+    for (std::size_t i = 0; i < n; ++i)
+      t.pe[i] = ck::ElementProxy<Rank>(r->array_ref(), ck::index(static_cast<int>(i))).home_pe();
+    t.local.assign(n, Local{});
+    for (auto [w, pe] : std::exchange(t.early_moves, {})) t.pe[static_cast<std::size_t>(w)] = pe;
+  }
+  const auto w = static_cast<std::size_t>(r->world_rank());
+  P2p& p = r->p2p();
+  t.local[w] = Local{r, &p};
+  t.pe[w] = CmiMyPe();
+  if (p.send_seq.size() != n) {  // a new rank (one that moved brings its numbers)
+    p.send_seq.assign(n, 0);
+    p.recv_seq.assign(n, 0);
+  }
+  release_held();  // what came for it before it was here, in arrival order
+}
+
+void route_forget(const P2p* q) {
+  for (Local& l : g_routes.local)
+    if (l.q == q) l = Local{};
+}
+
+void p2p_rank_moved(int world_rank, int new_pe) {
+  Routes& t = g_routes;
+  if (t.pe.empty()) {  // no rank was built here yet: applied when the table is
+    t.early_moves.emplace_back(world_rank, new_pe);
+    return;
+  }
+  const auto w = static_cast<std::size_t>(world_rank);
+  if (w >= t.pe.size() || new_pe < 0 || new_pe >= CmiNumPes())
+    CkAbort("AMPI: p2p_rank_moved(%d, %d): no such rank or PE (%zu ranks, %d PEs)", world_rank, new_pe,
+            t.pe.size(), CmiNumPes());
+  t.pe[w] = new_pe;
+  if (new_pe != CmiMyPe()) t.local[w] = Local{};  // it left: what comes for it goes on
+  if (!t.held.empty()) release_held();
+}
+
+int p2p_route_of(int world_rank) {
+  const auto w = static_cast<std::size_t>(world_rank);
+  return w < g_routes.pe.size() ? g_routes.pe[w] : -1;
+}
+
+}  // namespace ampi
