@@ -6,14 +6,18 @@
 // the kernel then runs over each of its runs of consecutive elements. User ops get the
 // typed buffers and the type, as MPI says.
 #include "internal.h"
+#include "handles.h"
 #include "refs.h"
+
+#include <ucharm/pup.h>
 
 #include <array>
 #include <complex>
 #include <cstring>
 #include <deque>
-#include <mutex>
 #include <type_traits>
+#include <typeinfo>
+#include <vector>
 
 namespace ampi {
 
@@ -278,56 +282,105 @@ struct UserOp {
   int refs = 0;        // the program's handle (until freed) + pending operations using it
 };
 
-// One table for the process: ranks in one process create ops concurrently (they never pass
-// handles to each other). Freed handles wait a while before reuse, so that a stale handle
-// is usually caught as invalid.
+}  // namespace
+
+// A rank's user ops (handles.h: the handle names the rank, its CommTable owns the table).
+// Only the rank's own PE touches it: no lock. Freed handles wait a while before reuse, so
+// that a stale handle is usually caught as invalid.
 class OpTable {
  public:
+  explicit OpTable(int world_rank) : world_rank_(world_rank) {}
+  int world_rank() const { return world_rank_; }
+
+  // The new handle; MPI_OP_NULL when the rank has as many ops as it may.
   MPI_Op add(MPI_User_function* fn, bool commute) {
-    std::lock_guard<std::mutex> g(mutex_);
+    const std::size_t cap = HandleSpace::process().capacity();
     std::size_t i;
-    if (free_.size() > kReuseAfter) {
+    if (free_.size() > kReuseAfter || (ops_.size() >= cap && !free_.empty())) {
       i = free_.front();
       free_.pop_front();
-    } else {
+    } else if (ops_.size() < cap) {
       i = ops_.size();
       ops_.emplace_back();
+    } else {
+      return MPI_OP_NULL;
     }
     ops_[i] = UserOp{fn, commute, false, 1};
-    return static_cast<MPI_Op>(i + kPredefinedOps);
+    return static_cast<MPI_Op>(HandleSpace::process().encode(kPredefinedOps, world_rank_, i));
   }
-  // A copy of the op, fn nullptr when `op` names none (a freed op still held by a pending
-  // operation is found, with `freed` set).
-  UserOp find(MPI_Op op) {
-    if (op < kPredefinedOps) return {};
-    auto i = static_cast<std::size_t>(op - kPredefinedOps);
-    std::lock_guard<std::mutex> g(mutex_);
-    return i < ops_.size() ? ops_[i] : UserOp{};
-  }
+  UserOp* at(std::size_t i) { return i < ops_.size() && ops_[i].fn ? &ops_[i] : nullptr; }
   // `delta` references (+1: a pending operation takes one; -1: it, or the program's
   // MPI_Op_free, lets go). The slot is free again when none is left.
-  void add_ref(MPI_Op op, int delta, bool free_handle = false) {
-    if (op < kPredefinedOps) return;
-    auto i = static_cast<std::size_t>(op - kPredefinedOps);
-    std::lock_guard<std::mutex> g(mutex_);
-    if (i >= ops_.size() || ops_[i].fn == nullptr) return;
-    if (free_handle) ops_[i].freed = true;
-    if ((ops_[i].refs += delta) > 0) return;
-    ops_[i] = UserOp{};
+  void add_ref(std::size_t i, int delta, bool free_handle) {
+    UserOp* u = at(i);
+    if (!u) return;
+    if (free_handle) u->freed = true;
+    if ((u->refs += delta) > 0) return;
+    *u = UserOp{};
     free_.push_back(i);
+  }
+
+  // Function pointers as their bits: the program's code is at the same address after a move.
+  void pup(PUP::er& p) {
+    std::uint64_t n = ops_.size();
+    p | n;
+    if (p.isUnpacking()) {
+      p.check_length(n, sizeof(std::uintptr_t) + 2 + sizeof(int), typeid(UserOp));
+      ops_.assign(static_cast<std::size_t>(n), UserOp{});
+    }
+    for (UserOp& u : ops_) {
+      auto bits = reinterpret_cast<std::uintptr_t>(u.fn);
+      p | bits;
+      u.fn = reinterpret_cast<MPI_User_function*>(bits);
+      p | u.commute;
+      p | u.freed;
+      p | u.refs;
+    }
+    p | free_;
   }
 
  private:
   static constexpr std::size_t kReuseAfter = 64;
-  std::mutex mutex_;
-  std::deque<UserOp> ops_;
-  std::deque<std::size_t> free_;
+  int world_rank_;
+  std::vector<UserOp> ops_;
+  std::deque<std::size_t> free_;  // freed indices, least recently freed first
 };
 
-// Never destroyed: ranks may still reduce while the process exits.
-OpTable& user_ops() {
-  static OpTable* t = new OpTable;
+OpTablePtr op_table_new(int world_rank) {
+  OpTablePtr t(new OpTable(world_rank));
+  HandleSpace::process().at(world_rank).ops = t.get();
+  return t;
+}
+void OpTableDeleter::operator()(OpTable* t) const {
+  HandleSpace::Entry& e = HandleSpace::process().at(t->world_rank());
+  if (e.ops == t) e.ops = nullptr;
+  delete t;
+}
+void pup_ops(PUP::er& p, OpTable& t) { t.pup(p); }
+
+namespace {
+// The calling rank's table.
+OpTable& my_ops() {
+  OpTable* t = HandleSpace::process().at(world_rank()).ops;
+  if (!t) outside_rank();
   return *t;
+}
+
+// A user op by handle, whoever's (a rank of this process); nullptr when none.
+UserOp* user_op(MPI_Op op, OpTable** owner = nullptr, std::size_t* index = nullptr) {
+  if (op < kPredefinedOps) return nullptr;
+  std::size_t i;
+  HandleSpace::Entry* e = HandleSpace::process().decode(op, kPredefinedOps, &i);
+  if (!e || !e->ops) return nullptr;
+  if (owner) *owner = e->ops;
+  if (index) *index = i;
+  return e->ops->at(i);
+}
+
+void op_ref(MPI_Op op, int delta, bool free_handle = false) {
+  OpTable* t = nullptr;
+  std::size_t i = 0;
+  if (user_op(op, &t, &i)) t->add_ref(i, delta, free_handle);
 }
 
 bool predefined(MPI_Op op) { return op > MPI_OP_NULL && op < kPredefinedOps; }
@@ -349,17 +402,18 @@ std::string op_name(MPI_Op op) {
 
 bool op_valid(MPI_Op op) {
   if (predefined(op)) return true;
-  const UserOp u = user_ops().find(op);
-  return u.fn != nullptr && !u.freed;
+  const UserOp* u = user_op(op);
+  return u && !u->freed;
 }
 
-void op_retain(MPI_Op op) { user_ops().add_ref(op, +1); }
-void op_release(MPI_Op op) { user_ops().add_ref(op, -1); }
+void op_retain(MPI_Op op) { op_ref(op, +1); }
+void op_release(MPI_Op op) { op_ref(op, -1); }
 
 bool op_commutative(MPI_Op op) {
   if (op == MPI_REPLACE) return false;  // the order of the contributions decides the result
   if (predefined(op)) return true;
-  return user_ops().find(op).commute;
+  const UserOp* u = user_op(op);
+  return u ? u->commute : true;
 }
 
 bool op_defined_on(MPI_Op op, MPI_Datatype t) {
@@ -370,9 +424,11 @@ bool op_defined_on(MPI_Op op, MPI_Datatype t) {
 
 int op_apply(MPI_Op op, const void* in, void* inout, int count, MPI_Datatype t) {
   if (!predefined(op)) {
-    UserOp u = user_ops().find(op);
-    if (u.fn == nullptr) return MPI_ERR_OP;
-    if (count > 0) u.fn(const_cast<void*>(in), inout, &count, &t);
+    const UserOp* u = user_op(op);
+    if (u == nullptr) return MPI_ERR_OP;
+    // A copy: the function may create or free ops (the table may grow meanwhile).
+    MPI_User_function* f = u->fn;
+    if (count > 0) f(const_cast<void*>(in), inout, &count, &t);
     return MPI_SUCCESS;
   }
   if (op == MPI_NO_OP || count <= 0 || type_size(t) == 0) return MPI_SUCCESS;
@@ -420,7 +476,11 @@ int PMPI_Op_create(MPI_User_function* user_fn, int commute, MPI_Op* op) {
   const char* fn = "MPI_Op_create";
   if (!user_fn) return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "user_fn is a null pointer");
   if (!op) return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "op is a null pointer");
-  *op = user_ops().add(user_fn, commute != 0);
+  const MPI_Op made = my_ops().add(user_fn, commute != 0);
+  if (made == MPI_OP_NULL)
+    return error(MPI_COMM_WORLD, MPI_ERR_INTERN, fn, "too many operations exist at once (%zu per rank)",
+                 HandleSpace::process().capacity());
+  *op = made;
   return MPI_SUCCESS;
 }
 
@@ -430,7 +490,7 @@ int PMPI_Op_free(MPI_Op* op) {
   if (predefined(*op))
     return error(MPI_COMM_WORLD, MPI_ERR_OP, fn, "%s is predefined and cannot be freed", kOpNames[*op]);
   if (!op_valid(*op)) return error(MPI_COMM_WORLD, MPI_ERR_OP, fn, "op %d is not a valid operation", *op);
-  user_ops().add_ref(*op, -1, true);  // pending reductions that use it keep it alive
+  op_ref(*op, -1, true);  // pending reductions that use it keep it alive
   *op = MPI_OP_NULL;
   return MPI_SUCCESS;
 }

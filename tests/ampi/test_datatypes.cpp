@@ -18,7 +18,11 @@
 #include <thread>
 #include <vector>
 
+#include "datatype/type.h"
+#include "handles.h"
 #include "internal.h"
+
+#include <ucharm/pup.h>
 
 namespace ampi {
 // From datatypes.cpp, not (yet) in internal.h.
@@ -54,7 +58,28 @@ int type_attrs_delete(MPI_Datatype) { return MPI_SUCCESS; }
   std::fprintf(stderr, "%s is not implemented (test double)\n", fn);
   std::abort();
 }
+// The calling "rank" (rank.cpp is not built here): each test thread says which it is.
+thread_local int test_rank = 0;
+int world_rank() { return test_rank; }
+[[noreturn]] void outside_rank() {
+  std::fprintf(stderr, "no datatype table for rank %d (test double)\n", test_rank);
+  std::abort();
+}
 }  // namespace ampi
+
+namespace {
+// A rank's datatype and op tables (a CommTable holds them in the runtime), in a world of 8.
+struct RankTables {
+  explicit RankTables(int r) {
+    ampi::HandleSpace::process().init(8);
+    types = ampi::type_table_new(r);
+    ops = ampi::op_table_new(r);
+  }
+  ampi::TypeTablePtr types;
+  ampi::OpTablePtr ops;
+};
+RankTables rank0(0);  // the tests run as world rank 0
+}  // namespace
 
 namespace {
 
@@ -725,13 +750,17 @@ TEST(Datatypes, NamesAndAddresses) {
   EXPECT_EQ(32, big);
 }
 
-TEST(Datatypes, HandlesAreUniqueAcrossThreads) {
-  // Ranks of one process are threads that create and free types at once.
+TEST(Datatypes, HandlesAreUniqueAcrossRanks) {
+  // Each rank has its own table (threads stand for ranks 1-4 here): handles never collide,
+  // and any code finds a type by its handle alone, whoever runs.
   const int threads = 4, per_thread = 2000;
   std::vector<std::vector<MPI_Datatype>> made(threads);
+  std::vector<std::unique_ptr<RankTables>> tables;
+  for (int k = 0; k < threads; ++k) tables.push_back(std::make_unique<RankTables>(k + 1));
   std::vector<std::thread> ts;
   for (int k = 0; k < threads; ++k) {
     ts.emplace_back([k, &made] {
+      ampi::test_rank = k + 1;
       for (int i = 0; i < per_thread; ++i) {
         MPI_Datatype t = MPI_DATATYPE_NULL;
         if (PMPI_Type_contiguous(k + 1, MPI_INT, &t) != MPI_SUCCESS) return;
@@ -755,6 +784,7 @@ TEST(Datatypes, HandlesAreUniqueAcrossThreads) {
   }
   for (MPI_Datatype t : live) PMPI_Type_free(&t);
 }
+
 
 // ---- reduction operations -------------------------------------------------------------------
 
@@ -1001,6 +1031,84 @@ TEST(Ops, UserOpGetsTypedBuffersCountAndType) {
   MPI_Op sum = MPI_SUM;
   EXPECT_MPI_ERROR(MPI_ERR_OP, "MPI_Op_free", PMPI_Op_free(&sum));
   EXPECT_MPI_ERROR(MPI_ERR_ARG, "MPI_Op_create", PMPI_Op_create(nullptr, 1, &op));
+}
+
+TEST(Datatypes, RankTablesPackAndUnpack) {
+  // Rank 7's types and ops through pup_types / pup_ops into fresh tables, as a move does.
+  ampi::test_rank = 7;
+  RankTables r7(7);
+  MPI_Datatype vec, res, gone, dup;
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_vector(3, 2, 4, MPI_INT, &vec));
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_create_resized(vec, -4, 64, &res));
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_commit(&res));
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_contiguous(5, MPI_DOUBLE, &gone));
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_commit(&gone));
+  const MPI_Datatype held = gone;
+  ampi::type_retain(held);  // a pending operation's
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_free(&gone));
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_dup(res, &dup));
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_set_name(dup, "dup of res"));
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_set_name(MPI_INT, "rank 7's int"));
+  MPI_Op op;
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Op_create(&digits, 0, &op));
+
+  auto pack_all = [&](std::vector<char>& buf) {
+    PUP::er s = PUP::er::sizer();
+    ampi::pup_types(s, *r7.types);
+    ampi::pup_ops(s, *r7.ops);
+    buf.resize(s.size());
+    PUP::er p = PUP::er::packer(buf.data(), buf.size());
+    ampi::pup_types(p, *r7.types);
+    ampi::pup_ops(p, *r7.ops);
+  };
+  std::vector<char> before, after;
+  pack_all(before);
+  RankTables fresh(7);  // takes over rank 7's handles, empty
+  EXPECT_FALSE(ampi::type_valid(res));
+  PUP::er u = PUP::er::unpacker(before.data(), before.size());
+  ampi::pup_types(u, *fresh.types);
+  ampi::pup_ops(u, *fresh.ops);
+  EXPECT_EQ(before.size(), u.size());
+  r7.types = std::move(fresh.types);
+  r7.ops = std::move(fresh.ops);
+  pack_all(after);
+  EXPECT_EQ(before, after);  // nothing lost, nothing added
+
+  EXPECT_TRUE(ampi::type_committed(res));
+  EXPECT_FALSE(ampi::type_committed(vec));
+  EXPECT_EQ(24u, ampi::type_size(res));
+  EXPECT_EQ(64, ampi::type_extent(res));
+  EXPECT_EQ(-4, ampi::type_lb(res));
+  int ni, na, nd, comb;
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_get_envelope(dup, &ni, &na, &nd, &comb));
+  EXPECT_EQ(MPI_COMBINER_DUP, comb);
+  int ints[1];
+  MPI_Aint addrs[1];
+  MPI_Datatype types[1];
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_get_contents(dup, 0, 0, 1, ints, addrs, types));
+  EXPECT_EQ(ampi::type_extent(res), ampi::type_extent(types[0]));  // a new handle of res's type
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_free(&types[0]));
+  char name[MPI_MAX_OBJECT_NAME];
+  int len;
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_get_name(dup, name, &len));
+  EXPECT_STREQ("dup of res", name);
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Type_get_name(MPI_INT, name, &len));
+  EXPECT_STREQ("rank 7's int", name);
+  EXPECT_FALSE(ampi::type_valid(held));  // freed, still held: answered, then gone
+  EXPECT_TRUE(ampi::type_freed(held));
+  EXPECT_EQ(40u, ampi::type_size(held));
+  ampi::type_release(held);
+  EXPECT_EQ(0u, ampi::type_size(held));
+  int a[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  EXPECT_EQ((std::vector<int>{0, 1, 4, 5, 8, 9}), pack<int>(a, 1, res));
+  std::vector<int> x = {1, 2}, y = {3, 4};
+  user_call = {};
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Reduce_local(x.data(), y.data(), 2, MPI_INT, op));
+  EXPECT_EQ(1, user_call.calls);
+  EXPECT_FALSE(ampi::op_commutative(op));
+  ASSERT_EQ(MPI_SUCCESS, PMPI_Op_free(&op));
+  for (MPI_Datatype* t : {&vec, &res, &dup}) ASSERT_EQ(MPI_SUCCESS, PMPI_Type_free(t));
+  ampi::test_rank = 0;
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
-// A rank's communicators, groups, attribute keyvals, error handlers and info objects (the
-// CommTable of internal.h) and what the sources of comm/ share. Private to comm/.
+// A rank's communicators, groups, attribute keyvals, error handlers and info objects, its
+// derived datatypes and user ops (the CommTable of internal.h; pup.cpp packs it for a move)
+// and what the sources of comm/ share. Private to comm/.
 #pragma once
 
+#include "handles.h"
 #include "internal.h"
 
 #include <algorithm>
@@ -82,9 +84,11 @@ struct CommTable {
   std::vector<CommSlot> comms;  // indexed by handle; comm null: free or never used
   std::vector<std::unique_ptr<Group>> groups;
   std::vector<Keyval> keyvals;
-  // This rank's datatype attributes (datatypes are shared by the ranks of a process), by
-  // handle; MPI_Type_free deletes a type's entry.
+  // This rank's datatype attributes, by handle; MPI_Type_free deletes a type's entry.
   std::map<MPI_Datatype, cm::Attrs> type_attrs;
+  // This rank's derived datatypes and user ops (handles.h: found by handle from anywhere).
+  TypeTablePtr types;
+  OpTablePtr ops;
   std::vector<Errh> errhs;
   std::vector<std::unique_ptr<Info>> infos;
   std::uint32_t next_context = 4;  // 0: MPI_COMM_WORLD, 2: MPI_COMM_SELF

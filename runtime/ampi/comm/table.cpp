@@ -24,6 +24,9 @@ void CommTableDeleter::operator()(CommTable* t) const { delete t; }
 
 CommTablePtr comm_table_new(int world_rank, int world_size) {
   CommTablePtr t(new CommTable);
+  HandleSpace::process().init(world_size);
+  t->types = type_table_new(world_rank);
+  t->ops = op_table_new(world_rank);
   t->comms.resize(kFirstUserComm);
   auto world = std::make_unique<Comm>();
   world->handle = MPI_COMM_WORLD;

@@ -223,7 +223,7 @@ int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
   Type* old = live(oldtype);
   bool committed = old->predefined || old->committed;
   if (int rc = new_handle(old->l, Recipe{MPI_COMBINER_DUP, {}, {}, {oldtype}}, newtype, fn)) return rc;
-  table().find(*newtype)->committed = committed;  // MPI: the copy has the same committed state
+  find(*newtype)->committed = committed;  // MPI: the copy has the same committed state
   if (int rc = type_attrs_copy(oldtype, *newtype, fn)) {  // a copy callback failed: no new type
     PMPI_Type_free(newtype);
     *newtype = MPI_DATATYPE_NULL;

@@ -50,7 +50,7 @@ int PMPI_Type_free(MPI_Datatype* datatype) {
   if (t->predefined)
     return error(MPI_COMM_WORLD, MPI_ERR_TYPE, fn, "%s is predefined and cannot be freed", kBasics[*datatype].name);
   const int del = type_attrs_delete(*datatype);  // the callbacks see the type still valid
-  t->freed.store(true, std::memory_order_relaxed);
+  t->freed = true;
   type_release(*datatype);
   *datatype = MPI_DATATYPE_NULL;
   if (del) return error(MPI_COMM_WORLD, del, fn, "an attribute delete callback failed (%d)", del);
@@ -101,13 +101,13 @@ int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addr
   // type (layout, recipe, committed state), so decoding can go on from it.
   for (std::size_t i = 0; i < r.types.size(); ++i) {
     MPI_Datatype used = r.types[i];
-    Type* u = table().find(used);
+    Type* u = find(used);
     if (u->predefined) {
       array_of_datatypes[i] = used;
       continue;
     }
     if (int rc = new_handle(u->l, u->recipe, &array_of_datatypes[i], fn)) return rc;
-    table().find(array_of_datatypes[i])->committed = u->committed;
+    find(array_of_datatypes[i])->committed = u->committed;
   }
   return MPI_SUCCESS;
 }
@@ -157,8 +157,16 @@ int PMPI_Type_set_name(MPI_Datatype datatype, const char* type_name) {
   if (int rc = check_type(MPI_COMM_WORLD, fn, "datatype", datatype)) return rc;
   if (int rc = check_ptr(MPI_COMM_WORLD, fn, "type_name", type_name)) return rc;
   std::string name(type_name, strnlen(type_name, MPI_MAX_OBJECT_NAME - 1));  // MPI truncates
-  std::lock_guard<std::mutex> g(table().names_mutex);
-  live(datatype)->name = std::move(name);
+  Type* t = live(datatype);
+  if (!t->predefined) {
+    t->name = std::move(name);
+    return MPI_SUCCESS;
+  }
+  // A predefined type is the process's: the name is the calling rank's own.
+  auto& names = mine().predefined_names;
+  auto it = std::find_if(names.begin(), names.end(), [&](const auto& e) { return e.first == datatype; });
+  if (it == names.end()) names.emplace_back(datatype, std::move(name));
+  else it->second = std::move(name);
   return MPI_SUCCESS;
 }
 
@@ -168,12 +176,12 @@ int PMPI_Type_get_name(MPI_Datatype datatype, char* type_name, int* resultlen) {
   if (int rc = check_ptr(MPI_COMM_WORLD, fn, "type_name", type_name)) return rc;
   if (int rc = check_ptr(MPI_COMM_WORLD, fn, "resultlen", resultlen)) return rc;
   Type* t = live(datatype);
-  std::string name;
-  {
-    std::lock_guard<std::mutex> g(table().names_mutex);
-    name = t->name;
+  std::string name = t->name;
+  if (t->predefined) {
+    name = kBasics[datatype].name;  // unless the rank named it (a derived type's default is "")
+    for (const auto& [h, set] : mine().predefined_names)
+      if (h == datatype) name = set;
   }
-  if (name.empty() && t->predefined) name = kBasics[datatype].name;  // a derived type's is ""
   std::size_t n = std::min<std::size_t>(name.size(), MPI_MAX_OBJECT_NAME - 1);
   std::memcpy(type_name, name.data(), n);
   type_name[n] = '\0';

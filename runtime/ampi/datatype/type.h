@@ -1,5 +1,5 @@
 // The datatype representation (private to datatype/): predefined types, flattened layouts
-// (runs), the Builder that makes them, and the process-wide handle table.
+// (runs), the Builder that makes them, and the per-rank handle tables.
 //
 // A datatype is kept flattened, as two lists of runs in typemap order:
 //  - items: runs of consecutive elements of one predefined type (pair types such as
@@ -11,25 +11,25 @@
 // there are any (they are sticky: they carry into every type built from this one), else
 // from the data, with a struct's extent padded to its strictest alignment like a C struct.
 //
-// Handles: the predefined types are one constant table; derived types live in one
-// process-wide table (ranks in one process are user-level threads that create types
-// concurrently; they never pass handles to each other). Lookups take no lock: the table is
-// chunks that never move. A derived type is reference counted so that communication that
-// still uses a type the program freed (legal in MPI) keeps it alive: see type_retain.
+// Handles: the predefined types are one constant table; derived types live in a table of
+// the rank that made them (handles.h: the handle names the rank, so a handler finds the
+// type without knowing whose thread runs; the table moves with the rank). A derived type is
+// reference counted so that communication that still uses a type the program freed (legal
+// in MPI) keeps it alive: see type_retain.
 #pragma once
 
 #include "internal.h"
+#include "handles.h"
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace ampi::dt {
@@ -261,7 +261,7 @@ class Builder {
 Layout basic_layout(MPI_Datatype t);
 Layout resized(Layout l, std::ptrdiff_t lb, std::ptrdiff_t extent);
 
-// ---- the handle table ---------------------------------------------------------------------
+// ---- the handle tables --------------------------------------------------------------------
 
 // How a derived type was made, for MPI_Type_get_envelope / MPI_Type_get_contents: the
 // combiner and the constructor's arguments, in the order MPI lists them. The types named
@@ -275,93 +275,64 @@ struct Recipe {
 
 struct Type {
   explicit Type(Layout layout, bool pre = false) : l(std::move(layout)), predefined(pre) {}
-  ~Type() {
-    for (MPI_Datatype t : recipe.types) type_release(t);
-  }
   Type(const Type&) = delete;
   Type& operator=(const Type&) = delete;
   const Layout l;
   Recipe recipe;                    // set once, before the handle is given out
   const bool predefined;
-  bool committed = false;           // only the creating rank writes it
-  std::atomic<bool> freed{false};   // MPI_Type_free was called: the handle is gone
-  std::atomic<int> refs{1};         // the program's handle plus type_retain
-  std::string name;                 // under Table::names_mutex
+  bool committed = false;
+  bool freed = false;               // MPI_Type_free was called: the handle is gone
+  int refs = 1;                     // the program's handle plus type_retain
+  std::string name;                 // MPI_Type_set_name
 };
 
-class Table {
+// The predefined types: one constant table for the process (their names, which a rank may
+// set, are kept per rank in its TypeTable).
+const Type* predefined_type(MPI_Datatype h);
+
+// A rank's derived datatypes (handles.h: the handle says whose; the rank's CommTable owns
+// it). Only the rank's own PE touches it (its thread, its handlers): no lock.
+class TypeTable {
  public:
-  Table() {
-    for (int t = 0; t < kPredefined; ++t) predefined_[t] = std::make_unique<Type>(basic_layout(t), true);
-  }
+  explicit TypeTable(int world_rank) : world_rank_(world_rank) {}
+  TypeTable(const TypeTable&) = delete;
+  TypeTable& operator=(const TypeTable&) = delete;
 
-  Type* find(MPI_Datatype h) const {
-    if (h < kPredefined) return h > 0 ? predefined_[h].get() : nullptr;
-    auto i = static_cast<std::size_t>(h - kPredefined);
-    if (i >= kChunkSize * kChunks) return nullptr;
-    Slot* chunk = chunks_[i / kChunkSize].load(std::memory_order_acquire);
-    return chunk ? chunk[i % kChunkSize].load(std::memory_order_acquire) : nullptr;
-  }
-
-  // The new handle, or -1 when every handle is taken.
-  MPI_Datatype add(std::unique_ptr<Type> t) {
-    std::lock_guard<std::mutex> g(mutex_);
-    std::size_t i;
-    // Freed handles wait a while before reuse, so that a stale handle is usually caught.
-    if (free_.size() > kReuseAfter || (next_ == kChunkSize * kChunks && !free_.empty())) {
-      i = free_.front();
-      free_.pop_front();
-    } else if (next_ < kChunkSize * kChunks) {
-      i = next_++;
-    } else {
-      return -1;
-    }
-    auto& chunk = chunks_[i / kChunkSize];
-    if (chunk.load(std::memory_order_relaxed) == nullptr) chunk.store(new Slot[kChunkSize]{}, std::memory_order_release);
-    chunk.load(std::memory_order_relaxed)[i % kChunkSize].store(t.release(), std::memory_order_release);
-    return static_cast<MPI_Datatype>(i + kPredefined);
-  }
-
-  void remove(MPI_Datatype h) {
-    Type* t;
-    {
-      std::lock_guard<std::mutex> g(mutex_);
-      auto i = static_cast<std::size_t>(h - kPredefined);
-      t = chunks_[i / kChunkSize].load(std::memory_order_relaxed)[i % kChunkSize].exchange(nullptr);
-      free_.push_back(i);
-    }
-    delete t;
-  }
-
-  // Whether `h` was ever given out (a handle not found now was freed).
-  bool issued(MPI_Datatype h) {
-    std::lock_guard<std::mutex> g(mutex_);
-    return h >= kPredefined && static_cast<std::size_t>(h - kPredefined) < next_;
-  }
-
-  std::mutex names_mutex;
+  Type* at(std::size_t i) const { return i < slots_.size() ? slots_[i].get() : nullptr; }
+  // The new handle, or -1 when this rank has as many types as it may.
+  MPI_Datatype add(std::unique_ptr<Type>&& t);  // t is left alone on failure
+  // Drops a reference of index i; the last one frees the slot (and releases the types its
+  // recipe names).
+  void release(std::size_t i);
+  // Whether index i was ever given out (a handle not found now was freed).
+  bool issued(std::size_t i) const { return i < slots_.size(); }
+  int world_rank() const { return world_rank_; }
+  // Names the rank gave predefined types (MPI_Type_set_name on MPI_INT), by handle.
+  std::vector<std::pair<MPI_Datatype, std::string>> predefined_names;
+  void pup(PUP::er& p);
 
  private:
-  using Slot = std::atomic<Type*>;
-  static constexpr std::size_t kChunkSize = 4096;
-  static constexpr std::size_t kChunks = 4096;  // 16M derived types at once
-  static constexpr std::size_t kReuseAfter = 1024;
-  std::unique_ptr<Type> predefined_[kPredefined];
-  std::atomic<Slot*> chunks_[kChunks]{};
-  std::mutex mutex_;
-  std::deque<std::size_t> free_;
-  std::size_t next_ = 0;
+  static constexpr std::size_t kReuseAfter = 1024;  // freed handles wait: stale ones are caught
+  int world_rank_;
+  std::vector<std::unique_ptr<Type>> slots_;  // by index; grows, the Types never move
+  std::deque<std::size_t> free_;              // freed indices, least recently freed first
 };
 
-// Never destroyed: ranks may still use types while the process exits.
-// The process-wide table (table.cpp); never destroyed: ranks may still use types while
-// the process exits.
-Table& table();
+// The calling rank's table (table.cpp).
+TypeTable& mine();
+// Any type by handle, whoever's: predefined, or a derived type of a rank of this process
+// (freed by the program but still held included); nullptr when none.
+inline Type* find(MPI_Datatype h) {
+  if (h < kPredefined) return h > 0 ? const_cast<Type*>(predefined_type(h)) : nullptr;
+  std::size_t i;
+  HandleSpace::Entry* e = HandleSpace::process().decode(h, kPredefined, &i);
+  return e && e->types ? e->types->at(i) : nullptr;
+}
 // A type the program may name: predefined, or derived and not freed.
 Type* live(MPI_Datatype h);
 // Internal users (pack, unpack) may use a type the program freed while they hold it.
 const Layout& layout(MPI_Datatype h);
-// A new handle for a derived type made of `l` (retaining the types `r` names).
+// A new handle of the calling rank for a derived type made of `l` (retaining the types `r` names).
 int new_handle(Layout l, Recipe r, MPI_Datatype* newtype, const char* fn);
 
 // The bytes of the first `elements` basic elements of a sequence of h's (pack.cpp).
