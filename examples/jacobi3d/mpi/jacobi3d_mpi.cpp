@@ -7,6 +7,12 @@
 //   staging   device halos copied to pinned host buffers, sent from host, copied back
 //   gpuaware  device pointers handed to MPI_Isend/MPI_Irecv directly
 // With CPU kernels both modes send host buffers (they then differ in nothing).
+// Load balancing (the chare version's imbalanced mode): --imbalance K --heavy F makes the
+// first F of the ranks (by index) run their update K times per iteration (the update reads
+// only the old array, so the result is the same); --lb-every N calls AMPI_Migrate with
+// ampi_load_balance=sync after every N-th iteration under ucharm's AMPI (UCHARM_AMPI), so
+// the balancer may move heavy ranks to other PEs; other MPIs ignore it. The checksum line
+// (a sum in rank order, independent of where the ranks ran) lets runs be compared.
 // Uses MPI-1 point-to-point and collectives only (no Cart or Comm_split_type).
 //   mpirun -np 8 jacobi3d_mpi --grid 96 --iters 100 --mode gpuaware [--verify]
 //   ucharmrun -n 2 jacobi3d_ampi --grid 96 --iters 100 --verify +vp 8
@@ -17,8 +23,10 @@
 #endif
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -43,6 +51,9 @@ const char* mode_name(Mode m) { return m == Mode::Staging ? "staging" : "gpuawar
 
 struct Options {
   int gx = 64, gy = 64, gz = 64, blocks = 0, iters = 100, warmup = 10;
+  int imbalance = 1;      // heavy ranks run their update this many times per iteration
+  double heavy = 0.25;    // fraction of the ranks (the first by index) that are heavy
+  int lb_every = 0;       // AMPI_Migrate after every N-th iteration (0: never)
   Mode mode = Mode::GpuAware;
   std::string kernels = "auto", csv;
   bool verify = false;
@@ -69,8 +80,8 @@ int node_local_rank(int rank, int size) {
 // This rank's block: two copies of the padded grid, halo buffers, neighbours' ranks.
 class Block {
  public:
-  Block(const Decomposition& d, int rank, bool gpu, int gpu_slot, Mode mode)
-      : d_(d), shape_(d.block()), gpu_(gpu), slot_(gpu_slot), mode_(mode) {
+  Block(const Decomposition& d, int rank, bool gpu, int gpu_slot, Mode mode, int reps)
+      : d_(d), shape_(d.block()), gpu_(gpu), slot_(gpu_slot), mode_(mode), reps_(reps) {
     idx_ = {rank % d.bx, (rank / d.bx) % d.by, rank / (d.bx * d.by)};
     if (gpu_) {
       bind();
@@ -147,11 +158,14 @@ class Block {
     if (gpu_) cuda::synchronize(stream_);  // h goes away on return
   }
 
+  // A heavy rank repeats the update: real work, and the same output (it reads only `in`).
   void update(const Box& b) {
     const double* in = u_[cur_ % 2].data();
     double* out = u_[(cur_ + 1) % 2].data();
-    if (gpu_) cuda::update(shape_, in, out, b, stream_);
-    else cpu::update(shape_, in, out, b);
+    for (int r = 0; r < reps_; ++r) {
+      if (gpu_) cuda::update(shape_, in, out, b, stream_);
+      else cpu::update(shape_, in, out, b);
+    }
   }
 
   // What MPI reads and writes: pinned host copies when staging GPU halos, else the halo
@@ -208,6 +222,7 @@ class Block {
   bool gpu_;
   int slot_;
   Mode mode_;
+  int reps_;  // updates per iteration (--imbalance on heavy ranks, else 1)
   std::array<int, 3> idx_{};
   void* stream_ = nullptr;
   Buffer u_[2];  // u_[it % 2] is read in iteration it, u_[(it + 1) % 2] written
@@ -248,6 +263,91 @@ long verify(Block& block, const Decomposition& d, int iterations, int rank, int 
   return wrong;
 }
 
+// The PE this rank runs on (AMPI), else -1.
+int my_pe() {
+#if defined(UCHARM_AMPI)
+  return AMPI_My_pe();
+#else
+  return -1;
+#endif
+}
+
+// One load-balancing step, collective: under AMPI the balancer may move this rank (its
+// stack and heap, this Block with them) to another PE. Other MPIs have no such call.
+void balance() {
+#if defined(UCHARM_AMPI)
+  MPI_Info hints;
+  MPI_Info_create(&hints);
+  MPI_Info_set(hints, "ampi_load_balance", "sync");
+  AMPI_Migrate(hints);
+  MPI_Info_free(&hints);
+#endif
+}
+
+// Iterations with balancing steps between them: after every lb_every-th iteration counted
+// from the start (warm-up included), except after the last one (`total`).
+struct Stepper {
+  Block& block;
+  int lb_every, total;
+  int done = 0, steps = 0;
+  double lb_time = 0;  // seconds in balance()
+
+  double advance(int n) {  // returns the halo wait time
+    double comm = 0;
+    while (n > 0) {
+      const int chunk = lb_every > 0 ? std::min(n, lb_every - done % lb_every) : n;
+      comm += block.run(chunk);
+      done += chunk;
+      n -= chunk;
+      if (lb_every > 0 && done % lb_every == 0 && done < total) {
+        const double t = MPI_Wtime();
+        balance();
+        block.bind();
+        lb_time += MPI_Wtime() - t;
+        ++steps;
+      }
+    }
+    return comm;
+  }
+};
+
+// Rank 0 prints the sum of all cells, added in rank order: the same bits wherever the
+// ranks ran, so a balanced run can be compared with an unbalanced one.
+void print_checksum(Block& block, int rank, int size) {
+  double own = 0;
+  for (double v : block.own_cells()) own += v;
+  std::vector<double> all(rank == 0 ? static_cast<std::size_t>(size) : 0);
+  MPI_Gather(&own, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  if (rank == 0) {
+    double sum = 0;
+    for (double v : all) sum += v;
+    std::printf("checksum: %.17g\n", sum);
+  }
+}
+
+// Under AMPI, rank 0 prints how many ranks each PE held at the start and holds now.
+void print_placement(int first_pe, int rank, int size) {
+  const int pes[2] = {first_pe, my_pe()};
+  if (pes[1] < 0) return;  // not AMPI (every rank alike)
+  std::vector<int> all(rank == 0 ? 2 * static_cast<std::size_t>(size) : 0);
+  MPI_Gather(pes, 2, MPI_INT, all.data(), 2, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank != 0) return;
+  int npes = 0, moved = 0;
+  for (int v : all) npes = std::max(npes, v + 1);
+  std::vector<int> before(static_cast<std::size_t>(npes)), after(static_cast<std::size_t>(npes));
+  for (int r = 0; r < size; ++r) {
+    ++before[static_cast<std::size_t>(all[2 * r])];
+    ++after[static_cast<std::size_t>(all[2 * r + 1])];
+    moved += all[2 * r] != all[2 * r + 1];
+  }
+  std::string b, a;
+  for (int p = 0; p < npes; ++p) {
+    b += " " + std::to_string(before[static_cast<std::size_t>(p)]);
+    a += " " + std::to_string(after[static_cast<std::size_t>(p)]);
+  }
+  std::printf("ranks per PE: start%s, end%s; %d ranks moved\n", b.c_str(), a.c_str(), moved);
+}
+
 int run_main(int argc, char** argv, std::chrono::steady_clock::time_point started) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -268,6 +368,12 @@ int run_main(int argc, char** argv, std::chrono::steady_clock::time_point starte
   app.add_option("--mode", mode, "halo exchange: staging (through host memory) or gpuaware (device pointers to MPI)")
       ->check(CLI::IsMember({"staging", "gpuaware"}));
   app.add_option("--kernels", o.kernels, "auto (GPU if visible), cuda or cpu")->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  app.add_option("--imbalance", o.imbalance, "heavy ranks run their update K times per iteration")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--heavy", o.heavy, "fraction of the ranks (the first by index) that are heavy")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--lb-every", o.lb_every, "AMPI: AMPI_Migrate (load balancing) after every N-th iteration (0: never)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--verify", o.verify, "compare with a serial run, bit for bit (small grids)");
   app.add_option("--csv", o.csv, "append one result line to this CSV file (rank 0)");
   if (!mpi_common::parse_args(app, argc, argv, "jacobi3d_mpi", rank)) return 0;
@@ -283,6 +389,10 @@ int run_main(int argc, char** argv, std::chrono::steady_clock::time_point starte
   if (o.kernels == "cuda" && !have_gpu) fail(rank, "--kernels cuda, but no GPU is visible (or a build without CUDA)");
   const bool gpu = o.kernels == "cuda" || (o.kernels == "auto" && have_gpu);
   const int slot = node_local_rank(rank, size);
+  // Device memory cannot move with a rank (AMPI refuses to migrate it).
+  if (o.lb_every > 0 && gpu) fail(rank, "--lb-every needs --kernels cpu: a rank's device memory cannot migrate");
+  const int heavy = o.imbalance > 1 ? static_cast<int>(std::ceil(o.heavy * size)) : 0;
+  const int first_pe = my_pe();
 
   const Shape s = d->block();
   if (rank == 0) {
@@ -294,27 +404,40 @@ int run_main(int argc, char** argv, std::chrono::steady_clock::time_point starte
       std::printf("note: this OpenMPI reports no CUDA support: device buffers work only through a CUDA-enabled "
                   "UCX (--mca pml ucx); else use --mode staging\n");
 #endif
+    if (heavy > 0)
+      std::printf("imbalance: ranks 0-%d of %d run their update %d times per iteration\n", heavy - 1, size,
+                  o.imbalance);
+    if (o.lb_every > 0) {
+      if (std::string(mpi_name()) == "ampi")
+        std::printf("load balancing: AMPI_Migrate after every %d iterations\n", o.lb_every);
+      else
+        std::printf("load balancing: --lb-every ignored (%s cannot migrate ranks)\n", mpi_name());
+    }
     std::fflush(stdout);
   }
 
-  Block block(*d, rank, gpu, slot, o.mode);
+  Block block(*d, rank, gpu, slot, o.mode, rank < heavy ? o.imbalance : 1);
+  Stepper steps{block, o.lb_every, o.warmup + o.iters};
   MPI_Barrier(MPI_COMM_WORLD);
   block.bind();
   const double startup = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (rank == 0) std::printf("start-up: %.3f s\n", startup);
 
   if (o.warmup > 0) {
-    block.run(o.warmup);
+    steps.advance(o.warmup);
     MPI_Barrier(MPI_COMM_WORLD);
     block.bind();
   }
   const double t0 = MPI_Wtime();
-  const double comm = block.run(o.iters);
+  const double lb_before = steps.lb_time;
+  const double comm = steps.advance(o.iters);
+  const double lb = steps.lb_time - lb_before;
   MPI_Barrier(MPI_COMM_WORLD);
   const double total = MPI_Wtime() - t0;
   block.bind();
-  double comm_sum = 0, total_max = 0;
+  double comm_sum = 0, total_max = 0, lb_max = 0;
   MPI_Reduce(&comm, &comm_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&lb, &lb_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   MPI_Reduce(&total, &total_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   block.bind();
 
@@ -324,6 +447,9 @@ int run_main(int argc, char** argv, std::chrono::steady_clock::time_point starte
     std::printf("iterations: %d (after %d warm-up)\n", o.iters, o.warmup);
     std::printf("time per iteration: %.4f ms\n", per_iter);
     std::printf("communication time per iteration: %.4f ms (halo wait, mean over blocks)\n", comm_per_iter);
+    if (steps.steps > 0)
+      std::printf("load balancing: %d steps, %.3f ms in the timed iterations (included above)\n", steps.steps,
+                  lb_max * 1e3);
     std::fflush(stdout);
     if (!o.csv.empty()) {
       // The chare version's columns: mode, kernels, PEs, gx, gy, gz, blocks, iterations,
@@ -337,6 +463,11 @@ int run_main(int argc, char** argv, std::chrono::steady_clock::time_point starte
       }
     }
   }
+
+  print_checksum(block, rank, size);
+  print_placement(first_pe, rank, size);
+  block.bind();
+  if (rank == 0) std::fflush(stdout);
 
   int status = 0;
   if (o.verify) {
