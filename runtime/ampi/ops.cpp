@@ -7,6 +7,7 @@
 // typed buffers and the type, as MPI says.
 #include "internal.h"
 #include "handles.h"
+#include "heap.h"
 #include "refs.h"
 
 #include <ucharm/pup.h>
@@ -428,7 +429,10 @@ int op_apply(MPI_Op op, const void* in, void* inout, int count, MPI_Datatype t) 
     if (u == nullptr) return MPI_ERR_OP;
     // A copy: the function may create or free ops (the table may grow meanwhile).
     MPI_User_function* f = u->fn;
-    if (count > 0) f(const_cast<void*>(in), inout, &count, &t);
+    if (count > 0) {
+      heap::UserScope user(nullptr);  // the program's code: its allocations are the rank's
+      f(const_cast<void*>(in), inout, &count, &t);
+    }
     return MPI_SUCCESS;
   }
   if (op == MPI_NO_OP || count <= 0 || type_size(t) == 0) return MPI_SUCCESS;

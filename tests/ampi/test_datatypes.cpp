@@ -20,6 +20,7 @@
 
 #include "datatype/type.h"
 #include "handles.h"
+#include "heap.h"
 #include "internal.h"
 
 #include <ucharm/pup.h>
@@ -58,6 +59,11 @@ int type_attrs_delete(MPI_Datatype) { return MPI_SUCCESS; }
   std::fprintf(stderr, "%s is not implemented (test double)\n", fn);
   std::abort();
 }
+// heap.cpp (not built here: it interposes malloc): user ops run in the program's heap.
+namespace heap {
+CmiIsoSlice* g_active = nullptr;
+UserScope::UserScope(CmiIsoSlice* slice) : saved_(g_active) { g_active = slice; }
+}  // namespace heap
 // The calling "rank" (rank.cpp is not built here): each test thread says which it is.
 thread_local int test_rank = 0;
 int world_rank() { return test_rank; }

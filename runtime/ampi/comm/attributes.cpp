@@ -53,7 +53,7 @@ int set(Obj o, int keyval, void* value, const char* fn) {
   if (it != a->end()) {
     void* old = it->second;
     if (kv->del) {
-      if (int e = kv->del(o.h, keyval, old, kv->extra))
+      if (int e = user_call([&] { return kv->del(o.h, keyval, old, kv->extra); }))
         return error(o.ec, e, fn, "the delete callback of keyval %d failed (%d)", keyval, e);
     }
     a = attrs_of(o);  // a replaced value keeps its place in the set order
@@ -95,7 +95,7 @@ int del(Obj o, int keyval, const char* fn) {
   if (it == a->end()) return error(o.ec, MPI_ERR_KEYVAL, fn, "no attribute for keyval %d", keyval);
   const Keyval kv = my_comms().keyvals[static_cast<std::size_t>(keyval)];
   if (kv.del) {
-    if (int e = kv.del(o.h, keyval, it->second, kv.extra))
+    if (int e = user_call([&] { return kv.del(o.h, keyval, it->second, kv.extra); }))
       return error(o.ec, e, fn, "the delete callback of keyval %d failed (%d)", keyval, e);
   }
   a = attrs_of(o);
@@ -115,7 +115,7 @@ int copy_all(Obj from, Obj to, const char* fn) {
     int flag = 1;
     if (kv.copy != MPI_COMM_DUP_FN) {
       flag = 0;
-      if (int e = kv.copy(from.h, k, kv.extra, v, &out, &flag))
+      if (int e = user_call([&] { return kv.copy(from.h, k, kv.extra, v, &out, &flag); }))
         return error(from.ec, e, fn, "the copy callback of keyval %d failed (%d)", k, e);
     }
     if (flag) {
@@ -136,7 +136,7 @@ int delete_all(Obj o) {
     a->pop_back();
     const Keyval kv = my_comms().keyvals[static_cast<std::size_t>(k)];  // a callback may move the table
     if (kv.del) {
-      const int e = kv.del(o.h, k, v, kv.extra);
+      const int e = user_call([&] { return kv.del(o.h, k, v, kv.extra); });
       if (e && !rc) rc = e;
     }
     keyval_release(k);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "handles.h"
+#include "heap.h"
 #include "internal.h"
 
 #include <algorithm>
@@ -103,6 +104,14 @@ struct CommTable {
 };
 
 namespace cm {
+
+// Calls the program back (an attribute copy or delete callback): what it allocates is the
+// rank's (heap.h), so it moves with the rank.
+template <class F>
+int user_call(F call) {
+  heap::UserScope user(nullptr);
+  return call();
+}
 
 template <class T>
 std::size_t free_slot(std::vector<T>& v, std::size_t first, bool (*is_free)(const T&)) {

@@ -153,6 +153,7 @@ void pup_comm_state(PUP::er& p, CommTable& t) {
 using namespace ampi;
 
 extern "C" __attribute__((visibility("default"))) int AMPIX_Roundtrip_comm_state(void) {
+  heap::RuntimeScope scope;  // called by the program (not a generated PMPI_X): the runtime's heap
   CommTable& mine = my_comms();
   PUP::er sizer = PUP::er::sizer();
   pup_comm_state(sizer, mine);

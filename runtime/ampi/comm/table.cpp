@@ -289,7 +289,7 @@ int comm_destroy(MPI_Comm handle) {
     s->attrs.erase(it);
     Keyval& kv = my_comms().keyvals[static_cast<std::size_t>(k)];
     if (kv.del) {
-      const int e = kv.del(handle, k, v, kv.extra);
+      const int e = user_call([&] { return kv.del(handle, k, v, kv.extra); });
       if (e && !rc) rc = e;
     }
     keyval_release(k);

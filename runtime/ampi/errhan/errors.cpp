@@ -1,6 +1,7 @@
 // Errors: the error handlers' decision (fatal, return, user function), error classes and
 // their strings, and the failing body of every function not implemented.
 #include "internal.h"
+#include "heap.h"
 
 #include <ucharm/charm.h>
 
@@ -97,7 +98,10 @@ int error(MPI_Comm comm, int code, const char* fn, const char* fmt, ...) {
   if (MPI_Comm_errhandler_function* f = errhandler_function(h)) {
     MPI_Comm handle = c->handle;
     int err = code;
-    f(&handle, &err);
+    {
+      heap::UserScope user(nullptr);  // the program's code: its allocations are the rank's
+      f(&handle, &err);
+    }
     return code;
   }
   CkAbort("%s: %s (%s), on MPI rank %d", fn, what, error_class_name(code), world_rank());
