@@ -393,6 +393,7 @@ int run_main(int argc, char** argv, std::chrono::steady_clock::time_point starte
   if (o.lb_every > 0 && gpu) fail(rank, "--lb-every needs --kernels cpu: a rank's device memory cannot migrate");
   const int heavy = o.imbalance > 1 ? static_cast<int>(std::ceil(o.heavy * size)) : 0;
   const int first_pe = my_pe();
+  const bool ampi = std::string(mpi_name()) == "ampi";
 
   const Shape s = d->block();
   if (rank == 0) {
@@ -408,7 +409,7 @@ int run_main(int argc, char** argv, std::chrono::steady_clock::time_point starte
       std::printf("imbalance: ranks 0-%d of %d run their update %d times per iteration\n", heavy - 1, size,
                   o.imbalance);
     if (o.lb_every > 0) {
-      if (std::string(mpi_name()) == "ampi")
+      if (ampi)
         std::printf("load balancing: AMPI_Migrate after every %d iterations\n", o.lb_every);
       else
         std::printf("load balancing: --lb-every ignored (%s cannot migrate ranks)\n", mpi_name());
@@ -417,7 +418,7 @@ int run_main(int argc, char** argv, std::chrono::steady_clock::time_point starte
   }
 
   Block block(*d, rank, gpu, slot, o.mode, rank < heavy ? o.imbalance : 1);
-  Stepper steps{block, o.lb_every, o.warmup + o.iters};
+  Stepper steps{block, ampi ? o.lb_every : 0, o.warmup + o.iters};
   MPI_Barrier(MPI_COMM_WORLD);
   block.bind();
   const double startup = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
