@@ -1,6 +1,7 @@
 /* A rank's communicator-side MPI state survives being packed and unpacked (AMPI rank
  * migration, issue 18): each rank builds rich state — a dup'd and a split communicator with
- * names, attributes with copy/delete callbacks, a Cartesian topology, an intercommunicator,
+ * names, attributes with copy/delete callbacks, Cartesian, graph and distributed graph
+ * topologies, an intercommunicator,
  * groups, info, an error handler, a user error class, derived datatypes (vector, struct,
  * indexed, resized, dup with an attribute, one freed while a pending receive holds it) and
  * a user op — describes every query's answer, calls AMPIX_Roundtrip_comm_state (ucharm's
@@ -59,7 +60,7 @@ static void plus_one(void* in, void* inout, int* len, MPI_Datatype* t) {
 }
 
 struct state {
-  MPI_Comm dup, split, cart, inter;
+  MPI_Comm dup, split, cart, inter, graph, dgraph;
   MPI_Group grp;
   MPI_Info info;
   MPI_Errhandler eh;
@@ -74,8 +75,8 @@ struct state {
 static void describe(struct state* s, char* out, size_t cap) {
   size_t n = 0;
 #define ADD(...) n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, __VA_ARGS__)
-  MPI_Comm comms[5] = {MPI_COMM_WORLD, s->dup, s->split, s->cart, s->inter};
-  for (int i = 0; i < 5; i++) {
+  MPI_Comm comms[7] = {MPI_COMM_WORLD, s->dup, s->split, s->cart, s->inter, s->graph, s->dgraph};
+  for (int i = 0; i < 7; i++) {
     if (comms[i] == MPI_COMM_NULL) continue;
     int size, rank, inter, len, flag;
     char name[MPI_MAX_OBJECT_NAME];
@@ -110,6 +111,22 @@ static void describe(struct state* s, char* out, size_t cap) {
     MPI_Cart_rank(s->cart, coords, &rank);
     ADD("cart %dx%d per %d%d at %d,%d shift %d %d rank %d\n", dims[0], dims[1], periods[0], periods[1], coords[0],
         coords[1], src, dst, rank);
+  }
+  {
+    int nnodes, nedges, me, nn, nb[4];
+    MPI_Graphdims_get(s->graph, &nnodes, &nedges);
+    MPI_Comm_rank(s->graph, &me);
+    MPI_Graph_neighbors_count(s->graph, me, &nn);
+    MPI_Graph_neighbors(s->graph, me, 4, nb);
+    ADD("graph %d nodes %d edges, %d:", nnodes, nedges, nn);
+    for (int k = 0; k < nn && k < 4; k++) ADD(" %d", nb[k]);
+    int indeg, outdeg, weighted, srcs[2], sw[2], dsts[2], dw[2];
+    MPI_Dist_graph_neighbors_count(s->dgraph, &indeg, &outdeg, &weighted);
+    MPI_Dist_graph_neighbors(s->dgraph, 2, srcs, sw, 2, dsts, dw);
+    ADD("\ndistgraph in %d out %d weighted %d:", indeg, outdeg, weighted);
+    for (int k = 0; k < indeg && k < 2; k++) ADD(" <%d/%d", srcs[k], sw[k]);
+    for (int k = 0; k < outdeg && k < 2; k++) ADD(" >%d/%d", dsts[k], dw[k]);
+    ADD("\n");
   }
   int gsize, grank, r0 = 0, t0;
   MPI_Group world_group;
@@ -198,6 +215,20 @@ int main(int argc, char** argv) {
   CHECK_MPI(&t, MPI_Dims_create(n, 2, dims));
   CHECK_MPI(&t, MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &s.cart));
   CHECK_MPI(&t, MPI_Comm_set_name(s.cart, "grid"));
+  /* a ring as a graph and as a weighted distributed graph */
+  int* index = malloc(sizeof(int) * (size_t)n);
+  int* edges = malloc(sizeof(int) * 2 * (size_t)n);
+  for (int r = 0; r < n; r++) {
+    index[r] = 2 * (r + 1);
+    edges[2 * r] = (r + n - 1) % n;
+    edges[2 * r + 1] = (r + 1) % n;
+  }
+  CHECK_MPI(&t, MPI_Graph_create(MPI_COMM_WORLD, n, index, edges, 0, &s.graph));
+  free(index);
+  free(edges);
+  int dsrc[1] = {(me + n - 1) % n}, dsw[1] = {me + 3}, ddst[1] = {(me + 1) % n}, ddw[1] = {me + 7};
+  CHECK_MPI(&t, MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, dsrc, dsw, 1, ddst, ddw, MPI_INFO_NULL, 0,
+                                               &s.dgraph));
   if (n >= 2) { /* even and odd ranks; a group's leader (its rank 0) is its highest world rank */
     const int remote_leader = (n - 1) % 2 != me % 2 ? n - 1 : n - 2;
     CHECK_MPI(&t, MPI_Intercomm_create(s.split, 0, MPI_COMM_WORLD, remote_leader, 7, &s.inter));
@@ -255,6 +286,7 @@ int main(int argc, char** argv) {
   char* before = malloc(kCap);
   char* after = malloc(kCap);
   describe(&s, before, kCap);
+  if (me == 0 && getenv("COMM_STATE_SHOW")) printf("%s", before); /* to read what is compared */
   int (*roundtrip)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "AMPIX_Roundtrip_comm_state");
   if (roundtrip) {
     CHECK_MPI(&t, roundtrip());
@@ -350,6 +382,9 @@ int main(int argc, char** argv) {
       if (r % 2 != me % 2) want += r;
     CHECK_EQ(&t, sum, want);
   }
+  int nval = me, ngot = -1; /* the distributed graph's neighbour lists still drive a collective */
+  CHECK_MPI(&t, MPI_Neighbor_allgather(&nval, 1, MPI_INT, &ngot, 1, MPI_INT, s.dgraph));
+  CHECK_EQ(&t, ngot, left);
   int ssum = 0, one = 1;
   CHECK_MPI(&t, MPI_Allreduce(&one, &ssum, 1, MPI_INT, MPI_SUM, s.split));
   CHECK_EQ(&t, ssum, me % 2 ? n / 2 : (n + 1) / 2);
@@ -365,6 +400,8 @@ int main(int argc, char** argv) {
   CHECK_MPI(&t, MPI_Op_free(&s.op));
   CHECK_MPI(&t, MPI_Comm_free(&s.split));
   CHECK_MPI(&t, MPI_Comm_free(&s.cart));
+  CHECK_MPI(&t, MPI_Comm_free(&s.graph));
+  CHECK_MPI(&t, MPI_Comm_free(&s.dgraph));
   if (s.inter != MPI_COMM_NULL) CHECK_MPI(&t, MPI_Comm_free(&s.inter));
   CHECK_MPI(&t, MPI_Group_free(&s.grp));
   CHECK_MPI(&t, MPI_Info_free(&s.info));
