@@ -161,8 +161,9 @@ void pup_p2p_state(PUP::er& p, P2p& q) {
 
 void p2p_prepare_to_move(P2p& q) {
   Rank* r = current_rank();
-  // Direct messages already here: their data is pulled now (the rank owns it then, and the
-  // senders' requests complete); those that come later are pulled as they come (moving).
+  // Direct messages already here: their data is pulled now, in place (the rank owns it
+  // then, and the senders' requests complete); those that come from now on are pulled
+  // before they reach the rank (on_wire, while `moving`).
   q.moving = true;
   q.for_each_held([r](void*& m) {
     if (wire(m).flags & kDevice) m = pull_for_move(r, m);
@@ -189,16 +190,7 @@ void p2p_prepare_to_move(P2p& q) {
             r->world_rank(), on_device);
 }
 
-void p2p_move_done(P2p& q) {
-  CthThread self = CthSelf();
-  rank_wait([&] {
-    if (q.direct_in == 0) return true;
-    q.move_waiter = self;
-    return false;
-  });
-  q.move_waiter = nullptr;
-  q.moving = false;
-}
+void p2p_move_done(P2p& q) { q.moving = false; }
 
 }  // namespace ampi
 

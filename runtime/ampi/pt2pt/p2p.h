@@ -198,7 +198,7 @@ class P2p {
   // What a move waits for (p2p_prepare_to_move): the rank's running nonblocking-collective
   // tasks, its direct sends whose data has not left, and direct receives not yet landed.
   int tasks = 0, direct_out = 0, direct_in = 0;
-  bool moving = false;                 // in AMPI_Migrate: direct messages are pulled as they come
+  bool moving = false;                 // in AMPI_Migrate: direct messages are pulled as they come (on_wire)
   CthThread move_waiter = nullptr;     // the rank's thread in p2p_prepare_to_move
   void note_progress();                // a counter above went down: wakes move_waiter
   // Every unexpected message (pull_unexpected_direct) and Mprobe'd one, for the move.
@@ -254,8 +254,8 @@ void route_add(Rank* r);
 void p2p_rank_moved(int world_rank, int new_pe);
 // The PE this PE's table names for `world_rank` (-1 before any rank was built here).
 int p2p_route_of(int world_rank);
-// Runs in the rank's thread when AMPI_Migrate returns, moved or not: waits until the data of
-// direct messages pulled since p2p_prepare_to_move is in, and ends the pulling.
+// Runs in the rank's thread when AMPI_Migrate returns, moved or not: direct messages reach
+// it as they are again (from p2p_prepare_to_move on, their data is pulled on arrival).
 void p2p_move_done(P2p& q);
 
 }  // namespace ampi

@@ -24,6 +24,7 @@
 #include "pt2pt/wire.h"
 #include "rank.h"
 
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -41,6 +42,7 @@ struct Routes {
   // in arrival order.
   std::vector<void*> held;
   std::vector<std::pair<int, int>> early_moves;  // p2p_rank_moved before the table existed
+  long long forwarded = 0, kept_early = 0;       // what the test hooks report
 };
 Routes g_routes;  // this PE's (non-SMP: one PE per process)
 
@@ -60,18 +62,19 @@ void absent(void* msg) {
     return;
   }
   if (pt2pt::wire(msg).flags & kDevice) {  // its data came to this PE: it follows inline
+    ++t.forwarded;
     pt2pt::pull_direct(msg, nullptr);      // on_wire runs again when the data is in
     return;
   }
+  ++t.forwarded;
   CmiForwardAndFree(t.pe[dest], msg);
 }
 
 // A message that overtook an earlier one of its sender (it came straight while the earlier
 // one was forwarded): kept until the earlier ones are matched.
 void keep_early(Rank* r, void* msg) {
-  P2p& p = r->p2p();
-  if (p.moving && (pt2pt::wire(msg).flags & kDevice)) msg = pt2pt::pull_for_move(r, msg);
-  p.early.push_back(msg);
+  ++g_routes.kept_early;
+  r->p2p().early.push_back(msg);
 }
 
 // The kept messages that are next now, one at a time (each may release another).
@@ -105,11 +108,20 @@ void on_wire(void* msg) {
     absent(msg);
     return;
   }
-  if (h.flags & kSyncAck) {  // acknowledgements and completions: no order
-    on_message(r, msg);
-    return;
-  }
   P2p& p = r->p2p();
+  if (h.flags & (kSyncAck | kDevice)) [[unlikely]] {
+    if (h.flags & kSyncAck) {  // acknowledgements and completions: no order
+      on_message(r, msg);
+      return;
+    }
+    // A direct message for a rank that is about to move: its data comes here first (the
+    // sender's buffer is freed, and nothing of the rank waits for it); the message comes
+    // back to on_wire then, inline, and takes its place in its sender's order.
+    if (p.moving) {
+      pull_direct(msg, nullptr);
+      return;
+    }
+  }
   std::uint16_t& next = p.recv_seq[static_cast<std::size_t>(h.sender)];
   if (h.seq != next) [[unlikely]] {
     if (static_cast<std::int16_t>(h.seq - next) > 0) {
@@ -182,6 +194,28 @@ void route_add(Rank* r) {
   release_held();  // what came for it before it was here, in arrival order
 }
 
+namespace {
+// From the PE a rank left, sent before the rank itself (Converse keeps a pair of PEs'
+// messages in order): the new PE keeps what comes for it until it is there, rather than
+// sending it back along a table that still names the old PE.
+struct Coming {
+  std::int32_t rank;
+};
+void coming_handler(void* msg) {
+  Coming c;
+  std::memcpy(&c, CmiMsgPayload(msg), sizeof c);
+  CmiFree(msg);
+  p2p_rank_moved(c.rank, CmiMyPe());
+}
+void send_coming(int rank, int pe) {
+  void* m = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(Coming));
+  const Coming c{rank};
+  std::memcpy(CmiMsgPayload(m), &c, sizeof c);
+  CmiSetHandler(m, ck::ConverseHandler<&coming_handler>::handler());
+  CmiSyncSendAndFree(pe, CmiMsgHeaderSizeBytes + sizeof(Coming), m);
+}
+}  // namespace
+
 void route_forget(const P2p* q) {
   for (Local& l : g_routes.local)
     if (l.q == q) l = Local{};
@@ -197,6 +231,7 @@ void p2p_rank_moved(int world_rank, int new_pe) {
   if (w >= t.pe.size() || new_pe < 0 || new_pe >= CmiNumPes())
     CkAbort("AMPI: p2p_rank_moved(%d, %d): no such rank or PE (%zu ranks, %d PEs)", world_rank, new_pe,
             t.pe.size(), CmiNumPes());
+  if (new_pe != CmiMyPe() && t.local[w].rank) send_coming(world_rank, new_pe);  // it leaves from here
   t.pe[w] = new_pe;
   if (new_pe != CmiMyPe()) t.local[w] = Local{};  // it left: what comes for it goes on
   if (!t.held.empty()) release_held();
@@ -208,3 +243,25 @@ int p2p_route_of(int world_rank) {
 }
 
 }  // namespace ampi
+
+// Test hooks (tests/ampi/progs/p2p_forward.c finds them with dlsym): this PE's table entry
+// for a rank, set to a PE it is not on (messages then go there and are forwarded back) or
+// back; what this PE forwarded and kept early so far. Not MPI: no checks beyond the ranges.
+#pragma GCC visibility push(default)
+extern "C" {
+int AMPIX_Route_get(int world_rank) { return ampi::p2p_route_of(world_rank); }
+int AMPIX_Route_set(int world_rank, int pe) {
+  using namespace ampi;
+  Routes& t = g_routes;
+  const auto w = static_cast<std::size_t>(world_rank);
+  if (w >= t.pe.size() || pe < 0 || pe >= CmiNumPes() || t.local[w].rank) return MPI_ERR_ARG;
+  t.pe[w] = pe;
+  if (!t.held.empty()) release_held();
+  return MPI_SUCCESS;
+}
+void AMPIX_Route_stats(long long* forwarded, long long* kept_early) {
+  *forwarded = ampi::g_routes.forwarded;
+  *kept_early = ampi::g_routes.kept_early;
+}
+}
+#pragma GCC visibility pop

@@ -244,7 +244,6 @@ void on_message(Rank* r, void* msg) {
     deliver(r, req, msg);
     return;
   }
-  if (p.moving && (h.flags & kDevice)) [[unlikely]] msg = pull_for_move(r, msg);  // data the move takes along
   p.push_unexpected(msg);
   if (CthThread w = p.probe_waiter) {
     p.probe_waiter = nullptr;
