@@ -18,6 +18,9 @@
 # warm-up included; the timed iterations include the later balancing steps.
 # OpenMPI runs the same program with the same ranks (np = ranks, more ranks than cores:
 # --oversubscribe, no binding, shared memory) and the same imbalance.
+# Cores: where the machine has more cores than PEs, every job (AMPI's PEs, OpenMPI's ranks)
+# is confined to the first PES cores with taskset, so that OpenMPI's extra ranks share the
+# same cores as AMPI's PEs; with PES >= cores (the 2-core VM) nothing is pinned.
 # Every variant runs REPS times, interleaved; the summary gives medians.
 set -euo pipefail
 out=${1:?usage: benchmarks/lb_jacobi_mpi.sh OUTDIR [build-dir]}
@@ -51,10 +54,14 @@ run() {
   fi
   echo "$pes $vp $name $(awk '/^time per iteration/ { print $4 }' "$log")" >> "$out/results.txt"
 }
+cores() {  # PES: the taskset prefix confining a job to PES cores (none if not more cores)
+  if [ "$(nproc)" -gt "$1" ]; then echo "taskset -c 0-$(($1 - 1))"; fi
+}
 ampi() {  # PES VP ARGS...
   local pes=$1 vp=$2
   shift 2
-  "$R" -n "$pes" --timeout 300 "$A" "${base[@]}" "$@" +vp "$vp"
+  # shellcheck disable=SC2046
+  $(cores "$pes") "$R" -n "$pes" --timeout 300 "$A" "${base[@]}" "$@" +vp "$vp"
 }
 
 : > "$out/results.txt"
@@ -64,12 +71,13 @@ for rep in $(seq 1 "$REPS"); do
     pes=${c%%:*} vp=${c##*:}
     run no_balancing "$pes" "$vp" ampi "$pes" "$vp" "${imb[@]}"
     for lb in $BALANCERS; do
-      run "$lb" "$pes" "$vp" ampi "$pes" "$vp" "${imb[@]}" --lb-every "$LB_EVERY" +balancer "$lb"
+      run "$lb" "$pes" "$vp" ampi "$pes" "$vp" "${imb[@]}" --lb-every "$LB_EVERY" +balancer "$lb" +LBDebug
     done
     run ideal_uniform "$pes" "$vp" ampi "$pes" "$vp" "${uniform[@]}"
     run one_pe "$pes" "$vp" ampi 1 "$vp" "${imb[@]}"
     if [ "$OMPI" = 1 ]; then
-      run openmpi "$pes" "$vp" timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none \
+      # shellcheck disable=SC2046
+      run openmpi "$pes" "$vp" $(cores "$pes") timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none \
         --mca pml ob1 --mca btl self,vader -np "$vp" "$O" "${base[@]}" "${imb[@]}"
     fi
   done
