@@ -400,7 +400,8 @@ bool write_all(int fd, const char* p, std::size_t left) {
 
 }  // namespace
 
-std::shared_ptr<ImageLibraries> ImageLibraries::open(const char* bytes, std::size_t size, std::string& error) {
+std::shared_ptr<ImageLibraries> ImageLibraries::open(const char* bytes, std::size_t size, std::string& error,
+                                                     ProcessHeapHooks hooks) {
   ElfFile elf;
   if (!elf.parse(bytes, size, error)) return nullptr;
   int fd = ::memfd_create("ucharm-ampi-template", MFD_CLOEXEC);
@@ -460,6 +461,7 @@ std::shared_ptr<ImageLibraries> ImageLibraries::open(const char* bytes, std::siz
   }
   std::shared_ptr<ImageLibraries> libs(new ImageLibraries);
   libs->handle_ = handle;
+  libs->hooks_ = hooks;
   link_map* map = nullptr;
   if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0) libs->template_map_ = map;
   return libs;
@@ -470,6 +472,13 @@ ImageLibraries::~ImageLibraries() {
 }
 
 void* ImageLibraries::resolve(const char* name, const char* version) const {
+  struct InProcessHeap {
+    const ProcessHeapHooks& h;
+    void* saved = h.enter != nullptr ? h.enter() : nullptr;
+    ~InProcessHeap() {
+      if (h.leave != nullptr) h.leave(saved);
+    }
+  } in_process_heap{hooks_};
   auto look = [&](void* scope) -> void* {
     void* p = version != nullptr ? ::dlvsym(scope, name, version) : nullptr;
     return p != nullptr ? p : ::dlsym(scope, name);

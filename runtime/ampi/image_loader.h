@@ -19,13 +19,22 @@
 
 namespace ampi {
 
+// Where glibc's dynamic-linker calls allocate (dlsym, dlvsym, dladdr1 keep per-thread
+// state and error strings): a caller whose malloc follows a switchable heap (AMPI: a rank's
+// slice while its copy loads) returns to its process heap for them. Null: no switch.
+struct ProcessHeapHooks {
+  void* (*enter)() = nullptr;         // returns what leave() restores
+  void (*leave)(void* saved) = nullptr;
+};
+
 // The libraries a program needs, loaded once per process and shared by its copies.
 class [[gnu::visibility("default")]] ImageLibraries {
  public:
   // Parses the ELF object in [bytes, bytes+size) and dlopens a copy of it with its
   // initializers and finalizers removed (its constructors never run), RTLD_LOCAL. Null
   // after setting `error`.
-  static std::shared_ptr<ImageLibraries> open(const char* bytes, std::size_t size, std::string& error);
+  static std::shared_ptr<ImageLibraries> open(const char* bytes, std::size_t size, std::string& error,
+                                              ProcessHeapHooks hooks = {});
   ~ImageLibraries();
   ImageLibraries(const ImageLibraries&) = delete;
   ImageLibraries& operator=(const ImageLibraries&) = delete;
@@ -37,6 +46,7 @@ class [[gnu::visibility("default")]] ImageLibraries {
 
  private:
   ImageLibraries() = default;
+  ProcessHeapHooks hooks_;
   void* handle_ = nullptr;          // the template
   const void* template_map_ = nullptr;  // its link_map, to refuse its own definitions
 };
@@ -65,11 +75,30 @@ struct ImageInfo {
   std::size_t fini_functions = 0;       // DT_FINI (0 or 1) + DT_FINI_ARRAY entries
 };
 
+// Where an image goes (LoadedImage::load).
+enum class ImageMemory {
+  // [base, base+room) is a PROT_NONE reservation (or free) of the caller: load() maps the
+  // image there, enters it in this process (enter()) and destruction turns the range back
+  // into a reservation.
+  reservation,
+  // [base, base+room) is a block of a heap (a rank's isomalloc slice) that moves to other
+  // processes as bytes: gaps between segments are readable (a byte copy reads every page),
+  // the caller calls enter() (in its runtime context: the unwinder's registration and the
+  // table of loaded images must not allocate in the block's heap), leave() before the
+  // bytes go and arrived() where they land; destruction makes the range read-write again.
+  heap_block,
+};
+
 // One private copy of a program at a chosen address. Movable, not copyable. Destroying it
-// deregisters the image's .eh_frame and turns [base, base+span) back into a PROT_NONE
-// reservation (the caller owns the range); it does not run the finalizers.
+// leaves this process (leave()) and gives the range back (ImageMemory); it does not run the
+// finalizers.
 class [[gnu::visibility("default")]] LoadedImage {
  public:
+  // The bytes from its base that the ELF shared object in [bytes, bytes+size) needs
+  // (segments and thread_local block, page aligned): the `room` load() needs. 0 after
+  // setting `error`.
+  static std::size_t span_of(const char* bytes, std::size_t size, std::string& error);
+
   // Loads the ELF shared object in [bytes, bytes+size) at `base` (page aligned;
   // [base, base+room) reserved by the caller as PROT_NONE, or free): maps every PT_LOAD
   // segment at base + p_vaddr with MAP_FIXED (file bytes copied, BSS zero), applies the
@@ -80,9 +109,29 @@ class [[gnu::visibility("default")]] LoadedImage {
   // __cxa_thread_atexit_impl are bound to this object's list (run_finalizers), and its
   // thread_local variables (PT_TLS, general and local dynamic model) to one block per image.
   // Nothing runs in the image yet. Empty after setting `error`.
+  // With ImageMemory::heap_block the image is not yet entered in this process (no .eh_frame
+  // registration, not in the table the exit-handler functions search): call enter().
   static std::optional<LoadedImage> load(const char* bytes, std::size_t size, void* base,
                                          std::size_t room, std::string& error,
-                                         std::shared_ptr<ImageLibraries> libraries = nullptr);
+                                         std::shared_ptr<ImageLibraries> libraries = nullptr,
+                                         ImageMemory memory = ImageMemory::reservation);
+
+  // This process knows the image: .eh_frame registered with libgcc's unwinder (its lazily
+  // built search tables built now, in the caller's heap), in the process's table of loaded
+  // images. load() does it for a reservation. Idempotent.
+  void enter();
+  // This process forgets the image (its memory is about to go, e.g. packed with a rank
+  // that moves): .eh_frame deregistered, out of the table, the libraries let go. The
+  // image's memory is neither read nor changed (the State's process-local fields aside).
+  void leave();
+  // The image's memory (this object and its State included) came as bytes from another
+  // process, at the same addresses (packed there before or after its leave()): its
+  // process-local fields are rebuilt, not destroyed (the libraries are this process's
+  // `libraries`, opened from the same program), the segment protections are set again
+  // (the bytes arrive read-write) and the image is entered here. False after setting
+  // `error` (the image is then not entered).
+  bool arrived(std::shared_ptr<ImageLibraries> libraries, std::string& error);
+  bool entered() const;
 
   LoadedImage(LoadedImage&&) noexcept;
   LoadedImage& operator=(LoadedImage&&) noexcept;

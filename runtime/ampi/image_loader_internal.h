@@ -74,14 +74,30 @@ struct ExitHandler {
   void* arg;
 };
 
+// The image's layout from its program headers (span_of, map_and_relocate).
+struct ImageLayout {
+  std::size_t image_end = 0;  // the segments' end, from base, page aligned
+  std::size_t tls_start = 0;  // the thread_local block, from base (0: none)
+  std::size_t span = 0;       // all of it, page aligned
+  const Elf64_Phdr* tls = nullptr;
+};
+bool layout_of(const ElfFile& elf, ImageLayout& out, std::string& error);
+
+// Everything a LoadedImage is. With ImageMemory::heap_block it lives in the block's heap
+// and moves with the image as bytes: its process-local fields (libraries, the unwinder
+// registration, the registry entry) are given up by leave() and rebuilt by arrived().
 struct LoadedImage::State {
   ImageInfo info;
   ImageTables tables;
   std::shared_ptr<ImageLibraries> libraries;
   std::uintptr_t tls_block = 0;       // the image's thread_local block (0: none)
   std::vector<ExitHandler> handlers;  // atexit order
+  ImageMemory memory = ImageMemory::reservation;
+  std::uintptr_t eh_frame = 0;        // .eh_frame (0: none)
+  std::uintptr_t unwind_probe = 0;    // a pc with an FDE (0: unknown), to build the unwinder's tables
   bool initialized = false, finalized = false;
   bool registered = false;            // in the registry (image_loader.cpp)
+  bool frames_registered = false;     // .eh_frame registered with libgcc
 
   ~State();
   void run_handlers();
@@ -93,5 +109,10 @@ void unregister_image(LoadedImage::State* s);
 
 // Maps, relocates and protects the image (image_relocate.cpp); false after setting `error`.
 bool map_and_relocate(const ElfFile& elf, LoadedImage::State& s, std::size_t room, std::string& error);
+// Each page of the image gets its segment's protection, then RELRO read-only (image_relocate.cpp).
+bool protect(const LoadedImage::State& s, std::string& error);
+// .eh_frame with libgcc's unwinder (image_relocate.cpp).
+void register_frames(LoadedImage::State& s);
+void deregister_frames(LoadedImage::State& s);
 
 }  // namespace ampi

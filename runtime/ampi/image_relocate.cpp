@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <unordered_map>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -19,6 +20,14 @@
 // libgcc's unwinder: frames of code it cannot find through dl_iterate_phdr.
 extern "C" void __register_frame(void* begin);
 extern "C" void __deregister_frame(void* begin);
+// The unwinder's lookup: registering only queues the frames; the first lookup that reaches
+// them sorts them into tables it mallocs (whatever heap is current then).
+struct UnwindBases {
+  void* tbase;
+  void* dbase;
+  void* func;
+};
+extern "C" const void* _Unwind_Find_FDE(void* pc, UnwindBases* bases);
 
 namespace ampi {
 namespace {
@@ -61,6 +70,15 @@ bool read_encoded(std::uint8_t enc, std::uintptr_t p, std::uintptr_t hdr, std::u
     case 0x10: out = p + static_cast<std::uintptr_t>(v); return true;    // pcrel
     case 0x30: out = hdr + static_cast<std::uintptr_t>(v); return true;  // datarel
     default: return false;
+  }
+}
+
+// The bytes a DWARF pointer encoding takes (the fixed-size ones ld writes), 0 if unknown.
+std::size_t encoded_size(std::uint8_t enc) {
+  switch (enc & 0x0f) {
+    case 0x00: case 0x04: case 0x0c: return 8;
+    case 0x03: case 0x0b: return 4;
+    default: return 0;
   }
 }
 
@@ -194,40 +212,9 @@ class Relocator {
   std::unordered_map<std::uint32_t, std::uint64_t> cache_;
 };
 
-// Each segment's pages get its protection; a page two segments share gets both.
-bool protect(const ElfFile& elf, LoadedImage::State& s, std::uintptr_t image_end, std::string& error) {
-  std::uintptr_t base = s.info.base;
-  std::vector<int> page_prot((image_end - base) / kPage, PROT_NONE);
-  for (const Elf64_Phdr& p : elf.phdrs) {
-    if (p.p_type != PT_LOAD || p.p_memsz == 0) continue;
-    for (std::uintptr_t a = page_down(base + p.p_vaddr); a < base + p.p_vaddr + p.p_memsz; a += kPage)
-      page_prot[(a - base) / kPage] |= prot_of(p);
-  }
-  for (std::size_t i = 0; i < page_prot.size();) {
-    std::size_t j = i;
-    while (j < page_prot.size() && page_prot[j] == page_prot[i]) ++j;
-    if (::mprotect(reinterpret_cast<void*>(base + i * kPage), (j - i) * kPage, page_prot[i]) != 0) {
-      error = std::string("mprotect: ") + std::strerror(errno);
-      return false;
-    }
-    i = j;
-  }
-  for (const Elf64_Phdr& p : elf.phdrs) {
-    if (p.p_type != PT_GNU_RELRO) continue;
-    std::uintptr_t lo = page_down(base + p.p_vaddr), hi = page_down(base + p.p_vaddr + p.p_memsz);
-    if (hi > lo && ::mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ) != 0) {
-      error = std::string("mprotect (RELRO): ") + std::strerror(errno);
-      return false;
-    }
-    s.info.relro_start = lo;
-    s.info.relro_end = hi;
-  }
-  return true;
-}
-
 // The start of .eh_frame from PT_GNU_EH_FRAME, checked to end with a zero terminator inside
 // the image (what __register_frame walks to); 0 if the image has none.
-bool find_eh_frame(const ElfFile& elf, const LoadedImage::State& s, std::uintptr_t& out, std::string& error) {
+bool find_eh_frame(const ElfFile& elf, LoadedImage::State& s, std::uintptr_t& out, std::string& error) {
   out = 0;
   const ImageTables& t = s.tables;
   for (const Elf64_Phdr& p : elf.phdrs) {
@@ -238,6 +225,13 @@ bool find_eh_frame(const ElfFile& elf, const LoadedImage::State& s, std::uintptr
       error = "unsupported .eh_frame_hdr (version or pointer encoding)";
       return false;
     }
+    // The first entry of the header's search table: a pc that has an FDE.
+    auto* h = reinterpret_cast<const std::uint8_t*>(hdr);
+    std::size_t ptr_size = encoded_size(h[1]), count_size = encoded_size(h[2]);
+    std::uintptr_t count = 0, entry = hdr + 4 + ptr_size + count_size, pc = 0;
+    if (h[2] != 0xff && h[3] != 0xff && ptr_size != 0 && count_size != 0 && t.inside(entry, 8) &&
+        read_encoded(h[2], hdr + 4 + ptr_size, hdr, count) && count != 0 && read_encoded(h[3], entry, hdr, pc))
+      s.unwind_probe = pc;
     for (std::uintptr_t q = frame;;) {
       std::uint32_t len = 0;
       if (!t.inside(q, 4)) break;
@@ -262,11 +256,56 @@ bool find_eh_frame(const ElfFile& elf, const LoadedImage::State& s, std::uintptr
 
 }  // namespace
 
-bool map_and_relocate(const ElfFile& elf, LoadedImage::State& s, std::size_t room, std::string& error) {
-  std::uintptr_t base = s.info.base;
-  // The layout: the segments, then the thread_local block on its own pages.
+bool protect(const LoadedImage::State& s, std::string& error) {
+  std::uintptr_t base = s.info.base, end = base;
+  for (const ImageSegment& seg : s.info.segments) end = std::max(end, page_up(seg.start + seg.mem_size));
+  // A page no segment covers: nothing may touch it, but a byte copy of a heap block reads it.
+  const int gap = s.memory == ImageMemory::heap_block ? PROT_READ : PROT_NONE;
+  std::vector<int> page_prot((end - base) / kPage, 0);
+  for (const ImageSegment& seg : s.info.segments) {
+    if (seg.mem_size == 0) continue;
+    for (std::uintptr_t a = page_down(seg.start); a < seg.start + seg.mem_size; a += kPage)
+      page_prot[(a - base) / kPage] |= seg.prot;
+  }
+  for (int& p : page_prot) p = p == 0 ? gap : p;
+  for (std::size_t i = 0; i < page_prot.size();) {
+    std::size_t j = i;
+    while (j < page_prot.size() && page_prot[j] == page_prot[i]) ++j;
+    if (::mprotect(reinterpret_cast<void*>(base + i * kPage), (j - i) * kPage, page_prot[i]) != 0) {
+      error = std::string("mprotect: ") + std::strerror(errno);
+      return false;
+    }
+    i = j;
+  }
+  std::uintptr_t lo = s.info.relro_start, hi = s.info.relro_end;
+  if (hi > lo && ::mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ) != 0) {
+    error = std::string("mprotect (RELRO): ") + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+void register_frames(LoadedImage::State& s) {
+  if (s.eh_frame == 0 || s.frames_registered) return;
+  __register_frame(reinterpret_cast<void*>(s.eh_frame));
+  s.frames_registered = true;
+  // Sorted now, in the caller's heap: a lookup from some rank's code would put the tables
+  // in that rank's heap, which may leave the process before this image does.
+  if (s.unwind_probe != 0) {
+    UnwindBases bases{};
+    (void)_Unwind_Find_FDE(reinterpret_cast<void*>(s.unwind_probe), &bases);
+  }
+}
+
+void deregister_frames(LoadedImage::State& s) {
+  if (!s.frames_registered) return;
+  __deregister_frame(reinterpret_cast<void*>(s.eh_frame));
+  s.frames_registered = false;
+}
+
+bool layout_of(const ElfFile& elf, ImageLayout& out, std::string& error) {
   std::uint64_t end = 0;
-  const Elf64_Phdr* tls = nullptr;
+  out = {};
   for (const Elf64_Phdr& p : elf.phdrs) {
     if (p.p_type == PT_LOAD) {
       if (p.p_vaddr > (std::uint64_t{1} << 40) || p.p_memsz > (std::uint64_t{1} << 40)) {
@@ -275,17 +314,38 @@ bool map_and_relocate(const ElfFile& elf, LoadedImage::State& s, std::size_t roo
       }
       end = std::max<std::uint64_t>(end, p.p_vaddr + p.p_memsz);
     }
-    if (p.p_type == PT_TLS) tls = &p;
+    if (p.p_type == PT_TLS) out.tls = &p;
   }
-  std::uintptr_t image_end = base + page_up(end), total_end = image_end;
-  if (tls != nullptr) {
-    std::uint64_t align = std::max<std::uint64_t>(tls->p_align, 1);
-    if ((align & (align - 1)) != 0 || tls->p_memsz > (std::uint64_t{1} << 32)) {
+  out.image_end = page_up(end);
+  out.span = out.image_end;
+  if (out.tls != nullptr) {
+    std::uint64_t align = std::max<std::uint64_t>(out.tls->p_align, 1);
+    if ((align & (align - 1)) != 0 || out.tls->p_memsz > (std::uint64_t{1} << 32)) {
       error = "corrupt ELF file: bad PT_TLS";
       return false;
     }
-    s.tls_block = (image_end + align - 1) & ~(align - 1);
-    total_end = page_up(s.tls_block + tls->p_memsz);
+    if (align > kPage) {  // the block's place is chosen from the base, which is only page aligned
+      error = "the program's thread_local block asks for alignment " + std::to_string(align) +
+              ", above the page size this loader supports";
+      return false;
+    }
+    // Page aligned bases keep the block's alignment.
+    out.tls_start = (out.image_end + align - 1) & ~(align - 1);
+    out.span = page_up(out.tls_start + out.tls->p_memsz);
+  }
+  return true;
+}
+
+bool map_and_relocate(const ElfFile& elf, LoadedImage::State& s, std::size_t room, std::string& error) {
+  std::uintptr_t base = s.info.base;
+  // The layout: the segments, then the thread_local block on its own pages.
+  ImageLayout layout;
+  if (!layout_of(elf, layout, error)) return false;
+  const Elf64_Phdr* tls = layout.tls;
+  std::uintptr_t image_end = base + layout.image_end, total_end = base + layout.span;
+  std::uint64_t end = layout.image_end;
+  if (tls != nullptr) {
+    s.tls_block = base + layout.tls_start;
     s.info.tls_size = tls->p_memsz;
   }
   std::size_t span = total_end - base;
@@ -338,19 +398,28 @@ bool map_and_relocate(const ElfFile& elf, LoadedImage::State& s, std::size_t roo
   }
   s.info.init_functions = (s.tables.init != 0 ? 1 : 0) + s.tables.init_array_size / 8;
   s.info.fini_functions = (s.tables.fini != 0 ? 1 : 0) + s.tables.fini_array_size / 8;
-  std::uintptr_t eh_frame = 0;
-  if (!find_eh_frame(elf, s, eh_frame, error) || !protect(elf, s, image_end, error)) return false;
-  if (eh_frame != 0) {
-    __register_frame(reinterpret_cast<void*>(eh_frame));
-    s.info.eh_frame = eh_frame;
+  for (const Elf64_Phdr& p : elf.phdrs) {
+    if (p.p_type != PT_GNU_RELRO) continue;
+    std::uintptr_t lo = page_down(base + p.p_vaddr), hi = page_down(base + p.p_vaddr + p.p_memsz);
+    if (lo < base || hi > image_end) {
+      error = "corrupt ELF file: PT_GNU_RELRO outside the segments";
+      return false;
+    }
+    s.info.relro_start = lo;
+    s.info.relro_end = hi;
   }
+  std::uintptr_t eh_frame = 0;
+  if (!find_eh_frame(elf, s, eh_frame, error) || !protect(s, error)) return false;
+  s.eh_frame = s.info.eh_frame = eh_frame;  // registered by enter()
   return true;
 }
 
 LoadedImage::State::~State() {
   if (registered) unregister_image(this);
-  if (info.eh_frame != 0) __deregister_frame(reinterpret_cast<void*>(info.eh_frame));
-  if (info.span != 0) {  // back to a reservation: the caller owns the range
+  deregister_frames(*this);
+  if (info.span != 0 && memory == ImageMemory::heap_block) {  // an ordinary heap block again
+    ::mprotect(reinterpret_cast<void*>(info.base), info.span, PROT_READ | PROT_WRITE);
+  } else if (info.span != 0) {  // back to a reservation: the caller owns the range
 #ifdef UCHARM_IMAGE_ASAN
     __lsan_unregister_root_region(reinterpret_cast<void*>(info.base), info.span);
     __asan_unpoison_memory_region(reinterpret_cast<void*>(info.base), info.span);
@@ -361,7 +430,8 @@ LoadedImage::State::~State() {
 }
 
 std::optional<LoadedImage> LoadedImage::load(const char* bytes, std::size_t size, void* base, std::size_t room,
-                                             std::string& error, std::shared_ptr<ImageLibraries> libraries) {
+                                             std::string& error, std::shared_ptr<ImageLibraries> libraries,
+                                             ImageMemory memory) {
   auto b = reinterpret_cast<std::uintptr_t>(base);
   if (b == 0 || b % kPage != 0) {
     error = "the image's base address must be a non-null multiple of the page size";
@@ -372,11 +442,47 @@ std::optional<LoadedImage> LoadedImage::load(const char* bytes, std::size_t size
   auto s = std::make_unique<State>();
   s->info.base = b;
   s->libraries = std::move(libraries);
+  s->memory = memory;
   if (!map_and_relocate(elf, *s, room, error)) return std::nullopt;
-  register_image(s.get());
-  s->registered = true;
-  return LoadedImage(std::move(s));
+  LoadedImage image(std::move(s));
+  if (memory == ImageMemory::reservation) image.enter();
+  return image;
 }
+
+std::size_t LoadedImage::span_of(const char* bytes, std::size_t size, std::string& error) {
+  ElfFile elf;
+  ImageLayout layout;
+  if (!elf.parse(bytes, size, error) || !layout_of(elf, layout, error)) return 0;
+  return layout.span;
+}
+
+void LoadedImage::enter() {
+  register_frames(*state_);
+  if (!state_->registered) {
+    register_image(state_.get());
+    state_->registered = true;
+  }
+}
+
+void LoadedImage::leave() {
+  if (state_->registered) unregister_image(state_.get());
+  state_->registered = false;
+  deregister_frames(*state_);
+  state_->libraries.reset();
+}
+
+bool LoadedImage::arrived(std::shared_ptr<ImageLibraries> libraries, std::string& error) {
+  State& s = *state_;
+  // The sender's: its pointers mean nothing here, so they are overwritten, never released.
+  std::construct_at(&s.libraries, std::move(libraries));
+  s.registered = false;
+  s.frames_registered = false;
+  if (!protect(s, error)) return false;
+  enter();
+  return true;
+}
+
+bool LoadedImage::entered() const { return state_->registered; }
 
 LoadedImage::LoadedImage(std::unique_ptr<State> state) : state_(std::move(state)) {}
 LoadedImage::LoadedImage(LoadedImage&&) noexcept = default;

@@ -2,15 +2,23 @@
 //
 // The user's program is a position-independent shared object appended to this executable
 // (program_image.h). Each rank gets a private copy of it, so its globals and statics are
-// the rank's own even when many ranks share a process ("+vp N"): the bytes go into a new
-// memfd per rank and dlopen loads that file. glibc keys loaded objects on the file
-// (device, inode) and on the path, so a distinct file under a distinct path is a distinct
-// copy with its own data, BSS, TLS block and static constructors; the shared libraries
-// the program needs (libc, libucharm-ampi, ...) stay one copy each. dlmopen would also
-// give copies but duplicates every dependency, the runtime included, and glibc allows only
-// 16 namespaces.
+// the rank's own even when many ranks share a process ("+vp N").
+//
+// Ranks with an isomalloc slice (CmiIsomallocInit succeeded: the default): the copy is
+// loaded by ucharm's own ELF loader (image_loader.h) into a block of the rank's slice, so
+// it sits at the same addresses in every process and moves with the rank (README.md
+// "Privatization"). The program's libraries are loaded once per process by glibc.
+//
+// Ranks without one (no isomalloc, AddressSanitizer builds): the bytes go into a new memfd
+// per rank and dlopen loads that file. glibc keys loaded objects on the file (device,
+// inode) and on the path, so a distinct file under a distinct path is a distinct copy with
+// its own data, BSS, TLS block and static constructors; the shared libraries the program
+// needs (libc, libucharm-ampi, ...) stay one copy each. dlmopen would also give copies but
+// duplicates every dependency, the runtime included, and glibc allows only 16 namespaces.
+#include "image_loader.h"
 #include "internal.h"
 #include "program_image.h"
+
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -22,20 +30,46 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+// libucharm-ampi's (loader_support.cpp): a program links it, not libucharm-converse.
+namespace ampi::loader {
+CmiIsoSlice* switch_heap(CmiIsoSlice* slice);
+bool isomalloc_init(int& argc, char** argv);  // CmiIsomallocInit
+void* slice_alloc_pages(CmiIsoSlice* slice, std::size_t bytes);
+void slice_free(CmiIsoSlice* slice, void* p);
+CmiIsoSlice* slice_of(const void* p);
+std::size_t slice_bytes();
+}  // namespace ampi::loader
 
 namespace {
 
 constexpr const char* kName = "ucharm AMPI loader";
 
+// malloc & co. allocate from `slice` (nullptr: glibc's heap) for the scope.
+class HeapScope {
+ public:
+  explicit HeapScope(CmiIsoSlice* slice) : saved_(ampi::loader::switch_heap(slice)) {}
+  ~HeapScope() { ampi::loader::switch_heap(saved_); }
+  HeapScope(const HeapScope&) = delete;
+  HeapScope& operator=(const HeapScope&) = delete;
+
+ private:
+  CmiIsoSlice* saved_;
+};
+
 // The program's bytes, mapped from /proc/self/exe, and the copies loaded so far.
 class ProgramImage {
  public:
+  ProgramImage(int argc, char** argv) : argc_(argc), argv_(argv) {}
   ~ProgramImage() {
     if (map_ != MAP_FAILED) ::munmap(map_, map_size_);
   }
+  ProgramImage(const ProgramImage&) = delete;
+  ProgramImage& operator=(const ProgramImage&) = delete;
 
   // Maps this executable and finds the program in it; false after printing why.
   bool open() {
@@ -68,6 +102,90 @@ class ProgramImage {
     bytes_ = static_cast<const char*>(map_) + t.offset;
     size_ = t.size;
     return true;
+  }
+
+  // Loads rank's private copy into its slice, runs its static constructors (allocating in
+  // the slice) and returns its main; nullptr after printing why. `*image`: the LoadedImage,
+  // in the slice. Called in the rank's thread, in runtime context.
+  ampi::MainFn load_into_slice(int rank, CmiIsoSlice* slice, void** image) {
+    HeapScope runtime(nullptr);  // glibc's bookkeeping (dlopen, the unwinder) stays the process's
+    std::string error;
+    std::shared_ptr<ampi::ImageLibraries> libs = libraries(error);
+    if (libs == nullptr) return fail(rank, "loading the program's libraries", error.c_str());
+    const std::size_t span = ampi::LoadedImage::span_of(bytes_, size_, error);
+    if (span == 0) return fail(rank, "reading the program", error.c_str());
+    void* base = ampi::loader::slice_alloc_pages(slice, span);
+    if (base == nullptr) {
+      std::fprintf(stderr,
+                   "%s: cannot load rank %d's copy of the program: its %zu bytes do not fit in "
+                   "the rank's isomalloc slice (%zu bytes; raise +isomalloc-slice=SIZE)\n",
+                   kName, rank, span, ampi::loader::slice_bytes());
+      return nullptr;
+    }
+    ampi::LoadedImage* loaded = nullptr;
+    {
+      // The image's own records (its State, exit handler list) are the rank's: they move.
+      HeapScope in_slice(slice);
+      auto img = ampi::LoadedImage::load(bytes_, size_, base, span, error, libs, ampi::ImageMemory::heap_block);
+      if (img) loaded = new ampi::LoadedImage(std::move(*img));
+    }
+    if (loaded == nullptr) {
+      ampi::loader::slice_free(slice, base);
+      return fail(rank, "loading it into the rank's isomalloc slice (ucharm's ELF loader)", error.c_str());
+    }
+    loaded->enter();
+    void* main_fn = loaded->symbol("main");
+    if (main_fn == nullptr) return no_main();
+    {
+      std::lock_guard lock(mutex_);
+      resident_.push_back(loaded);
+    }
+    *image = loaded;
+    {
+      HeapScope in_slice(slice);
+      loaded->run_initializers(argc_, argv_, environ);
+    }
+    return reinterpret_cast<ampi::MainFn>(main_fn);
+  }
+
+  // The rank's copy leaves with its slice: this process forgets it, its memory untouched.
+  void departed(void* image) {
+    HeapScope runtime(nullptr);
+    auto* loaded = static_cast<ampi::LoadedImage*>(image);
+    loaded->leave();
+    std::lock_guard lock(mutex_);
+    std::erase(resident_, loaded);
+  }
+
+  // A rank's copy came with its slice (same addresses): this process knows it from now on.
+  void arrived(void* image) {
+    HeapScope runtime(nullptr);
+    auto* loaded = static_cast<ampi::LoadedImage*>(image);
+    std::string error;
+    std::shared_ptr<ampi::ImageLibraries> libs = libraries(error);
+    if (libs == nullptr || !loaded->arrived(std::move(libs), error)) {
+      std::fprintf(stderr, "%s: a rank's copy of the program arrived but cannot run here: %s\n", kName,
+                   error.c_str());
+      std::abort();
+    }
+    std::lock_guard lock(mutex_);
+    resident_.push_back(loaded);
+  }
+
+  // At a normal exit: what exit() runs for a dlopen'ed copy (atexit handlers, static
+  // destructors), for every copy resident here, each with its rank's heap.
+  static void finalize_resident(int, void* self) {
+    auto* p = static_cast<ProgramImage*>(self);
+    HeapScope runtime(nullptr);
+    std::vector<ampi::LoadedImage*> images;
+    {
+      std::lock_guard lock(p->mutex_);
+      images.swap(p->resident_);
+    }
+    for (auto it = images.rbegin(); it != images.rend(); ++it) {
+      HeapScope in_slice(ampi::loader::slice_of(*it));
+      (*it)->run_finalizers();
+    }
   }
 
   // Loads a new private copy for `rank` and returns its main; nullptr after printing why.
@@ -122,17 +240,36 @@ class ProgramImage {
     }
     handles_.push_back(handle);  // never closed: the rank's code and data live until exit
     void* main_fn = ::dlsym(handle, "main");
-    if (main_fn == nullptr) {
-      std::fprintf(stderr,
-                   "%s: the program defines no main (or not with default visibility): an "
-                   "MPI program needs int main(int, char**)\n",
-                   kName);
-      return nullptr;
-    }
+    if (main_fn == nullptr) return no_main();
     return reinterpret_cast<ampi::MainFn>(main_fn);
   }
 
  private:
+  // The program's libraries, opened once per process (by the first copy loaded or arriving
+  // here); the first call also arranges for the copies' finalizers at exit.
+  std::shared_ptr<ampi::ImageLibraries> libraries(std::string& error) {
+    std::lock_guard lock(mutex_);
+    if (libraries_ == nullptr) {
+      ampi::ProcessHeapHooks hooks;
+      hooks.enter = [] { return static_cast<void*>(ampi::loader::switch_heap(nullptr)); };
+      hooks.leave = [](void* saved) { ampi::loader::switch_heap(static_cast<CmiIsoSlice*>(saved)); };
+      libraries_ = ampi::ImageLibraries::open(bytes_, size_, error, hooks);
+      if (libraries_ != nullptr && ::on_exit(&ProgramImage::finalize_resident, this) != 0) {
+        error = "cannot register the copies' finalizers with on_exit";
+        libraries_.reset();
+      }
+    }
+    return libraries_;
+  }
+
+  static ampi::MainFn no_main() {
+    std::fprintf(stderr,
+                 "%s: the program defines no main (or not with default visibility): an "
+                 "MPI program needs int main(int, char**)\n",
+                 kName);
+    return nullptr;
+  }
+
   bool write_all(int fd) const {
     const char* p = bytes_;
     std::size_t left = size_;
@@ -169,27 +306,41 @@ class ProgramImage {
   std::size_t map_size_ = 0;
   const char* bytes_ = nullptr;
   std::size_t size_ = 0;
+  int argc_;
+  char** argv_;  // the command line the copies' constructors get, as glibc gives it
   std::mutex mutex_;
   unsigned long copies_ = 0;
   std::vector<void*> handles_;
+  std::shared_ptr<ampi::ImageLibraries> libraries_;
+  std::vector<ampi::LoadedImage*> resident_;  // copies in slices that are in this process
 };
 
-ampi::MainFn main_for(void* context, int rank, CmiIsoSlice*, void** image) {
+ampi::MainFn main_for(void* context, int rank, CmiIsoSlice* slice, void** image) {
   *image = nullptr;
-  return static_cast<ProgramImage*>(context)->load_copy(rank);
+  auto* p = static_cast<ProgramImage*>(context);
+  return slice != nullptr ? p->load_into_slice(rank, slice, image) : p->load_copy(rank);
 }
+void departed(void* context, void* image) { static_cast<ProgramImage*>(context)->departed(image); }
+void arrived(void* context, void* image) { static_cast<ProgramImage*>(context)->arrived(image); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Lives until the process ends: exit() from a rank does not unwind this frame, and
+  // First: may re-execute the program with address randomization off. Without a region,
+  // ranks get no slices and keep dlopen'ed copies (rank.cpp says why when migration is
+  // asked for).
+  ampi::loader::isomalloc_init(argc, argv);
+  // Static: exit() from a rank does not unwind this frame, the copies' finalizers run at
+  // exit (on_exit, registered later, so run before this is destroyed), and
   // ucharm_ampi_start returns only when every rank of this process has ended.
-  ProgramImage image;
+  static ProgramImage image(argc, argv);
   if (!image.open()) return 1;
-  ampi::Program program;
+  static ampi::Program program;
   program.context = &image;
   program.main_for = &main_for;
+  program.departed = &departed;
+  program.arrived = &arrived;
   program.privatized = true;
-  program.how = "one dlopen'ed copy of the program per rank";
+  program.how = "one private copy of the program per rank";
   return ucharm_ampi_start(argc, argv, &program);
 }

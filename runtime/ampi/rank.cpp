@@ -333,6 +333,7 @@ extern "C" {
 [[noreturn]] void exit(int code) noexcept {
   using Exit = void (*)(int);
   static const Exit libc_exit = reinterpret_cast<Exit>(dlsym(RTLD_NEXT, "exit"));
+  heap::g_active = nullptr;  // runtime code from here (the copies' finalizers: loader.cpp)
   if (CthThread t = CthSelf())
     if (auto* r = static_cast<Rank*>(CthGetData(t))) {
       if (r->finalized && !r->exited) {
