@@ -68,3 +68,20 @@ TEST(AmpiPrivatize, AmpiccBuildsProgramsThatRun) {
   }
   run({"rm", "-rf", dir});
 }
+
+// A C++ program (static objects, exceptions, thread_local, library containers) through
+// ampicxx, 3 ranks in one process and 6 on 2: each rank's copy is its own (with isomalloc,
+// loaded into the rank's slice by ucharm's ELF loader), its static destructors run at the end.
+TEST(AmpiPrivatize, CxxProgramThroughAmpicxx) {
+  std::string dir = testing::TempDir() + "ampicxx-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  auto b = run({AMPICXX_PATH, std::string(SOURCE_DIR) + "/ranks_cxx.cpp", "-o", dir + "/cxx"}, 120);
+  ASSERT_EQ(b.code, 0) << describe(b);
+  for (auto [pes, vp] : {std::pair{"1", 3}, {"2", 6}}) {
+    auto r = run({UCHARMRUN_PATH, "-n", pes, dir + "/cxx", "+vp", std::to_string(vp)}, 90);
+    EXPECT_EQ(r.code, 0) << describe(r);
+    EXPECT_EQ(count(r.out, "c++ ok"), vp) << describe(r);
+    EXPECT_EQ(count(r.out, "static destructor"), vp) << describe(r);
+  }
+  run({"rm", "-rf", dir});
+}
