@@ -26,7 +26,7 @@ void* __libc_memalign(std::size_t, std::size_t);
 
 namespace ampi::heap {
 
-CmiIsoSlice* g_active = nullptr;
+thread_local CmiIsoSlice* g_active __attribute__((tls_model("initial-exec"))) = nullptr;
 
 UserScope::UserScope(CmiIsoSlice* slice) : saved_(g_active) {
   if (!slice)
@@ -57,12 +57,26 @@ void* out_of_memory() {
 
 inline bool in_region(const void* p) { return p && CmiIsomallocContains(p); }
 
+// While the slice allocator works (it may map pages, and UCX's memory hooks then run and
+// allocate for themselves), allocations are glibc's: only the program's own go to its slice.
+class InAllocator {
+ public:
+  InAllocator() : saved_(g_active) { g_active = nullptr; }
+  ~InAllocator() { g_active = saved_; }
+  InAllocator(const InAllocator&) = delete;
+  InAllocator& operator=(const InAllocator&) = delete;
+
+ private:
+  CmiIsoSlice* saved_;
+};
+
 }  // namespace
 
 }  // namespace ampi::heap
 
 #if !defined(__SANITIZE_ADDRESS__)
 using ampi::heap::g_active;
+using ampi::heap::InAllocator;
 using ampi::heap::in_region;
 using ampi::heap::out_of_memory;
 
@@ -71,6 +85,7 @@ extern "C" {
 
 void* malloc(std::size_t n) {
   if (CmiIsoSlice* s = g_active) [[unlikely]] {
+    InAllocator in;
     void* p = CmiIsoMalloc(s, n);
     return p ? p : out_of_memory();
   }
@@ -81,6 +96,7 @@ void free(void* p) {
   if (in_region(p)) [[unlikely]] {
     // A block of a rank that left this process (a static destructor at exit): its pages
     // are gone with it, and so is the block.
+    InAllocator in;
     if (CmiIsoSlice* s = CmiIsoSliceOf(p)) CmiIsoFree(s, p);
     return;
   }
@@ -89,6 +105,7 @@ void free(void* p) {
 
 void* calloc(std::size_t n, std::size_t size) {
   if (CmiIsoSlice* s = g_active) [[unlikely]] {
+    InAllocator in;
     void* p = CmiIsoCalloc(s, n, size);
     return p ? p : out_of_memory();
   }
@@ -100,6 +117,7 @@ void* calloc(std::size_t n, std::size_t size) {
 void* realloc(void* p, std::size_t n) {
   if (!p) return malloc(n);
   if (in_region(p)) [[unlikely]] {
+    InAllocator in;
     CmiIsoSlice* s = CmiIsoSliceOf(p);
     if (!s) return out_of_memory();
     if (n == 0) {
@@ -124,6 +142,7 @@ void* memalign(std::size_t align, std::size_t n) {
       errno = EINVAL;
       return nullptr;
     }
+    InAllocator in;
     void* p = CmiIsoMemalign(s, align < 16 ? 16 : align, n);
     return p ? p : out_of_memory();
   }

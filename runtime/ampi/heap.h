@@ -8,9 +8,11 @@
 
 namespace ampi::heap {
 
-// The slice that allocations come from now; nullptr: glibc's heap. One per process (PEs
-// are processes), switched only by the scopes below and by the rank threads' start.
-extern CmiIsoSlice* g_active;
+// The slice that allocations come from now; nullptr: glibc's heap. Per OS thread: a PE's
+// ranks are user-level threads of its one OS thread, while other threads of the process
+// (UCX's progress thread, PMIx's) must never allocate in a rank's slice. Switched only by
+// the scopes below and by the rank threads' start.
+extern thread_local CmiIsoSlice* g_active __attribute__((tls_model("initial-exec")));
 
 // Entering the runtime from the program (the generated PMPI_X wrappers): glibc's heap until
 // the call returns, whatever it switches to meanwhile.

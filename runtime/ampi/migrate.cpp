@@ -180,26 +180,32 @@ extern "C" {
 int AMPI_Migrate(MPI_Info hints) {
   heap::RuntimeScope scope;
   Rank* r = current_rank();
-  const std::string lb = hints == MPI_INFO_NULL ? "sync" : hint(hints, "ampi_load_balance");
-  const std::string ckpt = hint(hints, "ampi_checkpoint");
-  std::string dir;
-  if (!ckpt.empty() && ckpt != "false") {
-    if (ckpt.rfind("to_file=", 0) != 0 || ckpt.size() == 8)
+  // Nothing on this frame may own process memory while the rank waits below: it may wake
+  // up in another process (the hints are read into the stack, which moves).
+  bool balance = true;
+  char dir[4096] = {};
+  {
+    const std::string lb = hints == MPI_INFO_NULL ? "sync" : hint(hints, "ampi_load_balance");
+    const std::string ckpt = hint(hints, "ampi_checkpoint");
+    if (!ckpt.empty() && ckpt != "false") {
+      if (ckpt.rfind("to_file=", 0) != 0 || ckpt.size() == 8 || ckpt.size() - 8 >= sizeof dir)
+        return error(MPI_COMM_WORLD, MPI_ERR_INFO_VALUE, "AMPI_Migrate",
+                     "ampi_checkpoint=%s: give to_file=DIRECTORY (or false)", ckpt.c_str());
+      std::memcpy(dir, ckpt.c_str() + 8, ckpt.size() - 8);
+    }
+    balance = lb == "sync" || lb == "true";
+    if (!lb.empty() && !balance && lb != "false" && lb != "async")
       return error(MPI_COMM_WORLD, MPI_ERR_INFO_VALUE, "AMPI_Migrate",
-                   "ampi_checkpoint=%s: give to_file=DIRECTORY (or false)", ckpt.c_str());
-    dir = ckpt.substr(8);
+                   "ampi_load_balance=%s: give sync, async or false", lb.c_str());
   }
-  const bool balance = lb == "sync" || lb == "true";
-  if (!lb.empty() && !balance && lb != "false" && lb != "async")
-    return error(MPI_COMM_WORLD, MPI_ERR_INFO_VALUE, "AMPI_Migrate",
-                 "ampi_load_balance=%s: give sync, async or false", lb.c_str());
-  if ((balance || !dir.empty()) && !r->slice() && CkNumPes() > 1 && !dir.empty())
-    no_migration("AMPI_Migrate (checkpoint)");
+  if (dir[0] && !r->slice() && CkNumPes() > 1) no_migration("AMPI_Migrate (ampi_checkpoint)");
   p2p_prepare_to_move(r->p2p());
-  Comm& world = *comm_get(MPI_COMM_WORLD);
-  int rc = coll_barrier(world, coll_tag(world));  // every rank is here
-  if (rc != MPI_SUCCESS) return rc;
-  if (!dir.empty()) {
+  {
+    Comm& world = *comm_get(MPI_COMM_WORLD);
+    const int rc = coll_barrier(world, coll_tag(world));  // every rank is here
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  if (dir[0]) {
     if (r->world_rank() == 0) {
       const auto cb = ck::CkCallback::to<&Rank::resume_after_checkpoint>(ck::ArrayProxy<Rank>(r->array_ref()));
       ck::start_checkpoint(dir, cb, cb);
