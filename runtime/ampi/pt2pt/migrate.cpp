@@ -149,7 +149,7 @@ void pup_p2p_state(PUP::er& p, P2p& q) {
     p | m.comm;
   }
   // order: the pair numbers and what came early
-  pup_all(p, q.send_seq, q.recv_seq);
+  pup_all(p, q.send_seq, q.recv_seq, q.moves);
   std::uint64_t ne = q.early.size();
   p | ne;
   if (p.isUnpacking()) {

@@ -193,6 +193,7 @@ class P2p {
   // Message numbers by world rank: the next one this rank sends to it, and the next one it
   // expects from it (sized to the world by route_add; they travel with the rank).
   std::vector<std::uint16_t> send_seq, recv_seq;
+  std::uint32_t moves = 0;  // moves so far: orders the news of where it is (route.cpp)
   // Messages that came ahead of an earlier one of their sender (after a move), in arrival order.
   std::vector<void*> early;
   // What a move waits for (p2p_prepare_to_move): the rank's running nonblocking-collective
@@ -245,12 +246,14 @@ void on_message(Rank* r, void* msg);
 // itself on its PE when it is built or arrives (messages held for it are delivered then;
 // the PE's table then names this PE for it).
 void route_add(Rank* r);
-// Rank migration: world rank `world_rank` is now on `new_pe` (or on its way there). Call it
-// on every PE (a broadcast of the rank-migration code); on the PE it left, call it before
-// the Rank is destroyed (it stops delivering there). A message that reaches a PE where its
-// rank is not goes on to where that PE's table says (CmiForwardAndFree: nothing is
-// dropped); one for a rank that the table puts on this PE waits there for it. Order holds
-// by the pair numbers (WireHeader::seq), whatever path each message took.
+// Rank migration: world rank `world_rank` leaves this PE for `new_pe`. Call it on the PE it
+// leaves, before the Rank is destroyed (ckAboutToMigrate): it stops delivering there and
+// tells `new_pe` first; route_add on arrival tells every other PE (numbered by the rank's
+// move count, so that older news never undoes newer). Calls on other PEs are ignored. A
+// message that reaches a PE where its rank is not goes on to where that PE's table says
+// (CmiForwardAndFree: nothing is dropped); one for a rank that the table puts on this PE
+// waits there for it. Order holds by the pair numbers (WireHeader::seq), whatever path
+// each message took.
 void p2p_rank_moved(int world_rank, int new_pe);
 // The PE this PE's table names for `world_rank` (-1 before any rank was built here).
 int p2p_route_of(int world_rank);

@@ -31,6 +31,14 @@
 namespace ampi {
 namespace {
 
+// Where a rank is, as the PE it moved to announces it: `moves` orders the announcements
+// (broadcasts take different paths, so an older one may come after a newer one; it is
+// then ignored).
+struct Where {
+  std::int32_t rank, pe;
+  std::uint32_t moves;
+};
+
 struct Local {
   Rank* rank = nullptr;
   const P2p* q = nullptr;  // its P2p: ~P2p takes the entry out (route_forget)
@@ -41,7 +49,8 @@ struct Routes {
   // Messages for ranks not here yet that the table puts here (not built yet, or arriving),
   // in arrival order.
   std::vector<void*> held;
-  std::vector<std::pair<int, int>> early_moves;  // p2p_rank_moved before the table existed
+  std::vector<std::uint32_t> moves;  // by world rank: the move count `pe` is from (see Where)
+  std::vector<Where> early_moves;        // news of moves before the table existed
   long long forwarded = 0, kept_early = 0;       // what the test hooks report
 };
 Routes g_routes;  // this PE's (non-SMP: one PE per process)
@@ -173,6 +182,41 @@ void* pull_for_move(Rank* r, void* msg) {
 
 }  // namespace pt2pt
 
+namespace {
+
+// This PE's entry for rank w becomes (pe, moves) unless it knows of a later move.
+void apply(const Where& x) {
+  Routes& t = g_routes;
+  if (t.pe.empty()) {  // no rank was built here yet: applied when the table is
+    t.early_moves.push_back(x);
+    return;
+  }
+  const auto w = static_cast<std::size_t>(x.rank);
+  if (w >= t.pe.size() || x.pe < 0 || x.pe >= CmiNumPes())
+    CkAbort("AMPI: rank %d moved to PE %d: no such rank or PE (%zu ranks, %d PEs)", x.rank, x.pe, t.pe.size(),
+            CmiNumPes());
+  if (t.local[w].rank || static_cast<std::int32_t>(x.moves - t.moves[w]) <= 0) return;  // older news
+  t.pe[w] = x.pe;
+  t.moves[w] = x.moves;
+  if (!t.held.empty()) release_held();
+}
+
+void where_handler(void* msg) {
+  Where x;
+  std::memcpy(&x, CmiMsgPayload(msg), sizeof x);
+  CmiFree(msg);
+  apply(x);
+}
+
+void* where_msg(const Where& x) {
+  void* m = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(Where));
+  std::memcpy(CmiMsgPayload(m), &x, sizeof x);
+  CmiSetHandler(m, ck::ConverseHandler<&where_handler>::handler());
+  return m;
+}
+
+}  // namespace
+
 void route_add(Rank* r) {
   Routes& t = g_routes;
   const auto n = static_cast<std::size_t>(r->world_size());
@@ -181,40 +225,24 @@ void route_add(Rank* r) {
     for (std::size_t i = 0; i < n; ++i)
       t.pe[i] = ck::ElementProxy<Rank>(r->array_ref(), ck::index(static_cast<int>(i))).home_pe();
     t.local.assign(n, Local{});
-    for (auto [w, pe] : std::exchange(t.early_moves, {})) t.pe[static_cast<std::size_t>(w)] = pe;
+    t.moves.assign(n, 0);
+    for (const Where& x : std::exchange(t.early_moves, {})) apply(x);
   }
   const auto w = static_cast<std::size_t>(r->world_rank());
   P2p& p = r->p2p();
   t.local[w] = Local{r, &p};
   t.pe[w] = CmiMyPe();
+  t.moves[w] = p.moves;
   if (p.send_seq.size() != n) {  // a new rank (one that moved brings its numbers)
     p.send_seq.assign(n, 0);
     p.recv_seq.assign(n, 0);
   }
+  if (p.moves > 0) {  // it moved here: every other PE learns it (the older news it overtakes is ignored)
+    void* m = where_msg(Where{r->world_rank(), CmiMyPe(), p.moves});
+    CmiSyncBroadcastAndFree(CmiMsgHeaderSizeBytes + sizeof(Where), m);
+  }
   release_held();  // what came for it before it was here, in arrival order
 }
-
-namespace {
-// From the PE a rank left, sent before the rank itself (Converse keeps a pair of PEs'
-// messages in order): the new PE keeps what comes for it until it is there, rather than
-// sending it back along a table that still names the old PE.
-struct Coming {
-  std::int32_t rank;
-};
-void coming_handler(void* msg) {
-  Coming c;
-  std::memcpy(&c, CmiMsgPayload(msg), sizeof c);
-  CmiFree(msg);
-  p2p_rank_moved(c.rank, CmiMyPe());
-}
-void send_coming(int rank, int pe) {
-  void* m = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(Coming));
-  const Coming c{rank};
-  std::memcpy(CmiMsgPayload(m), &c, sizeof c);
-  CmiSetHandler(m, ck::ConverseHandler<&coming_handler>::handler());
-  CmiSyncSendAndFree(pe, CmiMsgHeaderSizeBytes + sizeof(Coming), m);
-}
-}  // namespace
 
 void route_forget(const P2p* q) {
   for (Local& l : g_routes.local)
@@ -223,17 +251,22 @@ void route_forget(const P2p* q) {
 
 void p2p_rank_moved(int world_rank, int new_pe) {
   Routes& t = g_routes;
-  if (t.pe.empty()) {  // no rank was built here yet: applied when the table is
-    t.early_moves.emplace_back(world_rank, new_pe);
-    return;
-  }
   const auto w = static_cast<std::size_t>(world_rank);
-  if (w >= t.pe.size() || new_pe < 0 || new_pe >= CmiNumPes())
-    CkAbort("AMPI: p2p_rank_moved(%d, %d): no such rank or PE (%zu ranks, %d PEs)", world_rank, new_pe,
-            t.pe.size(), CmiNumPes());
-  if (new_pe != CmiMyPe() && t.local[w].rank) send_coming(world_rank, new_pe);  // it leaves from here
+  // Only the PE the rank leaves acts: the others learn from route_add's announcement, which
+  // carries the move count (an unnumbered update could undo a newer one).
+  // (The rank's own ckAboutToMigrate: it is here and the core is sending it to new_pe.)
+  if (w >= t.local.size() || !t.local[w].rank || t.local[w].rank->ckLeavingTo() != new_pe) return;
+  if (new_pe < 0 || new_pe >= CmiNumPes())
+    CkAbort("AMPI: rank %d leaves for PE %d: no such PE (%d PEs)", world_rank, new_pe, CmiNumPes());
+  P2p& p = t.local[w].rank->p2p();
+  const Where x{world_rank, new_pe, ++p.moves};  // the count travels with the rank
+  // The new PE first, ahead of the rank on the same link (Converse keeps a pair of PEs'
+  // messages in order): it keeps what comes for the rank until the rank is there, rather
+  // than sending it back along a table that still names this PE.
+  CmiSyncSendAndFree(new_pe, CmiMsgHeaderSizeBytes + sizeof(Where), where_msg(x));
+  t.local[w] = Local{};  // what comes for it from now on goes on
   t.pe[w] = new_pe;
-  if (new_pe != CmiMyPe()) t.local[w] = Local{};  // it left: what comes for it goes on
+  t.moves[w] = x.moves;
   if (!t.held.empty()) release_held();
 }
 
