@@ -4,6 +4,7 @@
 // thread: a wait on it blocks the rank until then, running its other threads meanwhile).
 #include "errhan/grequest.h"
 #include "checks.h"
+#include "heap.h"
 #include "pt2pt/status.h"
 #include "rank.h"
 
@@ -32,7 +33,11 @@ Greq* greq_of(P2p& p, MPI_Request h) {
 int release(P2p& p, MPI_Request h) {
   std::unique_ptr<Greq> g(static_cast<Greq*>(p.req(h).buf));
   p.req(h).buf = nullptr;
-  const int rc = g->free(g->extra);
+  int rc;
+  {
+    heap::UserScope user(nullptr);  // the program's code: what it allocates is the rank's
+    rc = g->free(g->extra);
+  }
   p.release(h);
   return rc;
 }
@@ -43,6 +48,7 @@ MPI_Status query(Greq* g) {
   s.MPI_SOURCE = MPI_UNDEFINED;
   s.MPI_TAG = MPI_UNDEFINED;
   s.MPI_ERROR = MPI_SUCCESS;
+  heap::UserScope user(nullptr);  // the program's code: what it allocates is the rank's
   if (const int rc = g->query(g->extra, &s); rc != MPI_SUCCESS) s.MPI_ERROR = rc;
   return s;
 }
@@ -102,7 +108,12 @@ void grequest_drop(Request& q) {
 
 int grequest_cancel(P2p& p, MPI_Request h) {
   Greq* g = greq_of(p, h);
-  if (int rc = g->cancel(g->extra, p.req(h).complete ? 1 : 0))
+  int rc;
+  {
+    heap::UserScope user(nullptr);  // the program's code
+    rc = g->cancel(g->extra, p.req(h).complete ? 1 : 0);
+  }
+  if (rc)
     return error(MPI_COMM_WORLD, rc, "MPI_Cancel", "the generalized request's cancel_fn failed");
   return MPI_SUCCESS;
 }

@@ -12,6 +12,7 @@
 #include "pt2pt/pt2pt.h"
 #include "pt2pt/wire.h"
 #include "errhan/grequest.h"
+#include "heap.h"
 #include "rank.h"
 
 #include <cstdint>
@@ -200,6 +201,7 @@ void p2p_move_done(P2p& q) { q.moving = false; }
 // MPI_SUCCESS; errors stop the job.
 extern "C" __attribute__((visibility("default"))) int AMPIX_Roundtrip_p2p_state(void) {
   using namespace ampi;
+  heap::RuntimeScope scope;  // called by the program (not a generated PMPI_X): the runtime's heap
   Rank* r = current_rank();
   P2p& q = r->p2p();
   p2p_prepare_to_move(q);

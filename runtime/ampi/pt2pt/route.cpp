@@ -22,6 +22,7 @@
 // order and carry no number.
 #include "pt2pt/pt2pt.h"
 #include "pt2pt/wire.h"
+#include "heap.h"
 #include "rank.h"
 
 #include <cstring>
@@ -285,6 +286,7 @@ extern "C" {
 int AMPIX_Route_get(int world_rank) { return ampi::p2p_route_of(world_rank); }
 int AMPIX_Route_set(int world_rank, int pe) {
   using namespace ampi;
+  heap::RuntimeScope scope;  // called by the program: messages it forwards are the runtime's
   Routes& t = g_routes;
   const auto w = static_cast<std::size_t>(world_rank);
   if (w >= t.pe.size() || pe < 0 || pe >= CmiNumPes() || t.local[w].rank) return MPI_ERR_ARG;
