@@ -294,6 +294,16 @@ int AMPIX_Route_set(int world_rank, int pe) {
   if (!t.held.empty()) release_held();
   return MPI_SUCCESS;
 }
+// News of a move as route_add broadcasts it (`moves`: the rank's move count), applied on
+// this PE: stale news (an older count) must change nothing.
+int AMPIX_Route_news(int world_rank, int pe, unsigned moves) {
+  using namespace ampi;
+  heap::RuntimeScope scope;
+  if (pe < 0 || pe >= CmiNumPes() || world_rank < 0 || static_cast<std::size_t>(world_rank) >= g_routes.pe.size())
+    return MPI_ERR_ARG;
+  apply(Where{world_rank, pe, moves});
+  return MPI_SUCCESS;
+}
 void AMPIX_Route_stats(long long* forwarded, long long* kept_early) {
   *forwarded = ampi::g_routes.forwarded;
   *kept_early = ampi::g_routes.kept_early;

@@ -3,7 +3,10 @@
  * move reach it (kept by the new PE, forwarded by the old one, direct data carried inline
  * with +ampi-direct-min=4096), and it matches each sender's messages in order, by specific
  * and ANY_SOURCE receives. It answers every sender after the moves (its own message numbers
- * moved with it). Any number of ranks >= 2; rank n-1 moves (to the next PE, then the next). */
+ * moved with it). Then every PE gets stale news of the mover (AMPIX_Route_news: its first
+ * move, to another PE than where it is), which must change nothing: a last message from
+ * every sender still reaches it. Any number of ranks >= 2; rank n-1 moves (to the next PE,
+ * then the next). */
 #include "check.h"
 
 #include <dlfcn.h>
@@ -16,6 +19,16 @@ static int is_large(int k) { return k % 5 == 4; }
 static void pause_us(long us) { /* paces the stream: some messages go while the rank moves */
   struct timespec ts = {0, us * 1000};
   nanosleep(&ts, NULL);
+}
+
+/* Every rank's PE hears that the mover is on the PE after its own, from its first move (an
+ * older count than it has now): ignored, or messages would go there and wait forever. */
+static void stale_news(struct tctx* t, int mover) {
+  int (*news)(int, int, unsigned) = (int (*)(int, int, unsigned))dlsym(RTLD_DEFAULT, "AMPIX_Route_news");
+  CHECK(t, news != NULL, "the AMPIX_Route_news test hook is missing");
+  int where = t->rank == mover ? AMPI_My_pe() : -1;
+  MPI_Bcast(&where, 1, MPI_INT, mover, MPI_COMM_WORLD);
+  if (news) CHECK_MPI(t, news(mover, (where + 1) % AMPI_Num_pes(), 1));
 }
 
 int main(int argc, char** argv) {
@@ -43,6 +56,9 @@ int main(int argc, char** argv) {
     int answer = -1;
     MPI_Recv(&answer, 1, MPI_INT, mover, kAnswer, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     CHECK_EQ(&t, answer, 5000 + me);
+    stale_news(&t, mover);
+    const int last = 7000 + me;
+    MPI_Send(&last, 1, MPI_INT, mover, kTag, MPI_COMM_WORLD);
   } else {
     int* next = calloc((size_t)n, sizeof(int)); /* the next message number of each sender */
     const int npes = AMPI_Num_pes();
@@ -80,6 +96,12 @@ int main(int argc, char** argv) {
       CHECK_EQ(&t, next[s], kMsgs);
       const int answer = 5000 + s;
       MPI_Send(&answer, 1, MPI_INT, s, kAnswer, MPI_COMM_WORLD);
+    }
+    stale_news(&t, mover);
+    for (int s = 0; s < n - 1; s++) {
+      int last = -1;
+      MPI_Recv(&last, 1, MPI_INT, s, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      CHECK_EQ(&t, last, 7000 + s);
     }
     printf("p2p_move_stream: rank %d moved %d times\n", me, moves);
     free(next);
