@@ -45,6 +45,18 @@ void prepare_process() {
     if (::isatty(::fileno(f))) std::setvbuf(f, nullptr, _IOLBF, 0);
   }
   ::tzset();
+  // glibc keeps one error record per thread for dlopen/dlsym failures, allocated at the
+  // first failure: have it now, so that a failure in a rank's code never puts it in a slice.
+  (void)::dlsym(RTLD_DEFAULT, "ucharm_ampi_no_such_symbol");
+  (void)::dlerror();
+}
+
+void release_process_state() {
+  // A failed dl call in a rank's code (the CUDA runtime probing for a driver, say) leaves
+  // glibc's per-thread error record in the rank's slice; the next dl call, wherever, frees
+  // it: make that call while the slice is still here.
+  RuntimeScope runtime;
+  (void)::dlsym(RTLD_DEFAULT, "free");
 }
 
 namespace {

@@ -46,4 +46,9 @@ class UserScope {
 // heap, so that no rank's first printf puts a process-wide buffer into its slice.
 void prepare_process();
 
+// Before a slice leaves this process: libc state of the process that a rank's code made glibc
+// allocate in it, and that glibc would read later, is given back now (the record of the last
+// failed dlopen/dlsym: a successful call frees it).
+void release_process_state();
+
 }  // namespace ampi::heap

@@ -156,12 +156,16 @@ Rank::Rank(RankArgs a) : main_(a.main), world_size_(a.world_size) {
   route_add(this);  // last: messages that came before it are delivered now
 }
 
-Rank::Rank(CkMigrateMessage*) : world_size_(0) { usesAtSync = true; }
+Rank::Rank(CkMigrateMessage*) : world_size_(0) {
+  usesAtSync = true;
+  heap::prepare_process();  // a restarted process starts no rank itself
+}
 
 Rank::~Rank() {
   // Packed and sent: its thread and slice (with the program's copy) left with the message.
   if (leaving_ && thread_ && slice_) {
     if (image_ && process().program->departed) process().program->departed(process().program->context, image_);
+    heap::release_process_state();
     CthMigratableRelease(thread_);
   }
 }
