@@ -1,5 +1,6 @@
 // Attributes (keyvals, set/get/delete, copy on dup) and error handlers of communicators.
 #include "comm/comms.h"
+#include "heap.h"
 #include "checks.h"
 
 #include <algorithm>
@@ -76,7 +77,15 @@ int get(Obj o, int keyval, void* value, int* flag, const char* fn) {
   if (!flag) return null_arg(o.ec, fn, "flag");
   // Predefined attributes: a pointer to the int value (on every communicator).
   if (o.kind == KeyKind::Comm && keyval > 0 && keyval < kFirstUserKeyval) {
-    *static_cast<void**>(value) = &my_comms().attr_values[keyval];
+    CommTable& t = my_comms();
+    if (!t.attr_copy) {
+      heap::UserScope user(nullptr);  // the running rank's heap
+      t.attr_copy = reinterpret_cast<std::uintptr_t>(std::calloc(kFirstUserKeyval, sizeof(int)));
+      if (!t.attr_copy) return error(o.ec, MPI_ERR_NO_MEM, fn, "out of memory");
+    }
+    int* copy = reinterpret_cast<int*>(t.attr_copy);
+    std::memcpy(copy, t.attr_values, sizeof t.attr_values);
+    *static_cast<void**>(value) = &copy[keyval];
     *flag = 1;
     return MPI_SUCCESS;
   }

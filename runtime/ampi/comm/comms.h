@@ -99,8 +99,11 @@ struct CommTable {
   // Error codes the program added (errhan/user.cpp), from MPI_ERR_LASTCODE + 1 on: each
   // code's class and string.
   std::vector<std::pair<int, std::string>> user_errors;
-  // Values of the predefined attributes (MPI_Attr_get hands out pointers to them).
+  // Values of the predefined attributes. MPI_Attr_get hands out pointers to a copy in the
+  // rank's own heap (its slice: a pointer the program keeps stays valid after a move),
+  // made at the first such call (0: not yet).
   int attr_values[cm::kFirstUserKeyval] = {};
+  std::uintptr_t attr_copy = 0;
 };
 
 namespace cm {

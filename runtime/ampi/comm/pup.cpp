@@ -146,6 +146,7 @@ void pup_comm_state(PUP::er& p, CommTable& t) {
   p | t.freed_comms;
   p | t.user_errors;
   p | t.attr_values;
+  p | t.attr_copy;  // in the rank's slice: the same address after a move
 }
 
 }  // namespace ampi
