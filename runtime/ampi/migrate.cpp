@@ -14,25 +14,6 @@ namespace ampi {
 
 namespace {
 
-// Every PE learns where a rank went (its point-to-point table).
-struct MovedMsg {
-  std::int32_t rank, pe;
-};
-void rank_moved_handler(void* msg) {
-  MovedMsg m;
-  std::memcpy(&m, CmiMsgPayload(msg), sizeof m);
-  CmiFree(msg);
-  if (m.pe != CmiMyPe()) p2p_rank_moved(m.rank, m.pe);
-}
-void announce_arrival(int rank) {
-  const std::size_t total = CmiMsgHeaderSizeBytes + sizeof(MovedMsg);
-  void* msg = CmiAlloc(total);
-  const MovedMsg m{rank, CmiMyPe()};
-  std::memcpy(CmiMsgPayload(msg), &m, sizeof m);
-  CmiSetHandler(msg, ck::ConverseHandler<&rank_moved_handler>::handler());
-  CmiSyncBroadcastAndFree(total, msg);
-}
-
 using PupFn = void (*)(void* p, void* data);
 using MigrateFn = void (*)();
 
@@ -116,8 +97,7 @@ void Rank::pup(PUP::er& p) {
 }
 
 void Rank::ckJustMigrated() {
-  route_add(this);  // messages that waited here for it are delivered
-  announce_arrival(thisIndex);
+  route_add(this);  // messages that waited here for it are delivered; every PE is told
   call_user(just_migrated, slice_);
   if (waiting == Waiting::Moving) {  // AMPI_Migrate_to_pe: nothing else resumes it
     waiting = Waiting::None;

@@ -30,6 +30,10 @@ int main(int argc, char** argv) {
   tctx_init(&t, "migrate_storm");
   const int n = t.size;
   int* sent_seq = calloc((size_t)n, sizeof(int));
+  /* The storm runs on a duplicate of MPI_COMM_WORLD (moved with the ranks): its wildcard
+   * receives must not catch tctx_finish's messages on MPI_COMM_WORLD from ranks done early. */
+  MPI_Comm storm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &storm);
   MPI_Info hints;
   MPI_Info_create(&hints);
   MPI_Info_set(hints, "ampi_load_balance", "sync");
@@ -50,7 +54,7 @@ int main(int argc, char** argv) {
       /* First one ANY_SOURCE receive per (peer, tag), then as many on both wildcards: every
        * receive gets a message whatever the arrival order. */
       MPI_Irecv(rbuf[k], largest, MPI_BYTE, MPI_ANY_SOURCE, k < nrecv / 2 ? k % kPerPeer : MPI_ANY_TAG,
-                MPI_COMM_WORLD, &reqs[nr++]);
+                storm, &reqs[nr++]);
     }
     unsigned char** sbuf = malloc(sizeof(unsigned char*) * (size_t)(2 * kPerPeer * npeers));
     int ns = 0;
@@ -62,14 +66,14 @@ int main(int argc, char** argv) {
           sbuf[ns] = malloc((size_t)size + 8);
           memcpy(sbuf[ns], &seq, sizeof seq);
           fill(sbuf[ns] + 8, size, t.rank, seq);
-          MPI_Isend(sbuf[ns], size + 8, MPI_BYTE, peers[p], s, MPI_COMM_WORLD, &reqs[nr++]);
+          MPI_Isend(sbuf[ns], size + 8, MPI_BYTE, peers[p], s, storm, &reqs[nr++]);
           ++ns;
         }
       if (half == 0) {
         /* Nonblocking collectives pending across the move. */
         long contrib = t.rank + round, sum = -1;
         MPI_Request coll[2];
-        MPI_Iallreduce(&contrib, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &coll[0]);
+        MPI_Iallreduce(&contrib, &sum, 1, MPI_LONG, MPI_SUM, storm, &coll[0]);
         MPI_Ibarrier(MPI_COMM_WORLD, &coll[1]);
         const int before = AMPI_My_pe();
         AMPI_Migrate(hints);
@@ -108,6 +112,7 @@ int main(int argc, char** argv) {
     free(st);
   }
   MPI_Info_free(&hints);
+  MPI_Comm_free(&storm);
   free(sent_seq);
   return tctx_finish(&t);
 }
