@@ -7,6 +7,7 @@
 #include "comm/comms.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -164,9 +165,14 @@ int AMPI_Migrate(MPI_Info hints) {
   // up in another process (the hints are read into the stack, which moves).
   bool balance = true;
   char dir[4096] = {};
+  if (hints == AMPI_INFO_CHKPT_IN_MEMORY)
+    return error(MPI_COMM_WORLD, MPI_ERR_INFO_VALUE, "AMPI_Migrate",
+                 "in-memory checkpoints (AMPI_INFO_CHKPT_IN_MEMORY) are not supported: use ampi_checkpoint = "
+                 "to_file=DIRECTORY");
+  const bool predefined = hints == AMPI_INFO_LB_SYNC || hints == AMPI_INFO_LB_ASYNC;
   {
-    const std::string lb = hints == MPI_INFO_NULL ? "sync" : hint(hints, "ampi_load_balance");
-    const std::string ckpt = hint(hints, "ampi_checkpoint");
+    const std::string lb = hints == MPI_INFO_NULL || predefined ? "sync" : hint(hints, "ampi_load_balance");
+    const std::string ckpt = predefined ? "" : hint(hints, "ampi_checkpoint");
     if (!ckpt.empty() && ckpt != "false") {
       if (ckpt.rfind("to_file=", 0) != 0 || ckpt.size() == 8 || ckpt.size() - 8 >= sizeof dir)
         return error(MPI_COMM_WORLD, MPI_ERR_INFO_VALUE, "AMPI_Migrate",
@@ -283,11 +289,38 @@ int AMPI_Register_just_migrated(MPI_MigrateFn fn) {
   return MPI_SUCCESS;
 }
 
+int AMPI_Yield(void) {
+  heap::RuntimeScope scope;
+  (void)current_rank();
+  rank_yield();
+  return MPI_SUCCESS;
+}
+
+int AMPI_Print(const char* str) {
+  heap::RuntimeScope scope;
+  std::printf("[%d] %s\n", current_rank()->world_rank(), str ? str : "(null)");
+  std::fflush(stdout);
+  return MPI_SUCCESS;
+}
+
+int AMPI_Type_is_contiguous(MPI_Datatype datatype, int* flag) {
+  heap::RuntimeScope scope;
+  if (!flag) return error(MPI_COMM_WORLD, MPI_ERR_ARG, "AMPI_Type_is_contiguous", "flag is NULL");
+  TypeFacts f;
+  if (!type_facts(datatype, f))
+    return error(MPI_COMM_WORLD, MPI_ERR_TYPE, "AMPI_Type_is_contiguous", "invalid datatype %d", datatype);
+  *flag = f.contiguous ? 1 : 0;
+  return MPI_SUCCESS;
+}
+
+int AMPI_System(const char* cmd) { return std::system(cmd); }
+
 // ---- the C PUP interface (for AMPI_Register_pup routines) --------------------------------------
 static PUP::er& er(pup_er p) { return *static_cast<PUP::er*>(p); }
 int pup_isPacking(const pup_er p) { return er(p).isPacking(); }
 int pup_isUnpacking(const pup_er p) { return er(p).isUnpacking(); }
 int pup_isSizing(const pup_er p) { return er(p).isSizing(); }
+int pup_isDeleting(const pup_er p) { return er(p).isDeleting(); }
 void pup_bytes(pup_er p, void* ptr, size_t nbytes) { er(p).bytes(ptr, nbytes); }
 #define UCHARM_PUP_C(name, T)                                                             \
   void pup_##name(pup_er p, T* x) { er(p).bytes(x, sizeof(T)); }                          \

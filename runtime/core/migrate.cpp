@@ -79,6 +79,7 @@ void migrate_out(Collection& c, ChareBase* obj, int to, bool by_balancer) {
   const std::size_t total = CmiMsgHeaderSizeBytes + sizeof(Envelope) + s.size();
   void* msg = CmiAlloc(total);
   PUP::er p = PUP::er::packer(args_of(msg), s.size());
+  p.set_deleting(true);  // the element is deleted once packed
   pup_runtime(p, obj, ref, by_balancer);
   obj->pup(p);
   Envelope& e = envelope(msg);

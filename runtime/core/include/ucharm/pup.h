@@ -50,6 +50,9 @@ class er {
   bool isSizing() const { return mode_ == Mode::Sizing; }
   bool isPacking() const { return mode_ == Mode::Packing; }
   bool isUnpacking() const { return mode_ == Mode::Unpacking; }
+  // Packing an object that is deleted right after (a migration): Charm++'s isDeleting.
+  bool isDeleting() const { return deleting_; }
+  void set_deleting(bool d) { deleting_ = d; }
   std::size_t size() const { return pos_; }
   // Unpacking: bytes not read yet.
   std::size_t remaining() const { return limit_ - pos_; }
@@ -116,6 +119,7 @@ class er {
   [[noreturn]] void bad_value(std::uint64_t value, std::uint64_t limit, const char* what,
                               const std::type_info& type) const;
   const char* context_ = nullptr;
+  bool deleting_ = false;
   Mode mode_;
   char* buf_;
   std::size_t limit_;
