@@ -438,20 +438,9 @@ std::shared_ptr<ImageLibraries> ImageLibraries::open(const char* bytes, std::siz
   for (auto k = static_cast<unsigned long>(st.st_ino); k != 0; k >>= 1) path += (k & 1) ? "/." : "//";
   path += '/';
   path += std::to_string(fd);
-  const char* tmp = std::getenv("TMPDIR");
-  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/ucharm-ampi-XXXXXX", link;
-  if (::mkdtemp(dir.data()) != nullptr) {
-    link = dir + "/template";
-    if (::symlink(path.c_str(), link.c_str()) == 0) path = link;
-    else link.clear();
-  } else {
-    dir.clear();
-  }
   // Lazy: the template never runs, and an undefined function is then reported by the
   // loader itself, naming it.
-  void* handle = ::dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
-  if (!link.empty()) ::unlink(link.c_str());
-  if (!dir.empty()) ::rmdir(dir.c_str());
+  void* handle = dlopen_unnamed(path, RTLD_LAZY | RTLD_LOCAL, "template");
   ::close(fd);  // the mapping keeps the file
   if (handle == nullptr) {
     const char* why = ::dlerror();
@@ -491,6 +480,22 @@ void* ImageLibraries::resolve(const char* name, const char* version) const {
   void* map = nullptr;
   if (::dladdr1(p, &info, &map, RTLD_DL_LINKMAP) != 0 && map == template_map_) return nullptr;
   return p;
+}
+
+void* dlopen_unnamed(std::string path, int flags, const char* name) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/ucharm-ampi-XXXXXX", link;
+  if (::mkdtemp(dir.data()) != nullptr) {
+    link = dir + "/" + name;
+    if (::symlink(path.c_str(), link.c_str()) == 0) path = link;
+    else link.clear();
+  } else {
+    dir.clear();  // no writable temporary directory: the /proc/self/fd path itself
+  }
+  void* handle = ::dlopen(path.c_str(), flags);
+  if (!link.empty()) ::unlink(link.c_str());
+  if (!dir.empty()) ::rmdir(dir.c_str());
+  return handle;
 }
 
 }  // namespace ampi

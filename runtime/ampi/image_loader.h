@@ -27,6 +27,12 @@ struct ProcessHeapHooks {
   void (*leave)(void* saved) = nullptr;
 };
 
+// dlopen(path, flags) of a memfd's /proc/self/fd path through a symlink `name` in a fresh
+// private directory, both removed at once: the name glibc records for the object never
+// comes to mean another file once the fd number is reused (a tool that reopens loaded
+// objects by name, such as a sanitizer's leak check at exit, would read that file).
+[[gnu::visibility("default")]] void* dlopen_unnamed(std::string path, int flags, const char* name);
+
 // The libraries a program needs, loaded once per process and shared by its copies.
 class [[gnu::visibility("default")]] ImageLibraries {
  public:

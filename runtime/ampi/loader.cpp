@@ -206,18 +206,7 @@ class ProgramImage {
     // SIGBUS). So the copy is opened through a symlink in a fresh private directory, both
     // removed at once: the recorded name then names nothing. (Without a writable temporary
     // directory, the /proc/self/fd path itself.)
-    std::string dir = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/ucharm-ampi-XXXXXX";
-    std::string link;
-    if (::mkdtemp(dir.data()) != nullptr) {
-      link = dir + "/program";
-      if (::symlink(path.c_str(), link.c_str()) == 0) path = link;
-      else link.clear();
-    } else {
-      dir.clear();
-    }
-    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!link.empty()) ::unlink(link.c_str());
-    if (!dir.empty()) ::rmdir(dir.c_str());
+    void* handle = ampi::dlopen_unnamed(path, RTLD_NOW | RTLD_LOCAL, "program");
     ::close(fd);  // the mapping keeps the file's pages
     if (handle == nullptr) {
       const char* why = ::dlerror();

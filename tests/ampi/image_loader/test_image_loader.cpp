@@ -6,6 +6,8 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <gtest/gtest.h>
+
+#include "page_perms.h"
 #include <sys/mman.h>
 
 #include <cstdio>
@@ -63,18 +65,6 @@ class ImageLoaderTest : public ::testing::Test {
   }
 };
 
-// The protection of the page at `address`, as /proc/self/maps says ("r-xp"), or "".
-std::string page_perms(std::uintptr_t address) {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    std::uintptr_t lo = 0, hi = 0;
-    char perms[8] = {};
-    if (std::sscanf(line.c_str(), "%lx-%lx %7s", &lo, &hi, perms) == 3 && address >= lo && address < hi)
-      return perms;
-  }
-  return "";
-}
 
 bool inside(const ampi::LoadedImage& image, const void* p) {
   auto a = reinterpret_cast<std::uintptr_t>(p);

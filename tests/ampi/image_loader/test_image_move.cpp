@@ -7,6 +7,8 @@
 #include "image_loader.h"
 
 #include <gtest/gtest.h>
+
+#include "page_perms.h"
 #include <ucharm/converse.h>
 
 #include <cstdio>
@@ -35,17 +37,6 @@ struct InSlice {
   ~InSlice() { ampi::loader::switch_heap(saved); }
 };
 
-std::string page_perms(std::uintptr_t address) {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    std::uintptr_t lo = 0, hi = 0;
-    char perms[8] = {};
-    if (std::sscanf(line.c_str(), "%lx-%lx %7s", &lo, &hi, perms) == 3 && address >= lo && address < hi)
-      return perms;
-  }
-  return "";
-}
 
 template <typename F>
 F fn(const ampi::LoadedImage& image, const char* name) {
