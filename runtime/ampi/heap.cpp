@@ -26,7 +26,7 @@ void* __libc_memalign(std::size_t, std::size_t);
 
 namespace ampi::heap {
 
-thread_local CmiIsoSlice* g_active __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local CmiIsoSlice* g_active UCHARM_AMPI_HEAP_TLS = nullptr;
 
 UserScope::UserScope(CmiIsoSlice* slice) : saved_(g_active) {
   if (!slice)

@@ -12,7 +12,15 @@ namespace ampi::heap {
 // ranks are user-level threads of its one OS thread, while other threads of the process
 // (UCX's progress thread, PMIx's) must never allocate in a rank's slice. Switched only by
 // the scopes below and by the rank threads' start.
-extern thread_local CmiIsoSlice* g_active __attribute__((tls_model("initial-exec")));
+// Initial-exec TLS (one load, no call) where malloc reads it on every call; AddressSanitizer's
+// own TLS fills glibc's static TLS surplus, so there the default model (a test dlopens the
+// library).
+#if defined(__SANITIZE_ADDRESS__)
+#define UCHARM_AMPI_HEAP_TLS
+#else
+#define UCHARM_AMPI_HEAP_TLS __attribute__((tls_model("initial-exec")))
+#endif
+extern thread_local CmiIsoSlice* g_active UCHARM_AMPI_HEAP_TLS;
 
 // Entering the runtime from the program (the generated PMPI_X wrappers): glibc's heap until
 // the call returns, whatever it switches to meanwhile.

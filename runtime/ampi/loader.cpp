@@ -318,7 +318,11 @@ int main(int argc, char** argv) {
   // First: may re-execute the program with address randomization off. Without a region,
   // ranks get no slices and keep dlopen'ed copies (rank.cpp says why when migration is
   // asked for).
+#if !defined(__SANITIZE_ADDRESS__)
   ampi::loader::isomalloc_init(argc, argv);
+#endif  // (AddressSanitizer builds: no isomalloc; its malloc replaces the rank heaps anyway,
+        // and UCX's CMA probe crashes ASan's process_vm_readv interceptor in a re-executed,
+        // non-randomized process)
   // Static: exit() from a rank does not unwind this frame, the copies' finalizers run at
   // exit (on_exit, registered later, so run before this is destroyed), and
   // ucharm_ampi_start returns only when every rank of this process has ended.

@@ -61,7 +61,7 @@ int type_attrs_delete(MPI_Datatype) { return MPI_SUCCESS; }
 }
 // heap.cpp (not built here: it interposes malloc): user ops run in the program's heap.
 namespace heap {
-thread_local CmiIsoSlice* g_active __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local CmiIsoSlice* g_active UCHARM_AMPI_HEAP_TLS = nullptr;
 UserScope::UserScope(CmiIsoSlice* slice) : saved_(g_active) { g_active = slice; }
 }  // namespace heap
 // The calling "rank" (rank.cpp is not built here): each test thread says which it is.

@@ -12,6 +12,15 @@ using ucharm::test::describe;
 using ucharm::test::Result;
 using ucharm::test::run;
 
+// AddressSanitizer builds: a re-executed, non-randomized process crashes ASan's
+// process_vm_readv interceptor in UCX's CMA probe, and ASan's malloc is not the slice heap
+// the runtime relies on: the AMPI loader leaves isomalloc off there, and so do these tests.
+#if defined(__SANITIZE_ADDRESS__)
+#define SKIP_UNDER_ASAN() GTEST_SKIP() << "isomalloc migration is off in AddressSanitizer builds"
+#else
+#define SKIP_UNDER_ASAN() (void)0
+#endif
+
 namespace {
 
 Result job(std::vector<std::string> args, std::vector<std::string> env = {}) {
@@ -22,6 +31,7 @@ Result job(std::vector<std::string> args, std::vector<std::string> env = {}) {
 bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 TEST(IsomallocJob, LibrariesAtTheSameAddressesInBothProcesses) {
+  SKIP_UNDER_ASAN();
   Result r = job({"layout"});
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_TRUE(has(r.out, "layout same")) << describe(r);
@@ -30,12 +40,14 @@ TEST(IsomallocJob, LibrariesAtTheSameAddressesInBothProcesses) {
 }
 
 TEST(IsomallocJob, ThreadWith100MiBHeapAndDeepStackMovesBackAndForthEndingOnTheOtherPe) {
+  SKIP_UNDER_ASAN();
   Result r = job({"migrate", "7"});  // odd: ends on PE 1, where every canary differs
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_TRUE(has(r.out, "migrate ok (7 moves)")) << describe(r);
 }
 
 TEST(IsomallocJob, MigrationAgainstAPlainSendOf10MiB) {
+  SKIP_UNDER_ASAN();
   Result r = job({"timing"});
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_TRUE(has(r.out, "timing ok")) << describe(r);
@@ -46,6 +58,7 @@ TEST(IsomallocJob, MigrationAgainstAPlainSendOf10MiB) {
 // Without the re-exec the two processes' libraries lie at different addresses: the
 // receiver must refuse the thread with a clear error, not run it and crash.
 TEST(IsomallocJob, ProcessWithRandomizedLayoutRefusesAThread) {
+  SKIP_UNDER_ASAN();
   std::ifstream f("/proc/sys/kernel/randomize_va_space");
   int level = 0;
   f >> level;
