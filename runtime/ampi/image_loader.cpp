@@ -372,6 +372,17 @@ const Elf64_Sym* ImageTables::lookup(const char* wanted, LookupMethod method) co
 }
 
 // ---- the template: the program's libraries, loaded by glibc -----------------------------------
+bool write_all(int fd, const char* p, std::size_t left) {
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
 namespace {
 
 // The dynamic tags whose functions must not run in the template: each becomes a second
@@ -385,17 +396,6 @@ bool runs_code(std::int64_t tag) {
     default:
       return false;
   }
-}
-
-bool write_all(int fd, const char* p, std::size_t left) {
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  return true;
 }
 
 }  // namespace

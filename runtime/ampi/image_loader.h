@@ -27,6 +27,9 @@ struct ProcessHeapHooks {
   void (*leave)(void* saved) = nullptr;
 };
 
+// Writes all `size` bytes to `fd` (retrying short writes and EINTR); false on an error (errno).
+[[gnu::visibility("default")]] bool write_all(int fd, const char* bytes, std::size_t size);
+
 // dlopen(path, flags) of a memfd's /proc/self/fd path through a symlink `name` in a fresh
 // private directory, both removed at once: the name glibc records for the object never
 // comes to mean another file once the fd number is reused (a tool that reopens loaded

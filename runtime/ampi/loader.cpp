@@ -194,7 +194,7 @@ class ProgramImage {
     std::lock_guard lock(mutex_);
     int fd = ::memfd_create("ucharm-ampi-program", MFD_CLOEXEC);
     if (fd < 0) return fail(rank, "memfd_create", std::strerror(errno));
-    if (!write_all(fd)) {
+    if (!ampi::write_all(fd, bytes_, size_)) {
       int e = errno;
       ::close(fd);
       return fail(rank, "writing the program into a memfd", std::strerror(e));
@@ -259,18 +259,6 @@ class ProgramImage {
     return nullptr;
   }
 
-  bool write_all(int fd) const {
-    const char* p = bytes_;
-    std::size_t left = size_;
-    while (left > 0) {
-      ssize_t n = ::write(fd, p, left);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      p += n;
-      left -= static_cast<std::size_t>(n);
-    }
-    return true;
-  }
 
   // "/proc/self/fd/<fd>" spelled differently for every copy. glibc first looks a dlopen
   // path up among the names of loaded objects, and fd numbers are reused once closed: the
