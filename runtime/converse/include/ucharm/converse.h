@@ -204,6 +204,18 @@ void CmiChannelSend(int pe, const void* ptr, std::size_t size, std::uint64_t tag
                     void* stream = nullptr);
 void CmiChannelRecv(void* ptr, std::size_t size, std::uint64_t tag, void* done_msg, void* stream = nullptr);
 
+// ---- Pollers: work the scheduler checks each turn (one-sided notifications) ----------------
+// (issue 19, part 1: see rma.cpp)
+
+// ---- One-sided (RMA): windows of registered memory ----------------------------------------
+// (issue 19, part 1: see rma.cpp)
+
+// ---- CUDA IPC mappings (PEs on one host): device windows ----------------------------------
+// (issue 19, part 3: see device_ipc.cpp)
+
+// ---- Stream-ordered transfers -----------------------------------------------------------------
+// (issue 19, part 4: see stream_ordered.cpp)
+
 // ---- user-level threads ----------------------------------------------------------------
 struct CthThreadStruct;
 using CthThread = CthThreadStruct*;

@@ -38,5 +38,7 @@
 #include <ucharm/charm/chare.h>
 #include <ucharm/charm/section.h>
 #include <ucharm/charm/channel.h>
+#include <ucharm/charm/window.h>
+#include <ucharm/charm/device_window.h>
 #include <ucharm/charm/start.h>
 #include <ucharm/charm/checkpoint.h>

@@ -165,6 +165,15 @@ void LrtsChannelSend(int dest_pe, const void* ptr, std::size_t size, MemoryType 
 void LrtsChannelRecv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t tag,
                      Completion done, GpuStream stream = nullptr);
 
+// ---- One-sided (RMA): registered regions, put/get/atomics, fence, flush -------------------
+// (issue 19, part 1: see rma.cpp)
+
+// ---- CUDA IPC mappings (PEs on one host): device windows ----------------------------------
+// (issue 19, part 3: see cuda_ipc.cpp)
+
+// ---- Stream memory operations: stream-ordered transfers -----------------------------------
+// (issue 19, part 4: see stream_ops.cpp)
+
 // Orderly teardown, collective over all PEs: flush sends, fence, cancel pre-posted
 // receives, close endpoints, fence, destroy worker and context, finalize PMIx.
 void LrtsExit();

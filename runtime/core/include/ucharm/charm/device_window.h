@@ -1,0 +1,2 @@
+// (issue 19: being written)
+#pragma once

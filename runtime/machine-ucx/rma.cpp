@@ -1,0 +1,1 @@
+// (issue 19: being written)
