@@ -19,6 +19,28 @@ struct CudaDriver {
   CUresult (*event_destroy)(CUevent) = nullptr;
   CUresult (*error_name)(CUresult, const char**) = nullptr;
   const char* name_of(CUresult r) const;
+  // CUDA IPC mappings and stream memory operations (cuda_ipc.cpp). Optional: null where
+  // the driver lacks them, without making `ok` false.
+  struct Ipc {
+    CUresult (*get_range)(CUdeviceptr*, std::size_t*, CUdeviceptr) = nullptr;
+    CUresult (*get_handle)(CUipcMemHandle*, CUdeviceptr) = nullptr;
+    CUresult (*open_handle)(CUdeviceptr*, CUipcMemHandle, unsigned) = nullptr;
+    CUresult (*close_handle)(CUdeviceptr) = nullptr;
+    CUresult (*ctx_push)(CUcontext) = nullptr;
+    CUresult (*ctx_pop)(CUcontext*) = nullptr;
+    CUresult (*ctx_get_device)(CUdevice*) = nullptr;
+    CUresult (*can_access_peer)(int*, CUdevice, CUdevice) = nullptr;
+    CUresult (*p2p_attr)(int*, CUdevice_P2PAttribute, CUdevice, CUdevice) = nullptr;
+    CUresult (*device_attr)(int*, CUdevice_attribute, CUdevice) = nullptr;
+    CUresult (*bus_id)(char*, int, CUdevice) = nullptr;
+    CUresult (*by_bus_id)(CUdevice*, const char*) = nullptr;
+    CUresult (*stream_create)(CUstream*, unsigned) = nullptr;
+    CUresult (*stream_sync)(CUstream) = nullptr;
+    CUresult (*memset_async)(CUdeviceptr, unsigned char, std::size_t, CUstream) = nullptr;
+    CUresult (*copy_async)(CUdeviceptr, CUdeviceptr, std::size_t, CUstream) = nullptr;
+    CUresult (*write_value64)(CUstream, CUdeviceptr, cuuint64_t, unsigned) = nullptr;
+    CUresult (*wait_value64)(CUstream, CUdeviceptr, cuuint64_t, unsigned) = nullptr;
+  } ipc;
 };
 
 // Opened on first use; `ok` is false where there is no driver or no GPU.

@@ -40,6 +40,18 @@ const CudaDriver& cuda_driver() {
                sym(c.event_record, "cuEventRecord") && sym(c.event_query, "cuEventQuery") &&
                sym(c.event_destroy, "cuEventDestroy_v2") && sym(c.error_name, "cuGetErrorName");
     c.ok = all && cu_init(0) == CUDA_SUCCESS;  // no GPU: everything is host
+    // CUDA IPC and stream memory operations (cuda_ipc.cpp checks each before use).
+    // The _v2 names are what cuda.h's macros select (CUDA 12 and 13).
+    auto& i = c.ipc;
+    sym(i.get_range, "cuMemGetAddressRange_v2"); sym(i.get_handle, "cuIpcGetMemHandle");
+    sym(i.open_handle, "cuIpcOpenMemHandle_v2"); sym(i.close_handle, "cuIpcCloseMemHandle");
+    sym(i.ctx_push, "cuCtxPushCurrent_v2"); sym(i.ctx_pop, "cuCtxPopCurrent_v2");
+    sym(i.ctx_get_device, "cuCtxGetDevice"); sym(i.can_access_peer, "cuDeviceCanAccessPeer");
+    sym(i.device_attr, "cuDeviceGetAttribute"); sym(i.bus_id, "cuDeviceGetPCIBusId");
+    sym(i.by_bus_id, "cuDeviceGetByPCIBusId"); sym(i.stream_create, "cuStreamCreate");
+    sym(i.stream_sync, "cuStreamSynchronize"); sym(i.memset_async, "cuMemsetD8Async");
+    sym(i.copy_async, "cuMemcpyDtoDAsync_v2"); sym(i.write_value64, "cuStreamWriteValue64_v2");
+    sym(i.wait_value64, "cuStreamWaitValue64_v2"); sym(i.p2p_attr, "cuDeviceGetP2PAttribute");
     return c;
   }();
   return d;

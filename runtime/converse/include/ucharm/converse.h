@@ -211,7 +211,30 @@ void CmiChannelRecv(void* ptr, std::size_t size, std::uint64_t tag, void* done_m
 // (issue 19, part 1: see rma.cpp)
 
 // ---- CUDA IPC mappings (PEs on one host): device windows ----------------------------------
-// (issue 19, part 3: see device_ipc.cpp)
+// (issue 19, part 3: device_ipc.cpp) The machine layer's CUDA IPC calls, for the core's
+// CkDeviceWindow. Each returns nullptr on success, else a message naming the cause (valid
+// until the next failing call). `ctx` is the CUcontext of the exported allocation.
+struct CmiIpcHandle {
+  unsigned char handle[64] = {};  // CUipcMemHandle of the whole allocation
+  std::uint64_t offset = 0;       // of the exported pointer within it
+  std::uint64_t bytes = 0;        // exposed from the pointer on
+  char bus_id[32] = {};           // PCI bus id of its GPU
+};
+// [ptr, ptr + bytes) must be device memory inside one cudaMalloc/cuMemAlloc allocation.
+const char* CmiIpcExport(const void* ptr, std::size_t bytes, CmiIpcHandle& out, void** ctx);
+// Same GPU or peer access; *atomics: this GPU's atomics work on that GPU's memory.
+const char* CmiIpcCanMap(void* ctx, const char* bus_id, bool* atomics);
+const char* CmiIpcOpen(void* ctx, const CmiIpcHandle& h, void** ptr);  // a peer process's export
+void CmiIpcClose(void* ctx, const CmiIpcHandle& h);
+const char* CmiIpcAllocWords(void* ctx, std::size_t bytes, void** ptr);  // zeroed device words
+void CmiIpcFreeWords(void* ctx, void* ptr);
+// Stream-ordered (the host never waits): copy; 64-bit write after a memory barrier; wait
+// until the word is >= value.
+const char* CmiIpcStreamCopy(void* ctx, void* stream, void* dst, const void* src, std::size_t bytes);
+const char* CmiIpcStreamWrite64(void* ctx, void* stream, void* addr, std::uint64_t value);
+const char* CmiIpcStreamWaitGeq64(void* ctx, void* stream, void* addr, std::uint64_t value);
+// This PE's host name (PEs on one host can map each other's exports).
+const char* CmiIpcHostName();
 
 // ---- Stream-ordered transfers -----------------------------------------------------------------
 // (issue 19, part 4: see stream_ordered.cpp)

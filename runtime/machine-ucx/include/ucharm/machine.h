@@ -169,7 +169,41 @@ void LrtsChannelRecv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t 
 // (issue 19, part 1: see rma.cpp)
 
 // ---- CUDA IPC mappings (PEs on one host): device windows ----------------------------------
-// (issue 19, part 3: see cuda_ipc.cpp)
+// (issue 19, part 3: cuda_ipc.cpp) What a device window needs from the driver: export the
+// allocation that holds a device pointer, map a peer process's export, allocate small
+// shared words, and stream memory operations on device words. Every call returns nullptr
+// on success, else a message naming the cause (a static string or one kept until the next
+// call that fails). Without CUDA (not built in, or no driver) every call fails saying so.
+struct IpcExport {
+  unsigned char handle[64] = {};  // CUipcMemHandle of the whole allocation
+  std::uint64_t offset = 0;       // of the pointer within that allocation
+  std::uint64_t bytes = 0;        // exposed from the pointer on
+  char bus_id[32] = {};           // PCI bus id of the allocation's GPU ("0000:1b:00.0")
+};
+// Checks that [ptr, ptr + bytes) is device memory inside one CUDA allocation (a host pointer,
+// managed or freed memory is refused) and fills `out`; `ctx` gets the
+// allocation's CUcontext (later calls run in it).
+const char* LrtsIpcExport(const void* ptr, std::size_t bytes, IpcExport& out, void*& ctx);
+// Whether this process's GPU of `ctx` can map memory of the GPU `bus_id` (the same GPU,
+// or peer access between the two); nullptr if it can, else why not. `atomics`: whether
+// this GPU's atomics on that memory work (the same GPU, or native peer atomics: NVLink).
+const char* LrtsIpcCanMap(void* ctx, const char* bus_id, bool& atomics);
+// Maps a peer process's export in `ctx` (peer access enabled as needed); `ptr` is the
+// exported pointer (allocation base + offset). Exports of one allocation opened twice
+// share one mapping (reference counted); close each open once.
+const char* LrtsIpcOpen(void* ctx, const IpcExport& e, void*& ptr);
+void LrtsIpcClose(void* ctx, const IpcExport& e);
+// Device memory for flag words, zeroed before this returns, in `ctx` (its own allocation,
+// so that it can be exported), and its release.
+const char* LrtsIpcAllocWords(void* ctx, std::size_t bytes, void*& ptr);
+void LrtsIpcFreeWords(void* ctx, void* ptr);
+// Stream-ordered operations (the host never waits): a copy between device pointers
+// (mapped ones included); a 64-bit store after the stream's earlier work (with a
+// system-wide memory barrier first); a wait until the 64-bit word at `addr` is >= value
+// (as an unsigned difference: wraps correctly).
+const char* LrtsIpcStreamCopy(void* ctx, GpuStream stream, void* dst, const void* src, std::size_t bytes);
+const char* LrtsIpcStreamWrite64(void* ctx, GpuStream stream, void* addr, std::uint64_t value);
+const char* LrtsIpcStreamWaitGeq64(void* ctx, GpuStream stream, void* addr, std::uint64_t value);
 
 // ---- Stream memory operations: stream-ordered transfers -----------------------------------
 // (issue 19, part 4: see stream_ops.cpp)
