@@ -41,6 +41,12 @@ struct CudaDriver {
     CUresult (*write_value64)(CUstream, CUdeviceptr, cuuint64_t, unsigned) = nullptr;
     CUresult (*wait_value64)(CUstream, CUdeviceptr, cuuint64_t, unsigned) = nullptr;
   } ipc;
+  // Stream-ordered operations' pinned words (stream_ops.cpp). Optional, as above.
+  struct Stream {
+    CUresult (*mem_host_alloc)(void**, std::size_t, unsigned) = nullptr;
+    CUresult (*mem_host_get_device_pointer)(CUdeviceptr*, void*, unsigned) = nullptr;
+    CUresult (*launch_host_func)(CUstream, CUhostFn, void*) = nullptr;
+  } stream;
 };
 
 // Opened on first use; `ok` is false where there is no driver or no GPU.

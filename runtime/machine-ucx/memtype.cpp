@@ -52,6 +52,8 @@ const CudaDriver& cuda_driver() {
     sym(i.stream_sync, "cuStreamSynchronize"); sym(i.memset_async, "cuMemsetD8Async");
     sym(i.copy_async, "cuMemcpyDtoDAsync_v2"); sym(i.write_value64, "cuStreamWriteValue64_v2");
     sym(i.wait_value64, "cuStreamWaitValue64_v2"); sym(i.p2p_attr, "cuDeviceGetP2PAttribute");
+    sym(c.stream.mem_host_alloc, "cuMemHostAlloc"); sym(c.stream.launch_host_func, "cuLaunchHostFunc");
+    sym(c.stream.mem_host_get_device_pointer, "cuMemHostGetDevicePointer_v2");
     return c;
   }();
   return d;

@@ -1,1 +1,326 @@
-// (issue 19: being written)
+// Stream memory operations: points where a CUDA stream and this PE meet without either
+// blocking (stream-ordered transfers; machine.h, "Stream memory operations").
+//
+// Each point has a slot of two 64-bit words in pinned host memory mapped into the GPU:
+// "ready", written by the stream (cuStreamWriteValue64) when it reaches the point, and
+// "done", written by this PE when the operation has completed and waited on by the stream
+// (cuStreamWaitValue64, >=). Slots come from chunks allocated once and reused: nothing is
+// allocated per operation. A slot's words are never reset: each use of a slot takes the
+// next sequence number of that slot and writes it, so the words only grow, a wait for an
+// older use stays satisfied, and a (slot, seq) pair names a completion forever.
+//
+// Without 64-bit stream memory operations (or with UCHARM_STREAM_MEMOPS=0, a test hook)
+// the words are written and waited for by host functions on the stream (cuLaunchHostFunc):
+// correct, slower, and a waiting host function holds CUDA's callback thread (documented).
+#include <ucharm/machine.h>
+
+#include <sched.h>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+#include <fmt/core.h>
+
+#include "cuda_driver.h"
+#include "machine_internal.h"
+
+namespace ucharm::machine {
+namespace {
+
+using detail::fatal;
+using detail::M;
+
+#ifdef UCHARM_HAVE_CUDA
+// One slot's words, each in its own cache line: the GPU writes `ready`, this PE `done`.
+struct alignas(64) Words {
+  std::uint64_t ready;
+  std::uint64_t pad0[7];
+  std::uint64_t done;
+  std::uint64_t pad1[7];
+};
+static_assert(sizeof(Words) == 128);
+
+constexpr std::uint32_t kChunkSlots = 512;  // 64 KiB of pinned memory per chunk
+constexpr std::uint32_t kMaxChunks = 256;   // 131072 points open at once at most
+
+std::uint64_t load(const std::uint64_t& w) {
+  return std::atomic_ref<const std::uint64_t>(w).load(std::memory_order_acquire);
+}
+void store(std::uint64_t& w, std::uint64_t v) {
+  std::atomic_ref<std::uint64_t>(w).store(v, std::memory_order_release);
+}
+
+// The fallback's host functions get (slot, seq) packed in their user pointer, and find the
+// words through a table of chunk addresses that is only appended to (each entry written
+// once, before any host function can name it): they run on CUDA's own thread.
+constexpr unsigned kSeqBits = 40;
+std::array<std::atomic<Words*>, kMaxChunks> g_chunk_words{};
+
+Words& words_of(std::uint32_t slot) {
+  const std::uint32_t i = slot - 1;
+  return g_chunk_words[i / kChunkSlots].load(std::memory_order_acquire)[i % kChunkSlots];
+}
+void* pack_arg(std::uint32_t slot, std::uint64_t seq) {
+  return reinterpret_cast<void*>((static_cast<std::uintptr_t>(slot) << kSeqBits) | seq);
+}
+void unpack_arg(void* a, std::uint32_t& slot, std::uint64_t& seq) {
+  const auto v = reinterpret_cast<std::uintptr_t>(a);
+  slot = static_cast<std::uint32_t>(v >> kSeqBits);
+  seq = v & ((std::uint64_t{1} << kSeqBits) - 1);
+}
+void CUDA_CB host_write_ready(void* a) {
+  std::uint32_t slot;
+  std::uint64_t seq;
+  unpack_arg(a, slot, seq);
+  store(words_of(slot).ready, seq);
+}
+void CUDA_CB host_wait_done(void* a) {
+  std::uint32_t slot;
+  std::uint64_t seq;
+  unpack_arg(a, slot, seq);
+  while (load(words_of(slot).done) < seq) ::sched_yield();
+}
+
+class StreamOps {
+ public:
+  // nullptr when points can be enqueued here; otherwise why not.
+  const char* unavailable() {
+    if (!checked_) check();
+    return why_.empty() ? nullptr : why_.c_str();
+  }
+
+  StreamOp enqueue(GpuStream stream, Completion on_ready, bool stream_waits) {
+    if (const char* why = unavailable()) fatal(fmt::format("a stream-ordered operation on CUDA stream {}: {}", stream, why));
+    const std::uint32_t slot = take_slot();
+    Slot& s = slot_state(slot);
+    const std::uint64_t seq = ++s.seq;
+    if (seq >> kSeqBits) fatal("a stream-operation slot has been used 2^40 times");
+    s.on_ready = on_ready;
+    s.started = false;
+    write_ready(stream, slot, seq);
+    if (stream_waits) wait_done(stream, StreamOp{slot, seq});
+    waiting_.push_back(slot);
+    ++M().gpu_inflight;  // the ready word wakes nobody: the PE must not sleep on the network
+    ++open_;
+    return StreamOp{slot, seq};
+  }
+
+  void wait_done(GpuStream stream, StreamOp op) {
+    if (const char* why = unavailable()) fatal(fmt::format("a stream wait on CUDA stream {}: {}", stream, why));
+    check_op(op, "LrtsStreamWaitOp");
+    const CudaDriver& cu = cuda_driver();
+    const CUresult r = memops_ ? cu.ipc.wait_value64(static_cast<CUstream>(stream), dev_done(op.slot), op.seq,
+                                                     CU_STREAM_WAIT_VALUE_GEQ)
+                               : cu.stream.launch_host_func(static_cast<CUstream>(stream), host_wait_done,
+                                                            pack_arg(op.slot, op.seq));
+    if (r != CUDA_SUCCESS)
+      fatal(fmt::format("making CUDA stream {} wait for a stream-ordered operation failed: {} (is the stream valid "
+                        "and of a device of this PE?)",
+                        stream, cu.name_of(r)));
+  }
+
+  // Runs the completions of the points whose streams have arrived; returns how many.
+  int poll() {
+    if (waiting_.empty()) return 0;
+    arrived_.clear();
+    std::size_t keep = 0;
+    for (std::uint32_t slot : waiting_) {
+      if (load(words_of(slot).ready) >= slot_state(slot).seq) arrived_.push_back(slot);
+      else waiting_[keep++] = slot;
+    }
+    waiting_.resize(keep);
+    // After the scan: a completion may enqueue further points.
+    for (std::uint32_t slot : arrived_) {
+      --M().gpu_inflight;
+      Slot& s = slot_state(slot);
+      s.started = true;
+      if (s.on_ready.fn) s.on_ready.fn(s.on_ready.ctx);
+    }
+    return static_cast<int>(arrived_.size());
+  }
+
+  void done(StreamOp op) {
+    check_op(op, "LrtsStreamOpDone");
+    Slot& s = slot_state(op.slot);
+    if (s.seq != op.seq || !s.started || load(words_of(op.slot).done) >= op.seq)
+      fatal(fmt::format("LrtsStreamOpDone: stream operation (slot {}, number {}) is not open (completed twice, or "
+                        "before its stream reached it)",
+                        op.slot, op.seq));
+    store(words_of(op.slot).done, op.seq);
+    s.started = false;
+    free_.push_back(op.slot);
+    --open_;
+  }
+
+  bool is_done(StreamOp op) {
+    check_op(op, "LrtsStreamOpIsDone");
+    return load(words_of(op.slot).done) >= op.seq;
+  }
+
+  std::size_t open() const { return open_; }
+  std::size_t waiting() const { return waiting_.size(); }
+  bool memops() {
+    unavailable();
+    return memops_;
+  }
+
+ private:
+  struct Slot {
+    std::uint64_t seq = 0;  // the current (or last) use's number
+    Completion on_ready{};
+    bool started = false;   // the stream arrived; not yet done
+  };
+
+  void check() {
+    checked_ = true;
+    const CudaDriver& cu = cuda_driver();
+    if (!cu.ok) {
+      why_ = "CUDA is not available in this process (no CUDA driver or no GPU)";
+      return;
+    }
+    CUcontext ctx = nullptr;
+    if (cu.ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx) {
+      checked_ = false;  // may be set later: ask again next time
+      why_ = "no CUDA context is current on this PE (select a device first, e.g. cudaSetDevice)";
+      return;
+    }
+    if (!cu.stream.mem_host_alloc || !cu.stream.mem_host_get_device_pointer || !cu.ipc.ctx_get_device ||
+        !cu.ipc.device_attr) {
+      why_ = "the CUDA driver lacks the calls stream-ordered operations need (cuMemHostAlloc, "
+             "cuMemHostGetDevicePointer, cuDeviceGetAttribute)";
+      return;
+    }
+    CUdevice dev = 0;
+    int attr = 0;
+    const char* env = std::getenv("UCHARM_STREAM_MEMOPS");
+    const bool allowed = !(env && std::strcmp(env, "0") == 0);
+    memops_ = allowed && cu.ipc.write_value64 && cu.ipc.wait_value64 && cu.ipc.ctx_get_device(&dev) == CUDA_SUCCESS &&
+              cu.ipc.device_attr(&attr, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, dev) == CUDA_SUCCESS &&
+              attr != 0;
+    if (!memops_ && !cu.stream.launch_host_func) {
+      why_ = "the GPU has no 64-bit stream memory operations and the driver no cuLaunchHostFunc";
+      return;
+    }
+    why_.clear();
+    if (!add_chunk()) return;
+    if (M().trace_ops)
+      fmt::print(stderr, "ucharm: PE {}: stream-ordered operations use {}\n", M().info.my_pe,
+                 memops_ ? "cuStreamWriteValue64/cuStreamWaitValue64" : "host functions (cuLaunchHostFunc)");
+  }
+
+  // Pinned, mapped, portable (usable from every context of the process).
+  bool add_chunk() {
+    const CudaDriver& cu = cuda_driver();
+    if (chunks_ == kMaxChunks) fatal(fmt::format("more than {} stream-ordered operations are open on this PE", kMaxChunks * kChunkSlots));
+    void* p = nullptr;
+    CUresult r = cu.stream.mem_host_alloc(&p, kChunkSlots * sizeof(Words),
+                                          CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+    CUdeviceptr d = 0;
+    if (r == CUDA_SUCCESS) r = cu.stream.mem_host_get_device_pointer(&d, p, 0);
+    if (r != CUDA_SUCCESS) {
+      why_ = fmt::format("allocating {} bytes of pinned host memory mapped into the GPU failed: {}",
+                         kChunkSlots * sizeof(Words), cu.name_of(r));
+      if (chunks_ == 0) return false;
+      fatal(why_);
+    }
+    std::memset(p, 0, kChunkSlots * sizeof(Words));
+    // Kept until the process ends: a stream may still wait on the words at exit.
+    dev_base_[chunks_] = d;
+    g_chunk_words[chunks_].store(static_cast<Words*>(p), std::memory_order_release);
+    slots_[chunks_] = std::make_unique<Slot[]>(kChunkSlots);
+    for (std::uint32_t i = kChunkSlots; i > 0; --i) free_.push_back(chunks_ * kChunkSlots + i);
+    ++chunks_;
+    return true;
+  }
+
+  std::uint32_t take_slot() {
+    if (free_.empty()) add_chunk();
+    const std::uint32_t s = free_.back();
+    free_.pop_back();
+    return s;
+  }
+  Slot& slot_state(std::uint32_t slot) {
+    const std::uint32_t i = slot - 1;
+    return slots_[i / kChunkSlots][i % kChunkSlots];
+  }
+  CUdeviceptr dev_words(std::uint32_t slot) const {
+    const std::uint32_t i = slot - 1;
+    return dev_base_[i / kChunkSlots] + (i % kChunkSlots) * sizeof(Words);
+  }
+  CUdeviceptr dev_done(std::uint32_t slot) const { return dev_words(slot) + offsetof(Words, done); }
+  void check_op(StreamOp op, const char* fn) const {
+    if (op.slot == 0 || op.slot > chunks_ * kChunkSlots || op.seq == 0)
+      fatal(fmt::format("{}: (slot {}, number {}) names no stream operation", fn, op.slot, op.seq));
+  }
+
+  void write_ready(GpuStream stream, std::uint32_t slot, std::uint64_t seq) {
+    const CudaDriver& cu = cuda_driver();
+    // The default flags keep the memory barrier: what the stream wrote before is visible
+    // to whoever sees the word.
+    const CUresult r = memops_ ? cu.ipc.write_value64(static_cast<CUstream>(stream), dev_words(slot), seq,
+                                                      CU_STREAM_WRITE_VALUE_DEFAULT)
+                               : cu.stream.launch_host_func(static_cast<CUstream>(stream), host_write_ready,
+                                                            pack_arg(slot, seq));
+    if (r != CUDA_SUCCESS)
+      fatal(fmt::format("enqueuing a stream-ordered operation on CUDA stream {} failed: {} (is the stream valid and "
+                        "of a device of this PE?)",
+                        stream, cu.name_of(r)));
+  }
+
+  bool checked_ = false;
+  bool memops_ = false;
+  std::string why_;
+  std::uint32_t chunks_ = 0;
+  std::array<CUdeviceptr, kMaxChunks> dev_base_{};
+  std::array<std::unique_ptr<Slot[]>, kMaxChunks> slots_{};
+  std::vector<std::uint32_t> free_;     // free slots (a stack: the warmest first)
+  std::vector<std::uint32_t> waiting_;  // enqueued, their stream not yet there
+  std::vector<std::uint32_t> arrived_;  // poll()'s scratch (kept: no allocation per poll)
+  std::size_t open_ = 0;
+};
+
+// This PE's points (non-SMP: one PE per process, reached only through ops()).
+StreamOps& ops() {
+  static StreamOps s;
+  return s;
+}
+#endif
+
+}  // namespace
+
+#ifdef UCHARM_HAVE_CUDA
+const char* LrtsStreamOpsUnavailable() { return ops().unavailable(); }
+bool LrtsStreamOpsUseMemops() { return ops().memops(); }
+StreamOp LrtsStreamEnqueue(GpuStream stream, Completion on_ready, bool stream_waits) {
+  return ops().enqueue(stream, on_ready, stream_waits);
+}
+void LrtsStreamWaitOp(GpuStream stream, StreamOp op) { ops().wait_done(stream, op); }
+int LrtsStreamPoll() { return ops().poll(); }
+void LrtsStreamOpDone(StreamOp op) { ops().done(op); }
+bool LrtsStreamOpIsDone(StreamOp op) { return ops().is_done(op); }
+std::size_t LrtsStreamOpsOpen() { return ops().open(); }
+std::size_t LrtsStreamOpsWaiting() { return ops().waiting(); }
+#else
+namespace {
+constexpr const char* kNoCuda = "ucharm was built without CUDA (UCHARM_ENABLE_CUDA=OFF)";
+}
+const char* LrtsStreamOpsUnavailable() { return kNoCuda; }
+bool LrtsStreamOpsUseMemops() { return false; }
+StreamOp LrtsStreamEnqueue(GpuStream stream, Completion, bool) {
+  fatal(fmt::format("a stream-ordered operation on CUDA stream {}: {}", stream, kNoCuda));
+}
+void LrtsStreamWaitOp(GpuStream stream, StreamOp) {
+  fatal(fmt::format("a stream wait on CUDA stream {}: {}", stream, kNoCuda));
+}
+int LrtsStreamPoll() { return 0; }
+void LrtsStreamOpDone(StreamOp) { fatal(fmt::format("LrtsStreamOpDone: {}", kNoCuda)); }
+bool LrtsStreamOpIsDone(StreamOp) { return true; }
+std::size_t LrtsStreamOpsOpen() { return 0; }
+std::size_t LrtsStreamOpsWaiting() { return 0; }
+#endif
+
+}  // namespace ucharm::machine

@@ -206,7 +206,38 @@ const char* LrtsIpcStreamWrite64(void* ctx, GpuStream stream, void* addr, std::u
 const char* LrtsIpcStreamWaitGeq64(void* ctx, GpuStream stream, void* addr, std::uint64_t value);
 
 // ---- Stream memory operations: stream-ordered transfers -----------------------------------
-// (issue 19, part 4: see stream_ops.cpp)
+// (issue 19, part 4: stream_ops.cpp.) A point in a CUDA stream where the stream and this PE
+// meet without either blocking. When the stream reaches it, it writes a "ready" word (pinned
+// host memory mapped into the GPU, cuStreamWriteValue64); LrtsStreamPoll sees the word and
+// runs the point's `on_ready` (which typically starts a transfer). With `stream_waits`, the
+// stream then waits (cuStreamWaitValue64, >=) until LrtsStreamOpDone: work queued on it later
+// runs after the operation. The words come from a pool allocated once; each use of a slot
+// writes a higher number, so nothing is reset and a StreamOp names its completion forever
+// (waiting on a completed one passes at once). Without 64-bit stream memory operations the
+// words are written and waited for by host functions on the stream (cuLaunchHostFunc; also
+// with UCHARM_STREAM_MEMOPS=0). Everything is called from the PE's thread.
+struct StreamOp {
+  std::uint32_t slot = 0;  // 0: none
+  std::uint64_t seq = 0;
+};
+// nullptr when points can be enqueued on this PE now; otherwise why not (built without
+// CUDA, no driver or GPU, no CUDA context current, no pinned memory).
+const char* LrtsStreamOpsUnavailable();
+bool LrtsStreamOpsUseMemops();  // false: the host-function fallback is in use
+// Enqueues a point on `stream` (a CUstream; nullptr is the legacy default stream). Ends the
+// program with the reason when points are unavailable or the stream is invalid.
+StreamOp LrtsStreamEnqueue(GpuStream stream, Completion on_ready, bool stream_waits);
+// Work queued on `stream` from now on waits for `op`'s completion.
+void LrtsStreamWaitOp(GpuStream stream, StreamOp op);
+// Runs `on_ready` of the points whose streams have arrived (returns how many). While points
+// wait, the PE does not sleep on the network (nothing signals it when a word is written):
+// the layer above polls this (a Converse poller).
+int LrtsStreamPoll();
+// The operation of a point that has run `on_ready` is complete: its stream waits pass.
+void LrtsStreamOpDone(StreamOp op);
+bool LrtsStreamOpIsDone(StreamOp op);
+std::size_t LrtsStreamOpsOpen();     // enqueued, not yet done (tests)
+std::size_t LrtsStreamOpsWaiting();  // enqueued, their streams not yet there
 
 // Orderly teardown, collective over all PEs: flush sends, fence, cancel pre-posted
 // receives, close endpoints, fence, destroy worker and context, finalize PMIx.
