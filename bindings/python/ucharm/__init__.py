@@ -31,12 +31,12 @@ _preload_ucx()
 
 from .charm import charm, CharmRemote  # noqa: E402  (imports the package's other modules)
 from .chare import Chare, Group, Array, ArrayMap  # noqa: E402
-from .channel import Channel  # noqa: E402
+from .channel import Channel, Request, waitall  # noqa: E402
 from .coroutines import coro, threaded, when  # noqa: E402
 from .futures import Future  # noqa: E402
 from .options import Options  # noqa: E402
 from .readonly import readonlies  # noqa: E402
 from .reduction import Reducer  # noqa: E402
 
-__all__ = ["charm", "Chare", "Group", "Array", "ArrayMap", "Reducer", "Future", "Channel", "coro",
-           "threaded", "when", "CharmRemote", "readonlies", "Options"]
+__all__ = ["charm", "Chare", "Group", "Array", "ArrayMap", "Reducer", "Future", "Channel", "Request",
+           "waitall", "coro", "threaded", "when", "CharmRemote", "readonlies", "Options"]

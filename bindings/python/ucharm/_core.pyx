@@ -384,33 +384,4 @@ def restart_info():
     return old, d.decode()
 
 
-# ---- channels ------------------------------------------------------------------------------
-def channel_open(uintptr_t chare, bytes peer_ref, object peer_idx, uint32_t sub_id):
-    check_thread("Channel()")
-    cdef Index i
-    if type(peer_idx) is tuple and len(peer_idx) == 2 and peer_idx[0] == "pe":
-        i = group_index(peer_idx[1])
-    else:
-        i = to_index(peer_idx)
-    return <uintptr_t>c_channel_open(<PyChare*>chare, to_ref(peer_ref), i, sub_id)
-
-def channel_send(uintptr_t ch, uintptr_t ptr, size_t size, uint32_t fid, uintptr_t stream):
-    check_thread("Channel.send")
-    c_channel_send(<CkChannel*>ch, <const void*>ptr, size, fid, <void*>stream)
-
-def channel_recv(uintptr_t ch, uintptr_t ptr, size_t size, uint32_t fid, uintptr_t stream):
-    check_thread("Channel.recv")
-    c_channel_recv(<CkChannel*>ch, <void*>ptr, size, fid, <void*>stream)
-
-def channel_close(uintptr_t ch):
-    check_thread("Channel.close")
-    c_channel_close(<CkChannel*>ch)
-
-def buffer_address(obj, bint writable):
-    """(address, length) of a contiguous host buffer (kept alive by the caller)."""
-    cdef Py_buffer view
-    PyObject_GetBuffer(obj, &view, PyBUF_ANY_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0))
-    try:
-        return <uintptr_t>view.buf, view.len
-    finally:
-        PyBuffer_Release(&view)
+include "core_channels.pxi"

@@ -4,15 +4,23 @@ wherever it is, exactly once), numbered per channel and direction: a channel's r
 queue and numbers are part of its element's state, so elements migrate with their channels
 open (both ends may move). Device arrays and large host buffers whose memory cannot change
 travel over a ck::CkChannel (UCX, zero-copy), opened on first use, each transfer completing
-into a futures.Op that keeps its buffer and its channel alive until then; the core's
-channel ends stay on their elements' home PEs, so such a channel pins both elements there.
+into a _core.Request (completed in C) that keeps its buffer and the core's end alive until
+then; the core's channel ends stay on their elements' home PEs, so such a channel pins both
+elements there.
+
+The buffer forms (isend, irecv, recv_into, waitall) skip the message: only the bytes
+travel, over a second core channel end of their own, matched in order as MPI's
+send/receive pairs are (the n-th isend lands in the n-th irecv of the peer).
 """
 import pickle
 import sys
 
 from greenlet import getcurrent
 
-from . import _core, _wire, coroutines, futures, proxy
+from . import _core, _wire, coroutines, proxy
+
+Request = _core.Request
+waitall = _core.waitall
 
 _ZERO_COPY_MIN = 64 * 1024   # channel buffers this large travel zero-copy, not inside a message
 
@@ -63,11 +71,12 @@ class _SendHandle:
         self.ops = ops
 
     def ready(self):
-        return all(op.done for op in self.ops)
+        return all(op.test() for op in self.ops)
 
     def get(self):
-        for op in self.ops:
-            op.wait("waiting for a Channel.send")
+        waitall(self.ops)
+
+    wait = get
 
 
 _NO_OPS = _SendHandle([])
@@ -101,7 +110,8 @@ def _pin(chare):
 
 
 _PORTS = 256          # Channel(port=...): 0..255
-_NTH_BITS = 24        # the n-th channel to a peer: its core sub-id wraps after 2^24 (see __init__)
+_NTH_BITS = 23        # the n-th channel to a peer: its core sub-id wraps after 2^23 (see __init__)
+_RAW_SUB = 1 << 31    # the sub-id bit of the buffer forms' core end (isend/irecv)
 
 
 class Channel:
@@ -115,7 +125,8 @@ class Channel:
     moves their elements). Either pins both elements to their home PEs."""
 
     def __init__(self, chare, remote, port=0):
-        self._ch = 0
+        self._link = None  # the core's end for send/recv's device and zero-copy data
+        self._raw = None   # the core's end for isend/irecv
         self._closed = True  # until open: __del__ of a half-built channel does nothing
         if not isinstance(remote, proxy.ElementProxy):
             raise TypeError("Channel(self, remote=...): remote must be the proxy of one element")
@@ -128,8 +139,9 @@ class Channel:
         peer_base = (_core.ref_id(remote._ref), _wire.norm(remote._idx), port)
         # Several channels between the same two chares pair up in creation order: the n-th
         # one each side opens (per port) is one channel. The core names it by a 32-bit
-        # sub-id, port and n modulo 2^24: ids repeat only between channels 2^24 apart,
-        # which would both have to be open at once (memory runs out well before).
+        # sub-id, port and n modulo 2^23 (the top bit: the buffer forms' end): ids repeat
+        # only between channels 2^23 apart, which would both have to be open at once
+        # (memory runs out well before).
         nth = chare._ck_chan_count.get(peer_base, 0)
         sub = port | ((nth % (1 << _NTH_BITS)) << 8)
         self._key = (_core.ref_id(chare.thisProxy._ref), _wire.norm(chare._ck_self._idx), port, nth)  # the peer's name for us
@@ -148,7 +160,6 @@ class Channel:
 
     def _init_local(self, moved=False):
         self._waiter = None
-        self._inflight = 0  # transfers posted and not done: the core end stays open for them
         c = self._chare
         # Zero-copy host buffers would pin the element: not where the balancer moves it,
         # nor once it has moved (the core's channel ends open only at home).
@@ -156,7 +167,7 @@ class Channel:
 
     # -- migration: the channel travels inside its element's pickled state
     def __getstate__(self):
-        if self._ch or self._direct or self._inflight:
+        if self._link is not None or self._raw is not None or self._direct:
             raise RuntimeError(f"the channel to {self._remote!r} has carried device arrays or zero-copy buffers: "
                                "its core end stays on this PE")
         inbox = {seq: (t, [pickle.PickleBuffer(p) for p in parts]) for seq, (t, parts) in self._inbox.items()}
@@ -167,27 +178,37 @@ class Channel:
         (self._chare, self._remote, self._key, self._peer_key, self._sub, self._closed,
          self._send_seq, self._recv_seq, self._inbox) = state
         self.remote = self._remote
-        self._ch = 0
+        self._link = self._raw = None
         self._direct = False
         self._init_local(moved=True)
         if not self._closed:  # migration.arrived made the element's runtime fields first
             self._chare._ck_channels[self._peer_key] = self
 
-    def _open_direct(self, what):
-        """The core's channel end, opened on first use; it exists only on the element's
-        home PE (the peer's too: the core pairs ends there)."""
-        if self._ch:
-            return
+    def _open_core(self, what, sub):
+        """A core channel end, opened on first use; it exists only on the element's home
+        PE (the peer's too: the core pairs ends there)."""
+        self._check_open(what)
         c = self._chare
         home = _core.home_pe(c._ck_ptr)
         if home != _core.my_pe():
-            raise RuntimeError(f"Channel.{what}: device arrays and zero-copy buffers travel over the core's "
-                               f"channel, whose ends stay on their elements' home PEs, and this element "
-                               f"({type(c).__name__} {c.thisIndex}) has migrated (PE {_core.my_pe()}, home PE "
-                               f"{home}); send host data (NumPy) on channels of elements that move")
-        self._ch = _core.channel_open(c._ck_ptr, self._remote._ref, self._remote._idx, self._sub)
+            raise RuntimeError(f"Channel.{what}: device arrays, zero-copy buffers and the buffer forms "
+                               f"(isend/irecv) travel over the core's channel, whose ends stay on their "
+                               f"elements' home PEs, and this element ({type(c).__name__} {c.thisIndex}) has "
+                               f"migrated (PE {_core.my_pe()}, home PE {home}); send host data (NumPy) with "
+                               f"send/recv on channels of elements that move")
+        link = _core.channel_open(c._ck_ptr, self._remote._ref, self._remote._idx, sub)
         self._direct = True
         _pin(c)
+        return link
+
+    def _open_direct(self, what):
+        if self._link is None:
+            self._link = self._open_core(what, self._sub)
+
+    def _open_raw(self, what):
+        if self._raw is None:
+            self._raw = self._open_core(what, self._sub | _RAW_SUB)
+        return self._raw
 
     # -- closing
     def close(self):
@@ -204,34 +225,25 @@ class Channel:
         if self._waiter is not None:  # a recv waiting in another coroutine: it raises
             w, self._waiter = self._waiter, None
             coroutines.resume(w)
-        if self._inflight == 0:
-            self._release()
+        self._release()
 
     def _release(self):
-        ch, self._ch = self._ch, 0
-        if ch:
-            _core.channel_close(ch)
-
-    def _op_done(self):
-        self._inflight -= 1
-        if self._inflight == 0 and self._closed:
-            self._release()
-
-    def _op(self, keep):
-        op = futures.Op(keep=keep, chan=self)
-        self._inflight += 1
-        return op
+        # The core's ends close once their transfers in flight are done (each Request
+        # holds its end until then).
+        for link in (self._link, self._raw):
+            if link is not None:
+                link.close()
 
     def __del__(self):
-        # Transfers in flight hold the channel (Op.chan), so this runs only when none is.
-        if self._closed and not self._ch:
+        if self._closed and self._link is None and self._raw is None:
             return
         if _core.on_pe_thread():
             self.close()
         else:  # collected by another thread's garbage collection: closed by the PE later
-            if self._ch:
-                _collected.append(self._ch)
-            self._ch = 0
+            for link in (self._link, self._raw):
+                if link is not None:
+                    _collected.append(link)
+            self._link = self._raw = None
             self._closed = True
 
     def _check_open(self, what):
@@ -291,15 +303,12 @@ class Channel:
         dev = dev or ()
         ops = []
         sptr = stream.ptr if stream is not None and hasattr(stream, "ptr") else (stream or 0)
+        link = self._link
         for (i, ptr, n, shape, dt, s) in dev:
-            op = self._op(objs[i])
-            _core.channel_send(self._ch, ptr, n, op.fid, sptr or s)
-            ops.append(op)
+            ops.append(link.post_send(ptr, n, objs[i], sptr or s))
         for m in zc:
-            op = self._op(m)
             addr, n = _core.buffer_address(m, False)
-            _core.channel_send(self._ch, addr, n, op.fid, 0)
-            ops.append(op)
+            ops.append(link.post_send(addr, n, m, 0))
         # The transfers keep their buffers alive until done. A device array must not be
         # changed before its transfer is done: the result, a Future-like handle, says when
         # (get() in a coroutine), as does any later message from the receiver.
@@ -358,17 +367,16 @@ class Channel:
         if not layout and not descs:  # host objects only, all inside the message
             objs = pickle.loads(payload)
             return objs[0] if nobjs == 1 else tuple(objs)
-        # Each receive keeps its buffer alive until done (Op.keep), whatever happens here.
+        # Each receive keeps its buffer alive until done (its Request), whatever happens here.
         ops, out_dev = [], {}
+        link = self._link
         for k, (i, n, shape, dt) in enumerate(descs):
             if bufs:
                 b, ptr, s = bufs[k], infos[k][0], infos[k][4]
             else:
                 b = cupy.empty(shape, dtype=dt)
                 ptr, s = b.data.ptr, 0
-            op = self._op(b)
-            _core.channel_recv(self._ch, ptr, n, op.fid, sptr or s)
-            ops.append(op)
+            ops.append(link.post_recv(ptr, n, b, sptr or s))
             out_dev[i] = b
         inline = iter(parts[1:])
         bufs_all = []
@@ -378,17 +386,58 @@ class Channel:
                 continue
             b = bytearray(size)
             addr, _ = _core.buffer_address(b, True)
-            op = self._op(b)
-            _core.channel_recv(self._ch, addr, size, op.fid, 0)
-            ops.append(op)
+            ops.append(link.post_recv(addr, size, b, 0))
             bufs_all.append(b)
-        for op in ops:
-            op.wait("Channel.recv")
+        waitall(ops)
         host = pickle.loads(payload, buffers=bufs_all)
         objs = list(host)
         for i, b in out_dev.items():
             objs[i] = b
         return objs[0] if nobjs == 1 else tuple(objs)
+
+    # -- the buffer forms: only the bytes travel, matched in order with the peer's
+    def isend(self, buf, stream=None):
+        """Sends the bytes of `buf` (host: NumPy array, bytearray, memoryview...; device:
+        CuPy/Numba/PyTorch array, any __cuda_array_interface__ or __dlpack__ object) into
+        the peer's next irecv/recv_into; no message travels. Returns a Request: wait()
+        (in a coroutine) or test(); `buf` must not change until it is done. `stream`:
+        the transfer waits for the work queued on it (default for CuPy arrays: the
+        current stream)."""
+        link = self._raw
+        if link is None:
+            link = self._open_raw("isend")
+        return link.isend(buf, stream)
+
+    def irecv(self, buf, stream=None):
+        """Posts a receive of the peer's next isend into `buf` (writable, at least as
+        large as the data; a smaller one ends the job naming both sizes). Post receives
+        ahead of the peer's sends: the data then lands straight in `buf`. Returns a
+        Request."""
+        link = self._raw
+        if link is None:
+            link = self._open_raw("irecv")
+        return link.irecv(buf, stream)
+
+    def recv_into(self, buf, stream=None):
+        """irecv(buf) and wait for it (in a coroutine); returns buf."""
+        link = self._raw
+        if link is None:
+            link = self._open_raw("recv_into")
+        link.irecv(buf, stream).wait()
+        return buf
+
+    def send_from(self, buf, stream=None):
+        """isend(buf) and wait (in a coroutine) until buf may change."""
+        link = self._raw
+        if link is None:
+            link = self._open_raw("send_from")
+        link.isend(buf, stream).wait()
+
+    def waitall(self):
+        """Waits (in a coroutine) until every transfer posted on this channel is done."""
+        for link in (self._raw, self._link):
+            if link is not None:
+                link.waitall()
 
     def ready(self):
         """A message is here: recv() will not wait (charm.iwait works on channels)."""
@@ -412,7 +461,7 @@ _collected = []  # core channel ends of channels collected off the PE's thread
 
 def _close_collected():
     while _collected and _core.on_pe_thread():
-        _core.channel_close(_collected.pop())
+        _collected.pop().close()
 
 
 def channel_message(obj, t, parts):
@@ -436,4 +485,5 @@ def freeze_early(early):
 
 def pinned(obj):
     """The element's channels that used the core's channel (they keep it on its PE)."""
-    return [ch for ch in list(obj._ck_channels.values()) if ch._direct or ch._ch or ch._direct_pending()]
+    return [ch for ch in list(obj._ck_channels.values())
+            if ch._direct or ch._link is not None or ch._raw is not None or ch._direct_pending()]

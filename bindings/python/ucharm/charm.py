@@ -10,7 +10,7 @@ core hands the message to _core's invoke hook, which unpickles it, NumPy arrays 
 the message, and calls the method. The package's modules:
 
   coroutines  @coro/@threaded, @when, suspending and resuming greenlets
-  futures     Future, channel transfer completions
+  futures     Future (channel transfers complete in _core: Request)
   reduction   Reducer, combining contributions
   proxy       element and collection proxies
   chare       Chare, Group, Array, ArrayMap, building an element's object
@@ -373,9 +373,6 @@ class _Hooks:
         target = futures.registry.get(fid)
         if target is None:
             raise RuntimeError(f"a value arrived for future {fid} on PE {_core.my_pe()}, which is not waited for")
-        if isinstance(target, futures.Op):
-            target._deliver(None)
-            return
         kind = _core.value_kind(msg)
         if kind == 1:
             _, value, _ = reduction.finish(_core.reduction_value(msg))

@@ -8,7 +8,7 @@ import re
 
 from greenlet import greenlet, getcurrent
 
-from . import _invoke
+from . import _core, _invoke
 
 
 def suspend(what):
@@ -29,6 +29,10 @@ def resume(g, value=None):
     if obj is not None and (obj._ck_when or obj._ck_waiting or obj._ck_when_by_value):
         _invoke.after_entry(obj)
     return r
+
+
+# Channel transfers complete in _core (Request): it suspends and resumes with these.
+_core.set_coroutines(suspend, resume)
 
 
 def spawn(fn, *args, obj=None):

@@ -1,5 +1,5 @@
 """Futures: values sent from any PE to a future of this PE, read with get() in a
-coroutine. Each is a core future with a handler (_core.new_future); its values arrive as
+coroutine (channel transfers complete without them: _core.Request). Each is a core future with a handler (_core.new_future); its values arrive as
 raw messages that charm.py's hook unpickles and hands to deliver().
 """
 import pickle
@@ -161,36 +161,3 @@ class CallbackFuture(Future):
     def _deliver(self, value):
         super()._deliver(value)
         self.target()
-
-
-class Op:
-    """A channel transfer in flight; its completion arrives as a core future value."""
-    __slots__ = ("fid", "done", "waiter", "keep", "chan")
-
-    def __init__(self, keep=None, chan=None):
-        self.fid = _core.new_future()
-        self.done = False
-        self.waiter = None
-        self.keep = keep  # the buffer, alive until the transfer is done (UCX writes or reads it)
-        self.chan = chan  # the channel, open until its transfers are done
-        registry[self.fid] = self
-
-    def _deliver(self, value):
-        self.done = True
-        self.keep = None
-        registry.pop(self.fid, None)
-        _core.release_future(self.fid)
-        if self.chan is not None:
-            c, self.chan = self.chan, None
-            c._op_done()
-        if self.waiter is not None:
-            w, self.waiter = self.waiter, None
-            coroutines.resume(w)
-
-    def wait(self, what):
-        while not self.done:
-            self.waiter = getcurrent()
-            try:
-                coroutines.suspend(what)
-            finally:
-                self.waiter = None

@@ -1,0 +1,470 @@
+# Part of ucharm/_core.pyx (included there): the core's channel ends seen from Python (Link)
+# and transfers in flight (Request), completed in C.
+#
+# Completion. Every transfer names a core future whose handler is h_request_done, a C
+# function: it finds the transfer's Request in a C++ table by the future's id, marks it
+# done, releases its buffer, and calls into Python only when a coroutine waits for it.
+# Future ids are created once and reused (a free list), so a transfer costs no
+# future_create/future_release and no Python object besides its Request, which comes from
+# Cython's free list.
+#
+# Buffers. Host memory: the buffer protocol (NumPy, bytearray, memoryview, pinned host
+# arrays), held (Py_buffer) until the transfer is done. Device memory: CuPy arrays by their
+# attributes, with a small cache per array object; anything else with
+# __cuda_array_interface__ (Numba, PyTorch); DLPack (__dlpack__) for the rest, host or
+# device. Each must be C-contiguous.
+cimport cython
+from libc.stdint cimport uint8_t, uint16_t
+from cython.operator cimport dereference as deref
+from libcpp.unordered_map cimport unordered_map
+from libcpp.vector cimport vector
+from cpython.buffer cimport PyObject_CheckBuffer
+from cpython.pycapsule cimport PyCapsule_IsValid, PyCapsule_GetPointer
+from cpython.weakref cimport PyWeakref_GetObject
+
+from greenlet import getcurrent as _getcurrent
+import weakref as _weakref
+
+cdef extern from *:
+    """
+    // DLPack's (v0.8) C structures, as far as a consumer reads them.
+    typedef struct { int32_t device_type; int32_t device_id; } UcDLDevice;
+    typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } UcDLDataType;
+    typedef struct {
+      void* data; UcDLDevice device; int32_t ndim; UcDLDataType dtype;
+      int64_t* shape; int64_t* strides; uint64_t byte_offset;
+    } UcDLTensor;
+    typedef struct UcDLManagedTensor {
+      UcDLTensor dl_tensor; void* manager_ctx; void (*deleter)(struct UcDLManagedTensor*);
+    } UcDLManagedTensor;
+    """
+    ctypedef struct UcDLDevice:
+        int32_t device_type
+        int32_t device_id
+    ctypedef struct UcDLDataType:
+        uint8_t code
+        uint8_t bits
+        uint16_t lanes
+    ctypedef struct UcDLTensor:
+        void* data
+        UcDLDevice device
+        int32_t ndim
+        UcDLDataType dtype
+        int64_t* shape
+        int64_t* strides
+        uint64_t byte_offset
+    ctypedef struct UcDLManagedTensor:
+        UcDLTensor dl_tensor
+
+# DLPack device types a transfer can use: host, CUDA, pinned host, CUDA managed.
+cdef enum:
+    DL_CPU = 1
+    DL_CUDA = 2
+    DL_CUDA_HOST = 3
+    DL_CUDA_MANAGED = 13
+
+cdef unordered_map[uint32_t, PyObject*] _inflight  # future id -> its Request (a reference)
+cdef vector[uint32_t] _free_fids                     # core futures (h_request_done) not in use
+cdef object _suspend = None   # coroutines.suspend / resume (set by channel.py)
+cdef object _resume = None
+
+def set_coroutines(suspend, resume):
+    global _suspend, _resume
+    _suspend, _resume = suspend, resume
+
+
+cdef class Link
+
+
+@cython.freelist(256)
+@cython.final
+cdef class Request:
+    """A transfer in flight (Channel.isend / irecv): wait() (in a coroutine) until the
+    buffer may be reused (a send) or holds the data (a receive); test() says whether it
+    is done without waiting. Keeps its buffer alive until then."""
+    cdef bint _done
+    cdef public object _waiter  # the coroutine waiting for it (wait(), charm.iwait)
+    cdef object keep            # the buffer object (or DLPack capsule) until done
+    cdef Py_buffer view         # held host buffer (has_view)
+    cdef bint has_view
+    cdef Link link
+    cdef size_t _nbytes
+    cdef uint32_t fid
+
+    def __dealloc__(self):
+        if self.has_view:  # never posted (an error between taking the buffer and posting)
+            PyBuffer_Release(&self.view)
+            self.has_view = False
+
+    def test(self):
+        """True once the transfer is done (never waits)."""
+        return self._done
+
+    def ready(self):  # charm.iwait's name
+        return self._done
+
+    @property
+    def done(self):
+        return self._done
+
+    @property
+    def nbytes(self):
+        """The bytes posted (a receive's buffer size)."""
+        return self._nbytes
+
+    def wait(self):
+        """Waits (in a coroutine) until the transfer is done; returns the bytes posted."""
+        if not self._done:
+            wait_request(self, "Request.wait()")
+        return self._nbytes
+
+    def get(self):  # Future-like
+        return self.wait()
+
+
+cdef int wait_request(Request r, str what) except -1:
+    while not r._done:
+        r._waiter = _getcurrent()
+        try:
+            _suspend(what)
+        finally:
+            r._waiter = None
+    return 0
+
+
+cdef inline uint32_t take_fid():
+    cdef uint32_t fid
+    if _free_fids.empty():
+        return future_create(h_request_done)
+    fid = _free_fids.back()
+    _free_fids.pop_back()
+    return fid
+
+
+cdef void h_request_done(uint32_t fid, void* msg) noexcept:
+    CmiFree(msg)
+    cdef unordered_map[uint32_t, PyObject*].iterator it = _inflight.find(fid)
+    if it == _inflight.end():
+        CkAbort("ucharm: a channel completion for future %u, which no transfer posted", fid)
+    cdef PyObject* p = deref(it).second
+    _inflight.erase(it)
+    _free_fids.push_back(fid)
+    cdef Request r = <Request>p
+    Py_DECREF(r)  # the table's reference (r holds its own)
+    r._done = True
+    if r.has_view:
+        PyBuffer_Release(&r.view)
+        r.has_view = False
+    r.keep = None
+    cdef Link link = r.link
+    r.link = None
+    try:
+        link.n_inflight -= 1
+        if link.n_inflight == 0:
+            if link.closing:
+                link.close_now()
+            if link._waiter is not None:
+                w = link._waiter
+                link._waiter = None
+                _resume(w)
+        if r._waiter is not None:
+            w = r._waiter
+            r._waiter = None
+            _resume(w)
+    except BaseException as e:
+        if not _py.handle_exit(e):
+            _fatal("while completing a channel transfer")
+
+
+# ---- finding a buffer's memory ------------------------------------------------------------
+cdef object _cupy_ndarray = None      # cupy.ndarray, once CuPy is imported
+cdef object _cupy_current_stream = None
+cdef enum:
+    CACHE = 16
+# Recently used CuPy arrays (their memory never changes): the object's address, a weak
+# reference to it (a hit needs both), its pointer and size.
+cdef uintptr_t _cache_id[CACHE]
+cdef uintptr_t _cache_ptr[CACHE]
+cdef size_t _cache_n[CACHE]
+cdef list _cache_ref = [None] * CACHE
+cdef bint _cache_weakrefs = True  # CuPy arrays accept weak references (else: no cache)
+
+
+cdef inline int check_cupy() except -1:
+    global _cupy_ndarray, _cupy_current_stream
+    if _cupy_ndarray is None:
+        cp = sys.modules.get("cupy")
+        if cp is not None:
+            _cupy_ndarray = cp.ndarray
+            _cupy_current_stream = cp.cuda.get_current_stream
+    return 0
+
+
+cdef str kinds_text = ("host buffers need the buffer protocol (NumPy arrays, bytearray, memoryview), device "
+                       "arrays __cuda_array_interface__ (CuPy, Numba, PyTorch) or __dlpack__")
+
+
+cdef int cupy_memory(object buf, str what, uintptr_t* ptr, size_t* n) except -1:
+    global _cache_weakrefs
+    cdef uintptr_t key = <uintptr_t><PyObject*>buf
+    cdef int slot = (key >> 5) % CACHE
+    cdef object wr
+    cdef PyObject* o
+    if _cache_id[slot] == key:
+        wr = _cache_ref[slot]
+        o = PyWeakref_GetObject(wr)
+        if o == <PyObject*>buf:
+            ptr[0] = _cache_ptr[slot]
+            n[0] = _cache_n[slot]
+            return 0
+    if not buf.flags.c_contiguous:
+        raise ValueError(f"Channel.{what}: device arrays must be C-contiguous (use cupy.ascontiguousarray)")
+    ptr[0] = buf.data.ptr
+    n[0] = buf.nbytes
+    if _cache_weakrefs:
+        try:
+            _cache_ref[slot] = _weakref.ref(buf)
+        except TypeError:
+            _cache_weakrefs = False
+            return 0
+        _cache_id[slot] = key
+        _cache_ptr[slot] = ptr[0]
+        _cache_n[slot] = n[0]
+    return 0
+
+
+cdef int cai_memory(dict cai, bint writable, str what, uintptr_t* ptr, size_t* n, uintptr_t* stream) except -1:
+    cdef size_t item, total, expect
+    shape = cai["shape"]
+    typestr = cai["typestr"]
+    item = int(typestr[2:])
+    total = item
+    for d in shape:
+        total *= <size_t>d
+    strides = cai.get("strides")
+    if strides is not None and total:
+        expect = item
+        for k in range(len(shape) - 1, -1, -1):
+            if shape[k] > 1 and strides[k] != expect:
+                raise ValueError(f"Channel.{what}: device arrays must be C-contiguous")
+            expect *= <size_t>shape[k]
+    data = cai["data"]
+    if writable and data[1]:
+        raise ValueError(f"Channel.{what}: the device array is read-only: receive into a writable one")
+    ptr[0] = <uintptr_t>data[0]
+    n[0] = total
+    s = cai.get("stream")
+    if s is not None and s != 1 and s != 2:  # 1, 2: the legacy and per-thread default streams
+        stream[0] = <uintptr_t>s
+    return 0
+
+
+cdef int dlpack_memory(Request r, object buf, str what, uintptr_t* ptr, size_t* n) except -1:
+    dev = buf.__dlpack_device__() if hasattr(buf, "__dlpack_device__") else None
+    if dev is not None and dev[0] not in (DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED):
+        raise TypeError(f"Channel.{what}: a DLPack array on device type {dev[0]}: only host and CUDA memory travel")
+    cap = buf.__dlpack__(stream=1) if dev is not None and dev[0] == DL_CUDA else buf.__dlpack__()
+    if not PyCapsule_IsValid(cap, "dltensor"):
+        raise TypeError(f"Channel.{what}: __dlpack__() did not return an unused DLPack capsule")
+    cdef UcDLManagedTensor* mt = <UcDLManagedTensor*>PyCapsule_GetPointer(cap, "dltensor")
+    cdef UcDLTensor* t = &mt.dl_tensor
+    if t.device.device_type not in (DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED):
+        raise TypeError(f"Channel.{what}: a DLPack array on device type {t.device.device_type}: only host and "
+                        "CUDA memory travel")
+    cdef size_t item = (<size_t>t.dtype.bits * t.dtype.lanes + 7) // 8
+    cdef size_t total = item, expect
+    cdef int k
+    for k in range(t.ndim):
+        total *= <size_t>t.shape[k]
+    if t.strides != NULL and total:
+        expect = 1
+        for k in range(t.ndim - 1, -1, -1):
+            if t.shape[k] > 1 and <size_t>t.strides[k] != expect:  # DLPack strides count elements
+                raise ValueError(f"Channel.{what}: DLPack arrays must be C-contiguous")
+            expect *= <size_t>t.shape[k]
+    ptr[0] = <uintptr_t>t.data + t.byte_offset
+    n[0] = total
+    r.keep = (buf, cap)  # the capsule, unconsumed, frees the tensor when it goes
+    return 0
+
+
+cdef int memory_of(Request r, object buf, bint writable, str what, object stream_arg,
+                   uintptr_t* ptr, size_t* n, uintptr_t* stream) except -1:
+    """Where `buf`'s memory is; for a device array also the stream its data waits for.
+    Host buffers are held in r.view until the transfer is done."""
+    cdef int flags
+    stream[0] = 0
+    check_cupy()
+    if type(buf) is _cupy_ndarray:
+        cupy_memory(buf, what, ptr, n)
+        if stream_arg is None:
+            # The transfer waits for the work queued on CuPy's current stream (0: the
+            # legacy one, which the transfer's own synchronisation covers).
+            stream[0] = _cupy_current_stream().ptr
+        r.keep = buf
+    elif PyObject_CheckBuffer(buf):
+        flags = PyBUF_ANY_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0)
+        try:
+            PyObject_GetBuffer(buf, &r.view, flags)
+        except BufferError as e:
+            if writable:
+                try:
+                    PyObject_GetBuffer(buf, &r.view, PyBUF_ANY_CONTIGUOUS)
+                except BufferError:
+                    pass
+                else:
+                    PyBuffer_Release(&r.view)
+                    raise ValueError(f"Channel.{what}: the buffer ({type(buf).__name__}) is read-only: receive "
+                                     "into a writable one") from None
+            raise ValueError(f"Channel.{what}: the buffer ({type(buf).__name__}) is not contiguous: {e}") from None
+        r.has_view = True
+        ptr[0] = <uintptr_t>r.view.buf
+        n[0] = <size_t>r.view.len
+        r.keep = buf
+    else:
+        cai = getattr(buf, "__cuda_array_interface__", None)
+        if cai is not None:
+            cai_memory(cai, writable, what, ptr, n, stream)
+            r.keep = buf
+        elif hasattr(buf, "__dlpack__"):
+            dlpack_memory(r, buf, what, ptr, n)
+        else:
+            raise TypeError(f"Channel.{what}: a {type(buf).__name__} is not a buffer ({kinds_text})")
+    if stream_arg is not None:
+        stream[0] = <uintptr_t>(stream_arg.ptr if hasattr(stream_arg, "ptr") else stream_arg)
+    return 0
+
+
+def memory(buf, bint writable=False):
+    """(address, bytes) of a buffer or array as a transfer would see it (tests, tools)."""
+    cdef Request r = Request.__new__(Request)
+    cdef uintptr_t ptr = 0, stream = 0
+    cdef size_t n = 0
+    memory_of(r, buf, writable, "memory", None, &ptr, &n, &stream)
+    return ptr, n
+
+
+# ---- the core's channel end ---------------------------------------------------------------------
+@cython.final
+cdef class Link:
+    """One end of a core channel (ck::CkChannel), opened by channel_open. Transfers post
+    in order; the end closes once close() was called and no transfer is in flight."""
+    cdef CkChannel* ch
+    cdef Py_ssize_t n_inflight
+    cdef bint closing
+    cdef public object _waiter  # a coroutine waiting for inflight == 0 (waitall)
+
+    def __dealloc__(self):
+        # A Link goes only after its transfers (each Request holds it): close() normally
+        # ran; otherwise the end is freed here, on the PE's thread or not at all.
+        if self.ch != NULL and (_owner == 0 or PyThread_get_thread_ident() == _owner):
+            c_channel_close(self.ch)
+            self.ch = NULL
+
+    cdef int close_now(self) except -1:
+        if self.ch != NULL:
+            c_channel_close(self.ch)
+            self.ch = NULL
+        return 0
+
+    def close(self):
+        """Closes the end once its transfers are done."""
+        check_thread("Channel.close")
+        self.closing = True
+        if self.n_inflight == 0:
+            self.close_now()
+
+    @property
+    def inflight(self):
+        return self.n_inflight
+
+    @property
+    def is_open(self):
+        return self.ch != NULL and not self.closing
+
+    cdef inline int check(self, str what) except -1:
+        check_thread(f"Channel.{what}")
+        if self.ch == NULL or self.closing:
+            raise RuntimeError(f"Channel.{what} on a closed channel")
+        return 0
+
+    cdef inline Request post(self, Request r, bint recv, uintptr_t ptr, size_t n, uintptr_t stream):
+        cdef uint32_t fid = take_fid()
+        r.fid = fid
+        r.link = self
+        r._nbytes = n
+        _inflight[fid] = <PyObject*>r
+        Py_INCREF(r)
+        self.n_inflight += 1
+        if recv:
+            c_channel_recv(self.ch, <void*>ptr, n, fid, <void*>stream)
+        else:
+            c_channel_send(self.ch, <const void*>ptr, n, fid, <void*>stream)
+        return r
+
+    def isend(self, buf, stream=None):
+        """Sends buf's bytes (host or device memory); the Request is done once buf may change."""
+        self.check("isend")
+        cdef Request r = Request.__new__(Request)
+        cdef uintptr_t ptr = 0, s = 0
+        cdef size_t n = 0
+        memory_of(r, buf, False, "isend", stream, &ptr, &n, &s)
+        return self.post(r, False, ptr, n, s)
+
+    def irecv(self, buf, stream=None):
+        """Receives the next transfer into buf (at least as large); done once buf holds it."""
+        self.check("irecv")
+        cdef Request r = Request.__new__(Request)
+        cdef uintptr_t ptr = 0, s = 0
+        cdef size_t n = 0
+        memory_of(r, buf, True, "irecv", stream, &ptr, &n, &s)
+        return self.post(r, True, ptr, n, s)
+
+    def post_send(self, uintptr_t ptr, size_t n, keep, uintptr_t stream):
+        """A send of memory found by the caller (Channel.send's device arrays)."""
+        self.check("send")
+        cdef Request r = Request.__new__(Request)
+        r.keep = keep
+        return self.post(r, False, ptr, n, stream)
+
+    def post_recv(self, uintptr_t ptr, size_t n, keep, uintptr_t stream):
+        self.check("recv")
+        cdef Request r = Request.__new__(Request)
+        r.keep = keep
+        return self.post(r, True, ptr, n, stream)
+
+    def waitall(self):
+        """Waits (in a coroutine) until no transfer of this end is in flight."""
+        while self.n_inflight:
+            self._waiter = _getcurrent()
+            try:
+                _suspend("Channel.waitall()")
+            finally:
+                self._waiter = None
+
+
+def waitall(requests):
+    """Waits (in a coroutine) until every Request given is done."""
+    cdef Request r
+    for x in requests:
+        r = <Request?>x
+        if not r._done:
+            wait_request(r, "waitall()")
+
+
+def channel_open(uintptr_t chare, bytes peer_ref, object peer_idx, uint32_t sub_id):
+    check_thread("Channel()")
+    cdef Index i = wire_index(peer_idx)
+    cdef Link link = Link.__new__(Link)
+    link.ch = c_channel_open(<PyChare*>chare, to_ref(peer_ref), i, sub_id)
+    return link
+
+
+def buffer_address(obj, bint writable):
+    """(address, length) of a contiguous host buffer (kept alive by the caller)."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(obj, &view, PyBUF_ANY_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0))
+    try:
+        return <uintptr_t>view.buf, view.len
+    finally:
+        PyBuffer_Release(&view)
