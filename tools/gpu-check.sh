@@ -95,6 +95,16 @@ for mode in staging gpumsg channel; do
   done
 done
 
+echo "--- device window (kernel put/signal/wait, stream forms): 2 PEs, then 2 PEs on one GPU"
+dw() {  # label, [DW_DEVICE value]
+  local r rc
+  r=$(env ${2:+DW_DEVICE=$2} "$R" -n 2 --timeout 120 "$build/tests/core/core_device_window" gpu 2>&1); rc=$?
+  printf '=== %s (exit %s)\n%s\n' "$1" "$rc" "$r" >> "$out/device-window.txt"
+  if [ $rc -eq 0 ] && [[ $r == *"device window ok"* ]]; then row "$1" 2 "$3" "ok"; else row "$1" 2 "$3" "FAILED (exit $rc)"; fi
+}
+dw "device window, 2 PEs" "" "$gpus"
+dw "device window, 2 PEs on one GPU" "$first" 1
+
 echo "--- protocols UCX picked for CUDA buffers (2 PEs)"
 UCX_PROTO_INFO=y "$R" -n 2 --timeout 60 "$build/tests/converse/converse_testprog" channel cuda > "$out/proto.txt" 2>&1
 grep -E "cuda|channel ok" "$out/proto.txt" | grep -vE "^\s*$" | head -20
