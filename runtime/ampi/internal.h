@@ -222,6 +222,11 @@ MPI_Request start_task(int (*body)(void* arg), void* arg);
 // The communicator whose error handler reports request h's error at completion (a task's).
 void request_set_comm(MPI_Request h, MPI_Comm comm);
 
+// ---- one-sided communication (rma/) ---------------------------------------------------------
+// Stops the job, naming the window, when rank r has an RMA window open: its window memory
+// and PE are fixed while the window lives (AMPI_Migrate, AMPI_Migrate_to_pe call it).
+void rma_check_can_move(Rank* r, const char* fn);
+
 // ---- program start (rank.cpp; called by the program's loader) -----------------------------
 // What the loader gives the runtime: where each rank's main is.
 using MainFn = int (*)(int, char**);

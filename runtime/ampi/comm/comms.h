@@ -47,9 +47,10 @@ struct Group {
   std::vector<int> members;  // world ranks, by rank in the group
 };
 
-// What a keyval's attributes hang on (MPI keeps communicator and datatype keyvals apart).
-// The callbacks of both have the same C type (MPI_Comm and MPI_Datatype are int).
-enum class KeyKind : unsigned char { Comm, Type };
+// What a keyval's attributes hang on (MPI keeps communicator, datatype and window keyvals
+// apart). The callbacks have the same C type (MPI_Comm, MPI_Datatype and MPI_Win are int);
+// window attributes live on the window (rma/window.cpp).
+enum class KeyKind : unsigned char { Comm, Type, Win };
 
 struct Keyval {
   MPI_Comm_copy_attr_function* copy = nullptr;

@@ -1,0 +1,160 @@
+// MPI-3 one-sided communication (RMA): what the sources of rma/ share. Private to rma/.
+//
+// Active messages: every operation is one Converse message to the PE of the target rank,
+// handled there by the runtime (on_rma), not by the target's thread: passive-target
+// operations progress while the target rank computes in another thread of its PE or blocks
+// in any MPI call. Each PE handles its messages one at a time, so every accumulate is
+// atomic per element, and the runtime keeps the messages of a pair of PEs in order: a flush
+// is one message behind the operations, answered when they are done. Targets on the
+// origin's own PE are handled at once, in the origin's thread (same order).
+//   window.cpp  creation (create, allocate, allocate_shared, dynamic + attach), free, the
+//               handle directory, names, info, group, attributes, error handlers
+//   ops.cpp     Put, Get, Accumulate, Get_accumulate, Fetch_and_op, Compare_and_swap and
+//               their request forms; the target's side of each (on_rma)
+//   sync.cpp    fence, post/start/complete/wait/test, locks, flush, sync
+//
+// A rank with an open window cannot move (its window memory and the PE others send to are
+// fixed): AMPI_Migrate and AMPI_Migrate_to_pe stop naming the window (rma_check_can_move).
+#pragma once
+
+#include "internal.h"
+#include "rank.h"
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ampi::rma {
+
+// What every member tells the others at creation (allgathered).
+struct Member {
+  std::int32_t pe = 0;         // where its rank runs (fixed while the window is open)
+  std::int32_t handle = 0;     // its window's handle in its process (messages name it)
+  std::int32_t disp_unit = 1;
+  std::int32_t device = 0;     // its memory is CUDA device memory
+  std::int64_t size = 0;
+  std::uint64_t base = 0;      // for MPI_Win_shared_query (ranks of one process)
+};
+
+enum class LockState : std::uint8_t { None, Shared, Exclusive, NoCheck };
+
+// An operation in flight whose answer lands in origin memory (Get, Get_accumulate, ...).
+struct Pending {
+  void* buf = nullptr;
+  int count = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Request req = MPI_REQUEST_NULL;  // Rget & co.: completed with the answer
+  int target = -1;                     // -1: the slot is free
+};
+
+struct Win {
+  MPI_Win handle = MPI_WIN_NULL;
+  Rank* rank = nullptr;          // the owner (it cannot move while the window is open)
+  MPI_Comm comm = MPI_COMM_NULL; // the runtime's own copy of the creation communicator
+  int me = 0, n = 0;             // this rank in the window, and the window's size
+  std::vector<int> world;        // world rank of each member
+  std::vector<Member> members;
+  // This rank's memory.
+  void* base = nullptr;
+  MPI_Aint size = 0;
+  int disp_unit = 1;
+  int flavor = MPI_WIN_FLAVOR_CREATE;
+  int model = MPI_WIN_UNIFIED;
+  bool device = false;
+  void* owned = nullptr;         // allocated by the window (Win_allocate; shared: rank 0's block)
+  struct Region {
+    std::uintptr_t lo, hi;
+    bool device;
+  };
+  std::vector<Region> attached;  // dynamic windows
+  // Names, info, attributes, error handler.
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> info;
+  std::vector<std::pair<int, void*>> attrs;
+  MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
+  // ---- origin side
+  std::vector<std::uint32_t> pending;   // answers awaited, by target
+  std::uint32_t pending_total = 0;
+  std::vector<std::uint8_t> dirty;      // operations sent since the target last confirmed
+  std::vector<LockState> locks;         // passive target: what this rank holds, by target
+  int locks_held = 0;
+  bool lock_all = false;                // MPI_Win_lock_all: shared locks taken on first use
+  bool lock_all_nocheck = false;
+  bool fence_open = false;              // between fences (not after MPI_MODE_NOSUCCEED)
+  bool access = false;                  // Win_start .. Win_complete
+  std::vector<int> access_group;        // window ranks
+  std::vector<std::uint8_t> in_access;  // by target
+  std::vector<std::uint32_t> posts;     // Win_post notices received, not yet used, by target
+  std::vector<Pending> slots;
+  std::vector<int> free_slots;
+  std::vector<char> scratch;            // runs of the target datatype being encoded
+  // ---- target side
+  bool exposure = false;                // Win_post .. Win_wait / Win_test
+  int exposure_size = 0;
+  std::uint32_t completes = 0;          // Win_complete notices received
+  int excl = -1;                        // the holder of the exclusive lock
+  int shared = 0;                       // holders of shared locks
+  std::deque<std::pair<int, LockState>> lock_queue;
+  CthThread waiter = nullptr;           // the owner's thread waiting in a call of this window
+};
+
+// ---- window.cpp ------------------------------------------------------------------------------------
+// The window of handle h in this process; nullptr when none.
+Win* win_of(MPI_Win h);
+// The calling rank's window `h`, or nullptr after reporting MPI_ERR_WIN (*rc set).
+Win* my_win(MPI_Win h, const char* fn, int* rc);
+// An error of call `fn` on window w: its error handler decides (MPI_ERRORS_ARE_FATAL by default).
+int win_error(Win* w, int code, const char* fn, const char* fmt, ...) __attribute__((format(printf, 4, 5)));
+// A name for messages: "window 3 (\"name\")".
+std::string win_label(const Win& w);
+
+// ---- ops.cpp ---------------------------------------------------------------------------------------
+// Message kinds (Hdr::kind).
+enum Kind : std::uint8_t { kPut, kGet, kAcc, kGetAcc, kCas, kReply, kFlush, kAck, kLock, kGrant, kUnlock, kPost, kComplete };
+struct Hdr {
+  std::uint8_t kind;
+  std::uint8_t lock;           // kLock: LockState
+  std::uint16_t pad = 0;
+  std::int32_t win;            // the receiver's window handle (in its process)
+  std::int32_t from;           // the sender's rank in the window
+  std::int32_t token;          // the origin's Pending slot (answered operations and their kReply)
+  std::int32_t op;             // accumulates
+  std::int32_t nruns;          // target layout runs after the header
+  std::uint64_t disp;          // target byte offset from the base (dynamic: the address)
+  std::uint64_t bytes;         // data bytes after the runs
+  std::int32_t type;           // kCas: the element type
+  std::int32_t pad2 = 0;
+};
+// A message of `payload` bytes for on_rma, header filled by the caller.
+void* msg_alloc(std::size_t payload);
+inline Hdr& hdr(void* msg) { return *reinterpret_cast<Hdr*>(CmiMsgPayload(msg)); }
+// Sends a control message (no runs, no data) of `kind` to target `t`'s window.
+void send_ctl(Win& w, int t, Kind kind, LockState lock = LockState::None);
+// Delivers to window rank t: handled at once when t's rank is on this PE, else sent.
+void send_to(Win& w, int t, void* msg, std::size_t payload);
+// The thread waiting on w (if any) runs again.
+void wake(Win& w);
+// The calling rank waits until done() holds, running the scheduler meanwhile.
+template <class Done>
+void win_wait(Win& w, Done&& done) {
+  CthThread self = CthSelf();
+  rank_wait([&] {
+    if (done()) return true;
+    w.waiter = self;
+    return false;
+  });
+  w.waiter = nullptr;
+}
+
+// ---- sync.cpp ---------------------------------------------------------------------------------------
+// Whether an operation to target t may be issued now (an epoch is open to it); on first use
+// of t under MPI_Win_lock_all, takes its shared lock. MPI_SUCCESS or the error's return.
+int access_check(Win& w, int t, const char* fn);
+// Target side of the synchronization messages.
+void on_lock(Win& w, int from, LockState s);
+void on_unlock(Win& w, int from);
+
+}  // namespace ampi::rma
