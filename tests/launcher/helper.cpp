@@ -14,6 +14,9 @@
 // no record), then rank RANK kills itself with SIGKILL and the others exit when told;
 // from attempt UNTIL on, every rank prints "rank R attempt K args: ARGV[1..]" and ends
 // in order with code 0. Every rank prints "rank R attempt K record FILE" first.
+//
+// launcher_helper env NAME... : every rank prints "rank R NAME=VALUE" (or "rank R NAME
+// unset") for each NAME of its environment, then ends in order with code 0.
 #include <pmix.h>
 #include <signal.h>
 #include <unistd.h>
@@ -69,20 +72,34 @@ int crash(const pmix_proc_t& me, int argc, char** argv) {
   for (;;) ::pause();
 }
 
+int show_env(const pmix_proc_t& me, int argc, char** argv) {
+  std::string out;
+  for (int i = 2; i < argc; ++i) {
+    const char* v = std::getenv(argv[i]);
+    out += "rank " + std::to_string(me.rank) + " " + argv[i] + (v ? std::string("=") + v : " unset") + "\n";
+  }
+  std::fputs(out.c_str(), stdout);  // one write per rank: lines of ranks do not mix
+  std::fflush(stdout);
+  PMIx_Finalize(nullptr, 0);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 4 || (std::strcmp(argv[1], "crash") == 0 && argc < 5)) {
+  const bool env = argc > 1 && std::strcmp(argv[1], "env") == 0;
+  if ((argc < 4 && !env) || (std::strcmp(argv[1], "crash") == 0 && argc < 5)) {
     std::fprintf(stderr,
                  "usage: launcher_helper exit|finalize|abort|none RANK CODE [stubborn]\n"
-                 "       launcher_helper crash RANK UNTIL DIR [args...]\n");
+                 "       launcher_helper crash RANK UNTIL DIR [args...]\n"
+                 "       launcher_helper env NAME...\n");
     return 2;
   }
   const char* action = argv[1];
-  const bool all = std::strcmp(argv[2], "all") == 0;
-  const unsigned target = static_cast<unsigned>(std::atoi(argv[2]));
-  const int code = std::atoi(argv[3]);
-  if (argc > 4 && std::strcmp(argv[4], "stubborn") == 0)
+  const bool all = !env && std::strcmp(argv[2], "all") == 0;
+  const unsigned target = env ? 0 : static_cast<unsigned>(std::atoi(argv[2]));
+  const int code = env ? 0 : std::atoi(argv[3]);
+  if (!env && argc > 4 && std::strcmp(argv[4], "stubborn") == 0)
     for (int s : {SIGTERM, SIGINT, SIGHUP}) ::signal(s, SIG_IGN);
   pmix_proc_t me;
   if (pmix_status_t rc = PMIx_Init(&me, nullptr, 0); rc != PMIX_SUCCESS) {
@@ -90,6 +107,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (std::strcmp(action, "crash") == 0) return crash(me, argc, argv);
+  if (env) return show_env(me, argc, argv);
   std::printf("rank %u ready\n", me.rank);
   std::fflush(stdout);
   if (all || me.rank == target) {

@@ -48,6 +48,8 @@ TEST(LauncherCommandLine, BadArgumentsNameTheProblemAndExit2) {
       {{"-n", "2", "--restart-on-failure", "x", kProg}, "--restart-on-failure expects a number of restarts from 0 to 1000, got 'x'"},
       {{"-n", "2", "--restart-on-failure=1001", kProg}, "--restart-on-failure expects a number of restarts from 0 to 1000, got '1001'"},
       {{"-n", "2", "--restart-on-failure"}, "--restart-on-failure needs a value"},
+      {{"-n", "2", "--mps", "maybe", kProg}, "--mps expects auto, on or off, got 'maybe'"},
+      {{"-n", "2", "--mps"}, "--mps needs a value"},
       {{"-n", "2", "--prefix=yes", kProg}, "--prefix takes no value"},
       {{"-n", "2", "--no-bind=1", kProg}, "--no-bind takes no value"},
       {{"-n", "2", "--verbose=1", kProg}, "--verbose takes no value"},
@@ -73,7 +75,8 @@ TEST(LauncherCommandLine, HelpListsOptionsExitCodesAndSignals) {
   for (const char* s : {"--np", "--prefix", "--no-bind", "--verbose", "--timeout", "124", "125",
                         "126", "127", "128+S", "130", "143", "SIGKILL", "ucharmrun.PID",
                         "--restart-on-failure", "UCHARM_CHECKPOINT_RECORD", "UCHARM_RESTART_ATTEMPT",
-                        "+restart DIR"})
+                        "+restart DIR", "--mps auto|on|off", "UCHARM_MPS", "LOCAL_RANK",
+                        "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "CUDA_MPS_PIPE_DIRECTORY"})
     EXPECT_TRUE(has(r.out, s)) << s << "\n" << describe(r);
 }
 

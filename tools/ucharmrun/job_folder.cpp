@@ -1,4 +1,5 @@
-// The job folder: $TMPDIR/ucharmrun.PID.XXXXXX holds the PMIx server's files. The owner
+// The job folder: $TMPDIR/ucharmrun.PID.XXXXXX holds the PMIx server's files (and the
+// pipe and log directories of the job's CUDA MPS daemon, if it has one). The owner
 // holds an flock on it while it lives; one whose owner pid is gone and whose lock is free
 // was left by a killed launcher and is removed by the next one.
 #include <dirent.h>
@@ -50,6 +51,7 @@ void remove_stale_folders(const std::string& base, bool verbose) {
     if (fd < 0) continue;
     // The lock guards a live launcher whose pid we cannot see (another pid namespace).
     if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      quit_stale_mps(path, verbose);  // its CUDA MPS daemon, if it had one, outlived it
       std::error_code ec;
       std::filesystem::remove_all(path, ec);
       if (verbose && !ec) say(fmt::format("ucharmrun: removed {}, left by a killed ucharmrun\n", path));

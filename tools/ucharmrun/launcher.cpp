@@ -5,7 +5,8 @@
 // --restart-on-failure, starts the job again: restart.cpp). Its PMIx files live in
 // $TMPDIR/ucharmrun.PID.XXXXXX, removed at the end (or by the next launcher after a
 // kill -9). Multi-node runs go through mpirun or srun --mpi=pmix.
-// This file starts the job; supervision.cpp watches it.
+// This file starts the job (with a CUDA MPS daemon where PEs share a GPU: mps.cpp);
+// supervision.cpp watches it.
 #include <fcntl.h>
 #include <fmt/core.h>
 #include <sys/prctl.h>
@@ -33,6 +34,8 @@ int Launcher::run() {
     block_signals();
     folder_.create(opt_.verbose);
     record_path_ = folder_.path() + "/checkpoint-record";
+    // Before the PMIx server's threads exist; one daemon serves every attempt.
+    mps_.start(opt_.mps, opt_.np, folder_.path(), opt_.verbose);
     server_.start(folder_.path(), opt_.np);
     if (opt_.timeout > 0)
       deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -69,11 +72,22 @@ int Launcher::run_attempt() {
 // N failed ranks, and the child only has to call execve.
 void Launcher::resolve_program() {
   const std::string& prog = opt_.command.front();
-  auto cannot = [&](int err) {
-    const bool missing = err == ENOENT || err == ENOTDIR;
-    return LaunchError{fmt::format("cannot run '{}': {}", prog, errno_text(err)),
-                       missing ? kExitNotFound : kExitCannotExec};
-  };
+  int err = 0;
+  if (auto found = find_in_path(prog, &err)) {
+    exec_path_ = *found;
+    return;
+  }
+  if (err == 0 && prog.find('/') == std::string::npos)
+    throw LaunchError{fmt::format("cannot run '{}': not found in PATH", prog), kExitNotFound};
+  const bool missing = err == ENOENT || err == ENOTDIR;
+  throw LaunchError{fmt::format("cannot run '{}': {}", prog, errno_text(err)),
+                    missing ? kExitNotFound : kExitCannotExec};
+}
+
+std::optional<std::string> find_in_path(const std::string& name, int* first_err) {
+  int dummy = 0;
+  int& first = first_err ? *first_err : dummy;
+  first = 0;
   // 0 when `path` is an executable file, else why not.
   auto usable = [](const std::string& path) {
     struct stat st;
@@ -82,29 +96,24 @@ void Launcher::resolve_program() {
     if (::access(path.c_str(), X_OK) != 0) return errno;
     return 0;
   };
-  if (prog.find('/') != std::string::npos) {
-    if (int err = usable(prog)) throw cannot(err);
-    exec_path_ = prog;
-    return;
+  if (name.find('/') != std::string::npos) {
+    first = usable(name);
+    if (first == 0) return name;
+    return std::nullopt;
   }
   const char* path = std::getenv("PATH");
   std::string p = path ? path : "/usr/bin:/bin";
-  int first_err = 0;
   for (size_t start = 0; start <= p.size();) {
     size_t end = p.find(':', start);
     if (end == std::string::npos) end = p.size();
     std::string dir = p.substr(start, end - start);
-    std::string cand = (dir.empty() ? "." : dir) + "/" + prog;
+    std::string cand = (dir.empty() ? "." : dir) + "/" + name;
     int err = usable(cand);
-    if (err == 0) {
-      exec_path_ = cand;
-      return;
-    }
-    if (err != ENOENT && err != ENOTDIR && !first_err) first_err = err;
+    if (err == 0) return cand;
+    if (err != ENOENT && err != ENOTDIR && !first) first = err;
     start = end + 1;
   }
-  if (first_err) throw cannot(first_err);
-  throw LaunchError{fmt::format("cannot run '{}': not found in PATH", prog), kExitNotFound};
+  return std::nullopt;
 }
 
 // Signals arrive through a signalfd in the main loop; PMIx's threads (created next)
@@ -131,22 +140,31 @@ void Launcher::spawn(int r) {
       std::free(env);
     }
   } job_env;
+  std::vector<std::string> extra = local_rank_env(r, opt_.np);
+  extra.push_back(fmt::format("{}={}", kRecordVar, record_path_));
+  extra.push_back(fmt::format("{}={}", kAttemptVar, attempt_));
+  const auto& mps_env = mps_.rank_env();  // the job's MPS daemon, if it has one
+  extra.insert(extra.end(), mps_env.begin(), mps_env.end());
+  if (opt_.verbose) extra.emplace_back("UCHARM_VERBOSE=1");
+  if (opt_.no_bind) extra.emplace_back("UCHARM_BIND=0");
   size_t n = 0;
   while (environ[n]) ++n;
-  char** env = job_env.env = static_cast<char**>(std::calloc(n + 5, sizeof(char*)));
+  char** env = job_env.env =
+      static_cast<char**>(std::calloc(n + extra.size() + 1, sizeof(char*)));
   size_t k = 0;
-  // The launcher's own variables replace inherited ones (a ucharmrun started by a job).
-  auto ours = [](std::string_view e) {
+  // The launcher's own variables replace inherited ones (a ucharmrun started by a job,
+  // or under mpirun: its local rank is not the PE's).
+  auto ours = [&](std::string_view e) {
+    if (is_local_rank_var(e)) return true;
     for (std::string_view v : {kRecordVar, kAttemptVar})
       if (e.size() > v.size() && e.starts_with(v) && e[v.size()] == '=') return true;
+    for (const std::string& v : mps_env)
+      if (e.starts_with(std::string_view(v).substr(0, v.find('=') + 1))) return true;
     return false;
   };
   for (size_t i = 0; i < n; ++i)
     if (!ours(environ[i])) env[k++] = ::strdup(environ[i]);
-  env[k++] = ::strdup(fmt::format("{}={}", kRecordVar, record_path_).c_str());
-  env[k++] = ::strdup(fmt::format("{}={}", kAttemptVar, attempt_).c_str());
-  if (opt_.verbose) env[k++] = ::strdup("UCHARM_VERBOSE=1");
-  if (opt_.no_bind) env[k++] = ::strdup("UCHARM_BIND=0");
+  for (const std::string& e : extra) env[k++] = ::strdup(e.c_str());
   server_.setup_client(r, &job_env.env);
   env = job_env.env;
 
@@ -197,6 +215,7 @@ void Launcher::spawn(int r) {
 
 void Launcher::shut_down() {
   server_.shut_down();
+  mps_.stop();  // every PE has ended: its clients are gone
   folder_.remove();
 }
 

@@ -39,6 +39,12 @@ Options (before the program; everything from the program on is the program's):
   --restart-on-failure N
                     when a PE dies, start the job again, up to N times (0 to 1000;
                     default 0), from the last complete checkpoint (see below)
+  --mps auto|on|off CUDA MPS for PEs that share a GPU (default auto, or $UCHARM_MPS):
+                    auto starts a private MPS control daemon for the job when it has
+                    more PEs than visible GPUs, nvidia-cuda-mps-control is in PATH and
+                    no MPS daemon answers yet (a failed start: a warning, no MPS);
+                    on starts one in any case (a failed start ends with code 125);
+                    off starts none. The daemon quits when the job ends
   -h, --help        print this help and exit
   --                end of the launcher's options
 
@@ -51,7 +57,7 @@ Exit codes:
   129 130 143  ucharmrun got SIGHUP, SIGINT or SIGTERM (128+signal) and stopped the job
   141      ucharmrun's output pipe was closed (SIGPIPE); it stopped the job
   2        bad ucharmrun command line (also the ranks' code for a bad +option)
-  125      ucharmrun itself failed (PMIx server, fork, temporary folder)
+  125      ucharmrun itself failed (PMIx server, fork, temporary folder, --mps on)
   126      the program exists but cannot be executed
   127      the program was not found
 Messages from ucharmrun itself start with "ucharmrun:".
@@ -73,7 +79,18 @@ checkpoint DIR (attempt K of N)". Not restarted: an end the program chose (CkExi
 CmiExit with a code, CmiAbort, MPI_Abort), a PE that exits before joining the job (e.g.
 a bad +option), --timeout and signals to ucharmrun. The exit code is the last attempt's.
 Cleanup: ucharmrun keeps its PMIx files in $TMPDIR/ucharmrun.PID.XXXXXX and removes it
-when it ends; folders left by a ucharmrun that was killed are removed by the next one.
+when it ends; folders left by a ucharmrun that was killed are removed by the next one
+(which also tells an MPS daemon left in one to quit).
+Environment of each PE (rank R of N, all on this host; inherited values are replaced):
+  =R  LOCAL_RANK OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_LOCAL_RANK OMPI_COMM_WORLD_NODE_RANK
+      MPI_LOCALRANKID MV2_COMM_WORLD_RANK MV2_COMM_WORLD_LOCAL_RANK MVP_COMM_WORLD_RANK
+      MVP_COMM_WORLD_LOCAL_RANK, and PMIX_RANK (PMIx's)
+  =N  LOCAL_SIZE LOCAL_WORLD_SIZE OMPI_COMM_WORLD_SIZE OMPI_COMM_WORLD_LOCAL_SIZE
+      MPI_LOCALNRANKS MV2_COMM_WORLD_SIZE MV2_COMM_WORLD_LOCAL_SIZE MVP_COMM_WORLD_SIZE
+      MVP_COMM_WORLD_LOCAL_SIZE
+  SLURM_PROCID=R and SLURM_LOCALID=R only where ucharmrun's own environment has them (a
+  Slurm step); with an MPS daemon of the job, CUDA_MPS_PIPE_DIRECTORY and
+  CUDA_MPS_LOG_DIRECTORY.
 )help";
 
 // Strict decimal: digits only, no sign, no spaces, no overflow.
@@ -85,6 +102,13 @@ std::optional<long long> parse_count(std::string_view s) {
     v = std::min(v * 10 + (c - '0'), 1LL << 40);  // saturates: "too many", not a wrap
   }
   return v;
+}
+
+std::optional<MpsMode> parse_mps(std::string_view s) {
+  if (s == "auto") return MpsMode::Auto;
+  if (s == "on") return MpsMode::On;
+  if (s == "off") return MpsMode::Off;
+  return std::nullopt;
 }
 
 // Seconds as a plain decimal number: "30", "2.5", ".5".
@@ -103,7 +127,7 @@ std::optional<double> parse_seconds(std::string_view s) {
 
 std::optional<Options> parse_command_line(int argc, char** argv) {
   Options o;
-  bool have_np = false;
+  bool have_np = false, have_mps = false;
   int i = 1;
   for (; i < argc; ++i) {
     std::string_view a = argv[i];
@@ -157,6 +181,12 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
             "--restart-on-failure expects a number of restarts from 0 to {}, got '{}'",
             kMaxRestarts, v)};
       o.restart_on_failure = static_cast<int>(*n);
+    } else if (name == "--mps") {
+      std::string_view v = value("auto, on or off");
+      auto m = parse_mps(v);
+      if (!m) throw UsageError{fmt::format("--mps expects auto, on or off, got '{}'", v)};
+      o.mps = *m;
+      have_mps = true;
     } else if (name == "-p" || name == "--prefix") {
       flag();
       o.prefix = true;
@@ -174,6 +204,12 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
     }
   }
   if (!have_np) throw UsageError{"--np is required: give the number of PEs with -n N"};
+  if (const char* env = std::getenv("UCHARM_MPS"); env && *env && !have_mps) {
+    auto m = parse_mps(env);
+    if (!m)
+      throw UsageError{fmt::format("UCHARM_MPS expects auto, on or off, got '{}'", env)};
+    o.mps = *m;
+  }
   if (i >= argc) throw UsageError{"no program given"};
   o.command.assign(argv + i, argv + argc);
   return o;

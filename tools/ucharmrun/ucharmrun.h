@@ -1,6 +1,7 @@
 // ucharmrun's parts (internal to this folder): the command line (options.cpp), the job
 // folder (job_folder.cpp), the embedded PMIx server (pmix_server.cpp), starting the ranks
-// (launcher.cpp) and supervising them (supervision.cpp).
+// (launcher.cpp), the local-rank variables (local_env.cpp), a private CUDA MPS daemon
+// (mps.cpp) and supervising the ranks (supervision.cpp).
 #pragma once
 
 #include <pmix_common.h>
@@ -13,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -41,6 +43,9 @@ struct LaunchError {
 
 // ---- the command line (options.cpp) ----------------------------------------------------
 
+// --mps / UCHARM_MPS: a private CUDA MPS control daemon for PEs that share a GPU.
+enum class MpsMode { Auto, On, Off };
+
 struct Options {
   int np = 1;
   bool prefix = false;
@@ -48,6 +53,7 @@ struct Options {
   bool verbose = false;
   double timeout = 0;  // seconds for the whole run, restarts included; 0: none
   int restart_on_failure = 0;  // --restart-on-failure N: restarts after a rank died
+  MpsMode mps = MpsMode::Auto;  // --mps, else UCHARM_MPS, else auto
   std::vector<std::string> command;
 };
 
@@ -79,6 +85,62 @@ class JobFolder {
   std::string path_;
   int fd_ = -1;
 };
+
+// An executable file `name` in PATH (a name with a '/' is taken as it is): its path, or
+// nothing; `first_err` gets the first error other than "not there" (EACCES, EISDIR...).
+std::optional<std::string> find_in_path(const std::string& name, int* first_err = nullptr);
+
+// ---- the local-rank variables (local_env.cpp) -------------------------------------------
+
+// The variables that programs and libraries read to pick a GPU, for PE `r` of `np` (all on
+// this host): LOCAL_RANK, the MPI launchers' names (Open MPI, MPICH/Hydra, MVAPICH), and
+// SLURM_LOCALID/SLURM_PROCID only where the launcher's environment has them already (from
+// a Slurm step or batch script, where they describe the launcher, not the PE).
+// "NAME=VALUE" strings; inherited values of these names are replaced.
+std::vector<std::string> local_rank_env(int r, int np);
+// Whether "NAME=..." sets one of the names local_rank_env may set.
+bool is_local_rank_var(std::string_view entry);
+
+// ---- CUDA MPS (mps.cpp) -----------------------------------------------------------------
+
+// How many GPUs the PEs can see: `nvidia-smi -L` (its "GPU n:" lines) where nvidia-smi is
+// in PATH, else the entries of /proc/driver/nvidia/gpus, restricted by
+// CUDA_VISIBLE_DEVICES as CUDA reads it (up to the first entry that is not a device).
+int visible_gpu_count();
+// The count that CUDA_VISIBLE_DEVICES=`cvd` leaves of `physical` GPUs (null: all).
+int restrict_to_visible(int physical, const char* cvd);
+
+// A CUDA MPS control daemon private to this job: its pipe and log directories live in the
+// job folder (mode 0700), it is started before the first PE and told to quit after the
+// last one has ended, however the job ends. It never changes a GPU setting.
+class MpsDaemon {
+ public:
+  MpsDaemon() = default;
+  MpsDaemon(const MpsDaemon&) = delete;
+  MpsDaemon& operator=(const MpsDaemon&) = delete;
+  ~MpsDaemon() { stop(); }
+
+  // Starts the daemon if `mode` asks for it: On always, Auto when the job has more PEs than
+  // the host has GPUs, nvidia-cuda-mps-control is in PATH and no MPS daemon is reachable
+  // yet. A failed start is one warning (Auto) or a LaunchError (On).
+  void start(MpsMode mode, int np, const std::string& folder, bool verbose);
+  // Quits the daemon (and its servers) and waits for it to end; does nothing without one.
+  void stop();
+  bool running() const { return running_; }
+  // CUDA_MPS_PIPE_DIRECTORY and CUDA_MPS_LOG_DIRECTORY for the PEs (empty: none started).
+  const std::vector<std::string>& rank_env() const { return rank_env_; }
+
+ private:
+  bool launch(std::string& why);  // false with the reason when the daemon did not come up
+
+  std::string tool_, pipe_dir_, log_dir_;
+  std::vector<std::string> rank_env_;
+  bool running_ = false, verbose_ = false;
+};
+
+// A folder of a killed launcher may hold a daemon that still runs: it is told to quit
+// before the folder is removed (nothing happens when none answers).
+void quit_stale_mps(const std::string& folder, bool verbose);
 
 // ---- the PMIx server (pmix_server.cpp) -------------------------------------------------
 
@@ -186,6 +248,7 @@ class Launcher {
   std::vector<Rank> ranks_;
   JobFolder folder_;
   PmixServer server_;
+  MpsDaemon mps_;  // after folder_: destroyed (quit) before the folder is removed
   std::string exec_path_;
   std::vector<std::string> command_;  // this attempt's program and arguments
   std::string record_path_;           // UCHARM_CHECKPOINT_RECORD, in the job folder
