@@ -176,6 +176,16 @@ bool live_mps_process(pid_t pid) {
          text.compare(open + 1, 15, "nvidia-cuda-mps") == 0;  // comm: 15 characters
 }
 
+// A daemon is there: its control socket takes a connection, or (should the endpoint be
+// of a kind a stream connect cannot test) it exists and the pid file names a live daemon.
+bool daemon_present(const std::string& pipe_dir) {
+  if (control_reachable(pipe_dir)) return true;
+  struct stat st;
+  if (::lstat((pipe_dir + "/control").c_str(), &st) != 0) return false;
+  const std::optional<pid_t> pid = read_pid(pipe_dir + "/" + kPidFile);
+  return pid && live_mps_process(*pid);
+}
+
 bool ends_within(pid_t pid, double limit_s) {
   const auto t0 = Clock::now();
   while (live_mps_process(pid)) {
@@ -293,7 +303,7 @@ void MpsDaemon::start(MpsMode mode, int np, const std::string& folder, bool verb
   }
   const char* set = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
   const std::string existing = set && *set ? set : kDefaultPipeDir;
-  if (control_reachable(existing)) {
+  if (daemon_present(existing)) {
     note(fmt::format("a control daemon already answers in {}; the PEs use it", existing));
     return;
   }
@@ -334,7 +344,7 @@ bool MpsDaemon::launch(std::string& why) {
   // -d returns once the daemon forked; the PEs must not start before it answers, or CUDA
   // in them would quietly run without it.
   const auto t0 = Clock::now();
-  while (!control_reachable(pipe_dir_)) {
+  while (!daemon_present(pipe_dir_)) {
     if (std::chrono::duration<double>(Clock::now() - t0).count() > kReadyLimit) {
       why = fmt::format("the daemon did not answer on {}/control within {} s{}", pipe_dir_,
                         kReadyLimit, log_tail(log_dir_));
@@ -360,7 +370,7 @@ void MpsDaemon::stop() {
 void quit_stale_mps(const std::string& folder, bool verbose) {
   const std::string pipe_dir = folder + "/mps";
   const std::optional<pid_t> pid = read_pid(pipe_dir + "/" + kPidFile);
-  if (!control_reachable(pipe_dir) && !(pid && live_mps_process(*pid))) return;
+  if (!daemon_present(pipe_dir) && !(pid && live_mps_process(*pid))) return;
   const auto tool = find_in_path(kControlTool);
   std::string problem;
   if (tool) problem = quit_daemon(*tool, pipe_dir, folder + "/mps-log");
