@@ -506,6 +506,7 @@ inline void* next_local() {
   if (++s.since_poll >= kPollEvery) {
     s.since_poll = 0;
     lrts::LrtsProgress();
+    if (s.polling) run_pollers();
   }
   return s.queue.pop();
 }
@@ -518,7 +519,7 @@ void CsdScheduleStep() {
     return;
   }
   s.since_poll = 0;
-  if (lrts::LrtsProgress() > 0) {
+  if (lrts::LrtsProgress() > 0 || (s.polling && run_pollers())) {
     s.idle_since_ns = 0;
     return;
   }
@@ -529,14 +530,19 @@ void CsdScheduleStep() {
   auto now = std::chrono::steady_clock::now().time_since_epoch().count();
   if (s.idle_since_ns == 0) {
     s.idle_since_ns = now;
+    s.poll_sleeps = 0;
     note_idle(s);
     return;
   }
   if (now - s.idle_since_ns < static_cast<long long>(s.options.idle_spin_us) * 1000) return;
   if (s.hooks.idle_begin) s.hooks.idle_begin();
-  lrts::LrtsIdleWait(100);  // bounded, so a missed wake-up costs at most 100 ms
+  if (s.polling) [[unlikely]] {
+    poller_idle_wait();  // short steps (a one-sided write wakes nobody); the period goes on
+  } else {
+    lrts::LrtsIdleWait(100);  // bounded, so a missed wake-up costs at most 100 ms
+    s.idle_since_ns = 0;
+  }
   if (s.hooks.idle_end) s.hooks.idle_end();
-  s.idle_since_ns = 0;
 }
 
 bool CsdScheduleStepInThread() {
@@ -545,6 +551,7 @@ bool CsdScheduleStepInThread() {
   if (++s.since_poll >= kPollEvery) {
     s.since_poll = 0;
     lrts::LrtsProgress();
+    if (s.polling) run_pollers();
   }
   if (void* msg = s.queue.peek()) {
     // A thread's resumption runs on the scheduler's stack: the waiting thread yields to it
@@ -556,7 +563,7 @@ bool CsdScheduleStepInThread() {
     return true;
   }
   s.since_poll = 0;
-  if (lrts::LrtsProgress() > 0) {
+  if (lrts::LrtsProgress() > 0 || (s.polling && run_pollers())) {
     s.idle_since_ns = 0;
     return true;
   }

@@ -27,6 +27,7 @@ struct PeState {
   bool in_backlog_wait = false;  // a send is waiting for flow-control credit
   bool exit_arrived = false;     // an exit message is queued: sends no longer wait
   bool traced_idle = false;      // the tracer was told idle began (trace_hooks.idle_end due)
+  bool polling = false;          // a poller is registered (rma.cpp): run them, sleep short
   long long idle_since_ns = 0;
   unsigned idle_polls = 0;
   unsigned since_poll = 0;  // messages taken from the queue since the network was polled
@@ -49,6 +50,16 @@ struct PeState {
   };
   std::vector<FreeStack> free_stacks;
   std::vector<CthThread> free_threads;
+  // Pollers (rma.cpp); a removed one keeps its place (fn null) until the next compaction.
+  struct Poller {
+    CmiPollerFn fn;
+    void* ctx;
+    int id;
+  };
+  std::vector<Poller> pollers;
+  int last_poller_id = 0;
+  bool in_pollers = false;
+  unsigned poll_sleeps = 0;  // short sleeps in this idle period (their length doubles)
 };
 // Runs the embedder's exit hook once (CmiExit, ConverseExit, CmiAbort).
 void run_exit_hook(int code);
@@ -59,5 +70,8 @@ inline PeState& pe_state() { return g_pe_state; }
 void thread_resume_handler(void* msg);
 void print_banner();
 void device_init();
+// Pollers (rma.cpp): runs them (true: one found work); an idle PE's short sleep.
+bool run_pollers();
+void poller_idle_wait();
 
 }  // namespace ucharm::converse

@@ -196,7 +196,7 @@ void LrtsInit(const Options& options, const Hooks& hooks) {
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
                       UCP_PARAM_FIELD_REQUEST_INIT | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                       UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME;
-  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP | UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
   params.request_size = sizeof(RequestState);
   params.request_init = request_init;
   params.mt_workers_shared = 0;
@@ -299,6 +299,7 @@ void LrtsExit() {
   m.done.clear();
   cancel_host_receives();
   cancel_lost_news();
+  rma_release_all();  // remote keys before their endpoints, registrations before the context
   // 3. Close endpoints; a second fence keeps every worker alive until all have closed.
   std::vector<ucs_status_ptr_t> closing;
   for (std::size_t pe = 0; pe < m.eps.size(); ++pe) {

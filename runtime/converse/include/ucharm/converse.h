@@ -205,10 +205,80 @@ void CmiChannelSend(int pe, const void* ptr, std::size_t size, std::uint64_t tag
 void CmiChannelRecv(void* ptr, std::size_t size, std::uint64_t tag, void* done_msg, void* stream = nullptr);
 
 // ---- Pollers: work the scheduler checks each turn (one-sided notifications) ----------------
-// (issue 19, part 1: see rma.cpp)
+// (issue 19, part 1: rma.cpp.) `fn(ctx)` runs while registered: at every idle turn of the
+// scheduler and whenever it polls the network between messages (at least every 64
+// messages); it returns true when it found something to do (the PE is then not idle). A
+// one-sided write into this PE wakes nobody, so while any poller is registered an idle PE
+// sleeps only in short steps (20 us doubling to 1 ms per idle period) instead of waiting
+// for the network. With none registered the scheduler pays one predictable branch per idle
+// turn. A poller may add or remove pollers, itself included. Returns an id (> 0).
+using CmiPollerFn = bool (*)(void* ctx);
+int CmiAddPoller(CmiPollerFn fn, void* ctx);
+void CmiRemovePoller(int id);  // an unknown id is ignored
+int CmiNumPollers();
 
 // ---- One-sided (RMA): windows of registered memory ----------------------------------------
-// (issue 19, part 1: see rma.cpp)
+// (issue 19, part 1: rma.cpp; UCX ucp_mem_map / ucp_rkey_pack / ucp_put_nbx / ...)
+// A region is an existing buffer of this PE (host or CUDA memory, detected) registered for
+// one-sided access. Its descriptor (address, size, memory type, packed remote key; a few
+// hundred bytes at most) is sent to a peer in a message of your own; the peer attaches it
+// and then reads and writes the region without this PE taking part.
+// Completions: `done_msg` (a message you allocate, or nullptr) is run by the scheduler on
+// the calling PE once the operation has completed locally: a put's source may be reused,
+// a get's data is in, an atomic's result is written. A put's data is at the target only
+// after a flush (CmiRmaFlush) has completed, or, for the target, once a notification
+// that follows it has been seen (CmiRmaPutNotify). Offsets and lengths are checked on
+// every call: outside the region, the program ends naming the region's size, the offset
+// and the length.
+struct CmiRmaRegion;  // registered here
+struct CmiRmaRemote;  // a peer's (or this PE's own) region, attached here
+// `size` 0 is allowed (nothing is mapped; only zero-length operations fit).
+CmiRmaRegion* CmiRmaRegister(void* ptr, std::size_t size);
+// Peers must be done with the region (their operations flushed) before it goes.
+void CmiRmaDeregister(CmiRmaRegion* r);
+void* CmiRmaRegionBase(const CmiRmaRegion* r);
+std::size_t CmiRmaRegionSize(const CmiRmaRegion* r);
+// The descriptor's bytes (valid while the region is registered): copy them into a message.
+const void* CmiRmaDescriptor(const CmiRmaRegion* r, std::size_t* len);
+// Attaches the region a descriptor from PE `pe` describes (`pe` may be this PE). A
+// descriptor that is malformed or from another PE ends the program with a clear message.
+CmiRmaRemote* CmiRmaAttach(int pe, const void* desc, std::size_t len);
+// Waits (progressing) until this PE's operations on `r` are done, then releases it.
+void CmiRmaDetach(CmiRmaRemote* r);
+int CmiRmaRemotePe(const CmiRmaRemote* r);
+std::size_t CmiRmaRemoteSize(const CmiRmaRemote* r);
+CmiMemoryType CmiRmaRemoteMemoryType(const CmiRmaRemote* r);
+
+// Writes `bytes` at `src` (host or CUDA) to offset `offset` of `dst`.
+void CmiRmaPut(CmiRmaRemote* dst, std::size_t offset, const void* src, std::size_t bytes, void* done_msg);
+// Reads `bytes` at offset `offset` of `src` into `dst` (host or CUDA).
+void CmiRmaGet(CmiRmaRemote* src, std::size_t offset, void* dst, std::size_t bytes, void* done_msg);
+// Notified put (dCUDA's notified access): the data, then, ordered after it at the target,
+// +1 on the 8-byte counter at `counter_offset` of `counter` (a host-memory region of the
+// same PE, 8-byte aligned). A target that reads the counter with an acquire load
+// (CmiRmaReadCounter) and sees it rise by n sees the data of n notified puts (of each
+// origin, in issue order), with no message. `done_msg`: the source may be reused.
+void CmiRmaPutNotify(CmiRmaRemote* dst, std::size_t offset, const void* src, std::size_t bytes,
+                     CmiRmaRemote* counter, std::size_t counter_offset, void* done_msg);
+// Atomics on a 4- or 8-byte word (`width`, aligned to it) of a host-memory region.
+// Add/And/Or/Xor apply `value` (`result`, optional: the old word); Swap writes `value`;
+// CompareSwap writes `value` where the word equals `compare`. Swap and CompareSwap need
+// `result` (host memory, `width` bytes): the old word, written when `done_msg` runs.
+enum class CmiRmaOp : std::uint8_t { Add, And, Or, Xor, Swap, CompareSwap };
+void CmiRmaAtomic(CmiRmaRemote* r, std::size_t offset, CmiRmaOp op, std::size_t width, std::uint64_t value,
+                  std::uint64_t compare, void* result, void* done_msg);
+// Orders at their targets the operations this PE issued before against those it issues
+// after (UCX's worker fence: it orders at every target; UCX 1.22 has no per-target one).
+void CmiRmaFence();
+// `done_msg` runs once every operation issued before to `pe` (pe < 0: to every PE) is
+// complete at its target (remote completion).
+void CmiRmaFlush(int pe, void* done_msg);
+// One-sided operations and flushes of this PE not completed yet.
+std::size_t CmiRmaOpen();
+// An acquire load of a notification counter (or any word peers write one-sidedly).
+inline std::uint64_t CmiRmaReadCounter(const std::uint64_t* counter) {
+  return __atomic_load_n(counter, __ATOMIC_ACQUIRE);
+}
 
 // ---- CUDA IPC mappings (PEs on one host): device windows ----------------------------------
 // (issue 19, part 3: device_ipc.cpp) The machine layer's CUDA IPC calls, for the core's

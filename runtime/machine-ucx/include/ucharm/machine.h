@@ -166,7 +166,54 @@ void LrtsChannelRecv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t 
                      Completion done, GpuStream stream = nullptr);
 
 // ---- One-sided (RMA): registered regions, put/get/atomics, fence, flush -------------------
-// (issue 19, part 1: see rma.cpp)
+// (issue 19, part 1: rma.cpp.) A region is an existing buffer registered with UCX
+// (ucp_mem_map); its packed remote key goes to a peer (the layer above carries it), which
+// attaches it on its endpoint to the owner (ucp_ep_rkey_unpack; the owner itself included).
+// Operations name the attached region and an offset in it; an offset or length outside the
+// region is a fatal error naming the region's size, the offset and the length (always
+// checked). Completions run after progress, never inside UCX; no heap allocation per
+// operation once the pool has grown. While an operation or flush is open, LrtsIdleWait
+// does not sleep (UCX's one-sided completions need not signal the worker's event fd).
+struct RmaRegion;  // registered here
+struct RmaRemote;  // a peer's region, attached here
+// Registers [ptr, ptr + size) of memory type `mem` (size 0 allowed: nothing is mapped).
+RmaRegion* LrtsRmaRegister(void* ptr, std::size_t size, MemoryType mem);
+// Unregisters; operations of peers on it must be over (the layer above makes sure).
+void LrtsRmaDeregister(RmaRegion* r);
+// The packed remote key (valid while the region is registered).
+const void* LrtsRmaKey(const RmaRegion* r, std::size_t* len);
+// Attaches the region `key` describes, of PE `pe` at its address `addr`, `size` bytes.
+RmaRemote* LrtsRmaAttach(int pe, std::uint64_t addr, std::size_t size, MemoryType mem, const void* key,
+                         std::size_t key_len);
+void LrtsRmaDetach(RmaRemote* r);
+// `done` of a put: `src` may be reused (the data may not be at the target yet: flush). Of
+// a get: the data is in `dst`. `src`/`dst` are local buffers of memory type `mem`.
+void LrtsRmaPut(RmaRemote* r, std::size_t offset, const void* src, std::size_t bytes, MemoryType mem,
+                Completion done);
+void LrtsRmaGet(RmaRemote* r, std::size_t offset, void* dst, std::size_t bytes, MemoryType mem, Completion done);
+// Notified put: the data, a fence, then +1 on the 8-byte word at `counter_offset` of
+// `counter` (a host-memory region of the same PE). The target sees the count rise only
+// after the data is in. `done`: `src` may be reused.
+void LrtsRmaPutNotify(RmaRemote* r, std::size_t offset, const void* src, std::size_t bytes, MemoryType mem,
+                      RmaRemote* counter, std::size_t counter_offset, Completion done);
+// Atomics on a 4- or 8-byte word (aligned to its width) of a host-memory region:
+// Add/And/Or/Xor with `value` (`result`, optional, gets the old word); Swap puts `value`
+// and CompareSwap puts `value` where the word equals `compare`: both need `result`.
+// `result` (host memory, `width` bytes) holds the old word when `done` runs.
+enum class RmaAtomicOp : std::uint8_t { Add, And, Or, Xor, Swap, CompareSwap };
+void LrtsRmaAtomic(RmaRemote* r, std::size_t offset, RmaAtomicOp op, std::size_t width, std::uint64_t value,
+                   std::uint64_t compare, void* result, Completion done);
+// Orders at their targets the operations issued before it against those issued after
+// (ucp_worker_fence: UCX 1.22 has no per-endpoint fence, so it orders at every target).
+void LrtsRmaFence();
+// `done` runs once every operation issued before to `pe` (pe < 0: to every PE) is
+// complete at its target.
+void LrtsRmaFlush(int pe, Completion done);
+// One-sided operations and flushes not yet completed (for tests and idle decisions).
+std::size_t LrtsRmaOpen();
+// Sleeps at most `timeout_us` microseconds for network activity (a pollers' idle step:
+// a one-sided write into this PE signals nothing, so the layer above polls for it).
+void LrtsIdleWaitUs(int timeout_us);
 
 // ---- CUDA IPC mappings (PEs on one host): device windows ----------------------------------
 // (issue 19, part 3: cuda_ipc.cpp) What a device window needs from the driver: export the
