@@ -65,12 +65,31 @@ cdef enum:
 
 cdef unordered_map[uint32_t, PyObject*] _inflight  # future id -> its Request (a reference)
 cdef vector[uint32_t] _free_fids                     # core futures (h_request_done) not in use
-cdef object _suspend = None   # coroutines.suspend / resume (set by channel.py)
-cdef object _resume = None
+cdef object _after_entry = None  # _invoke.after_entry (set by coroutines.py)
 
-def set_coroutines(suspend, resume):
-    global _suspend, _resume
-    _suspend, _resume = suspend, resume
+def set_coroutines(after_entry):
+    global _after_entry
+    _after_entry = after_entry
+
+
+# coroutines.suspend and resume, without their Python frames (a channel wait's hot path).
+cdef int suspend_current(str what) except -1:
+    g = _getcurrent()
+    if not getattr(g, "_ck_coro", False):
+        raise RuntimeError(f"{what} would block outside a coroutine: call it from the main function or "
+                           "from an entry method decorated with @coro")
+    g.parent.switch()
+    return 0
+
+cdef int resume_waiter(object g) except -1:
+    g.parent = _getcurrent()  # back here when it waits again or ends
+    g.switch()
+    # The coroutine ran on: @when calls held for its chare and Chare.wait conditions are
+    # checked again (as coroutines.resume does).
+    obj = g._ck_obj
+    if obj is not None and (obj._ck_when or obj._ck_waiting or obj._ck_when_by_value):
+        _after_entry(obj)
+    return 0
 
 
 cdef class Link
@@ -126,7 +145,7 @@ cdef int wait_request(Request r, str what) except -1:
     while not r._done:
         r._waiter = _getcurrent()
         try:
-            _suspend(what)
+            suspend_current(what)
         finally:
             r._waiter = None
     return 0
@@ -166,11 +185,11 @@ cdef void h_request_done(uint32_t fid, void* msg) noexcept:
             if link._waiter is not None:
                 w = link._waiter
                 link._waiter = None
-                _resume(w)
+                resume_waiter(w)
         if r._waiter is not None:
             w = r._waiter
             r._waiter = None
-            _resume(w)
+            resume_waiter(w)
     except BaseException as e:
         if not _py.handle_exit(e):
             _fatal("while completing a channel transfer")
@@ -438,7 +457,7 @@ cdef class Link:
         while self.n_inflight:
             self._waiter = _getcurrent()
             try:
-                _suspend("Channel.waitall()")
+                suspend_current("Channel.waitall()")
             finally:
                 self._waiter = None
 

@@ -207,7 +207,12 @@ class Channel:
 
     def _open_raw(self, what):
         if self._raw is None:
-            self._raw = self._open_core(what, self._sub | _RAW_SUB)
+            self._raw = link = self._open_core(what, self._sub | _RAW_SUB)
+            # From now on ch.isend/ch.irecv are the core end's own (Cython) methods: no
+            # Python frame per call. Closing the channel closes the end, whose methods
+            # then raise.
+            self.isend = link.isend
+            self.irecv = link.irecv
         return self._raw
 
     # -- closing

@@ -31,8 +31,9 @@ def resume(g, value=None):
     return r
 
 
-# Channel transfers complete in _core (Request): it suspends and resumes with these.
-_core.set_coroutines(suspend, resume)
+# Channel transfers complete in _core (Request), which suspends and resumes as suspend()
+# and resume() do (in C), and calls _invoke.after_entry as resume() does.
+_core.set_coroutines(lambda obj: _invoke.after_entry(obj))
 
 
 def spawn(fn, *args, obj=None):
