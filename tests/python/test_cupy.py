@@ -1,4 +1,6 @@
-"""Device-direct channels with CuPy arrays (skipped without CuPy or without a GPU)."""
+"""Device-direct channels with CuPy arrays: send/recv and the buffer forms isend/irecv
+(CuPy, DLPack-only and __cuda_array_interface__-only arrays, streams, 1000 in order).
+Skipped without CuPy or without a GPU."""
 import pytest
 
 cupy = pytest.importorskip("cupy")
@@ -18,7 +20,7 @@ if _gpus() == 0:
 
 
 @pytest.mark.parametrize("pes", [1, 2])
-@pytest.mark.parametrize("case", ["into_buffers", "allocate", "mixed", "stream"])
+@pytest.mark.parametrize("case", ["into_buffers", "allocate", "mixed", "stream", "buffers", "buffers_order"])
 def test_device_channel(case, pes):
     check_ok(run("cupy_channels.py", pes, args=[case]))
 

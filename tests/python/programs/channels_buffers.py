@@ -1,6 +1,7 @@
 # The buffer forms of Channel: isend/irecv (Requests with wait/test), recv_into/send_from,
 # receives posted before the peer sends, waitall, charm.iwait over Requests, 1000 transfers
-# in order, every host buffer kind (NumPy, bytearray, memoryview, bytes, DLPack), and the
+# in order, every host buffer kind (NumPy, bytearray, memoryview, bytes, DLPack, and
+# __cuda_array_interface__ read over host memory), and the
 # errors a program can catch. argv[1] picks the case; `truncate` must end the job clearly.
 import numpy as np
 
@@ -18,6 +19,22 @@ class DLOnly:
 
     def __dlpack_device__(self):
         return self.a.__dlpack_device__()
+
+
+class CAIOnly:
+    """An array seen only through __cuda_array_interface__ (as a Numba device array is),
+    here over host memory: the interface is read the same way, UCX finds host memory."""
+
+    def __init__(self, a, readonly=False):
+        self.a = a
+        self.readonly = readonly
+
+    @property
+    def __cuda_array_interface__(self):
+        a = self.a
+        strides = None if a.flags.c_contiguous else a.strides
+        return {"shape": a.shape, "typestr": a.dtype.str, "data": (a.ctypes.data, self.readonly),
+                "strides": strides, "version": 3, "stream": None}
 
 
 def expect(exc_type, text, fn, *args):
@@ -107,6 +124,7 @@ class End(Chare):
             self.ch.send_from(memoryview(np.arange(10, dtype=np.float64)))
             self.ch.isend(DLOnly(np.arange(6, dtype=np.int16).reshape(2, 3)))
             self.ch.isend(np.arange(12, dtype=np.int32).reshape(3, 4)[1])  # a contiguous row
+            self.ch.isend(CAIOnly(np.arange(7, dtype=np.float32).reshape(7, 1)))
             self.ch.waitall()
             return "ok"
         a = bytearray(16)
@@ -124,6 +142,9 @@ class End(Chare):
         self.ch.irecv(e)
         self.ch.waitall()
         assert list(e[:4]) == [4, 5, 6, 7] and not e[4:].any(), e
+        f = np.zeros((7, 1), dtype=np.float32)
+        self.ch.recv_into(CAIOnly(f))
+        assert np.array_equal(f.ravel(), np.arange(7, dtype=np.float32)), f
         return "ok"
 
     # -- errors a program catches; the channel stays usable after each
@@ -138,6 +159,8 @@ class End(Chare):
             expect(ValueError, "read-only", ch.irecv, ro)
             expect(ValueError, "not contiguous", ch.isend, np.zeros((4, 4))[:, 1])
             expect(ValueError, "C-contiguous", ch.isend, DLOnly(np.zeros((4, 4))[:, 1]))
+            expect(ValueError, "C-contiguous", ch.isend, CAIOnly(np.zeros((4, 4))[:, 1]))
+            expect(ValueError, "read-only", ch.irecv, CAIOnly(np.zeros(4), readonly=True))
             # nothing was posted by the failed calls: the next transfer pairs as usual
             got = np.zeros(3, dtype=np.int64)
             r = ch.irecv(got)
