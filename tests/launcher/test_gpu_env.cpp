@@ -93,6 +93,18 @@ bool alive(pid_t pid) {
          stat[close + 2] != 'X';
 }
 
+// GPUs the launcher finds on this machine through the driver (-1: no driver; then it asks
+// nvidia-smi, which the tests fake).
+int driver_gpus() {
+  std::error_code ec;
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
+    (void)e;
+    ++n;
+  }
+  return ec ? -1 : n;
+}
+
 // The stand-in tools in a bin folder put first in PATH, and the record of their calls.
 struct FakeTools {
   TempDir dir;
@@ -200,9 +212,17 @@ TEST(LauncherMps, AutoStaysSilentWithoutSharedGpus) {
     int gpus, n;
     std::vector<std::string> env;
   };
-  for (const Case& c : {Case{1, 4, {"CUDA_VISIBLE_DEVICES="}}, Case{-1, 4, {"CUDA_VISIBLE_DEVICES="}},
-                        Case{4, 4, {}}, Case{2, 2, {"CUDA_VISIBLE_DEVICES=1,0"}},
-                        Case{1, 1, {}}}) {
+  std::vector<Case> cases = {{1, 4, {"CUDA_VISIBLE_DEVICES="}}, {-1, 4, {"CUDA_VISIBLE_DEVICES="}},
+                             {1, 1, {}}};
+  // A GPU per PE: the fake nvidia-smi's GPUs, or the driver's where there is one.
+  if (const int real = driver_gpus(); real < 0) {
+    cases.push_back({4, 4, {}});
+    cases.push_back({2, 2, {"CUDA_VISIBLE_DEVICES=1,0"}});
+  } else if (real >= 2) {
+    cases.push_back({real, real, {}});
+    cases.push_back({2, 2, {"CUDA_VISIBLE_DEVICES=1,0"}});
+  }
+  for (const Case& c : cases) {
     TempDir tmp;
     FakeTools f(c.gpus);
     Result r = run(env_job(c.n, {"CUDA_MPS_PIPE_DIRECTORY"}), 60, f.env(tmp, c.env));
@@ -219,7 +239,8 @@ TEST(LauncherMps, AutoStartsAPrivateDaemonWhenPesShareAGpu) {
   for (std::vector<std::string> env : {std::vector<std::string>{"CUDA_VISIBLE_DEVICES=0"},
                                        std::vector<std::string>{"CUDA_VISIBLE_DEVICES=0,7,1"}}) {
     TempDir tmp;
-    FakeTools f(2);  // 2 GPUs, 1 visible (7 is not a device: CUDA stops there)
+    FakeTools f(2);  // 2 GPUs (or the driver's), 1 or 2 visible (7: no device on most
+                     // machines; CUDA stops there), fewer than 4 PEs either way
     Result r = run(env_job(4, {"CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY"}), 60, f.env(tmp, env));
     ASSERT_EQ(r.code, 0) << describe(r) << f.all();
     EXPECT_EQ(r.err, "") << describe(r);
@@ -228,7 +249,7 @@ TEST(LauncherMps, AutoStartsAPrivateDaemonWhenPesShareAGpu) {
   // --verbose says what happened.
   TempDir tmp;
   FakeTools f(1);
-  Result v = run(env_job(3, {"LOCAL_RANK"}, {"-v"}), 60, f.env(tmp));
+  Result v = run(env_job(3, {"LOCAL_RANK"}, {"-v"}), 60, f.env(tmp, {"CUDA_VISIBLE_DEVICES=0"}));
   EXPECT_EQ(v.code, 0) << describe(v);
   EXPECT_TRUE(has(v.err, "ucharmrun: CUDA MPS: started a control daemon for this job (3 PEs")) << describe(v);
   EXPECT_TRUE(has(v.err, "ucharmrun: CUDA MPS: the job's control daemon has quit")) << describe(v);
@@ -273,7 +294,7 @@ TEST(LauncherMps, TheDaemonQuitsWhenARankFailsOnTimeoutAndOnSignals) {
 TEST(LauncherMps, AFailedStartWarnsOnceOrFailsWithOn) {
   TempDir tmp;
   FakeTools f(1);
-  Result r = run(env_job(2, {"CUDA_MPS_PIPE_DIRECTORY"}), 60, f.env(tmp, {"FAKE_MPS_FAIL=1"}));
+  Result r = run(env_job(2, {"CUDA_MPS_PIPE_DIRECTORY"}), 60, f.env(tmp, {"FAKE_MPS_FAIL=1", "CUDA_VISIBLE_DEVICES=0"}));
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_EQ(count(r.err, "ucharmrun: warning: could not start a CUDA MPS control daemon"), 1u) << describe(r);
   EXPECT_TRUE(has(r.err, "fake: An instance of this daemon is already running")) << describe(r);
@@ -281,7 +302,7 @@ TEST(LauncherMps, AFailedStartWarnsOnceOrFailsWithOn) {
   EXPECT_EQ(value_of(r.out, 1, "CUDA_MPS_PIPE_DIRECTORY"), f.no_daemon) << describe(r);
   EXPECT_TRUE(tmp.entries().empty());
 
-  Result on = run(env_job(2, {"LOCAL_RANK"}, {"--mps", "on"}), 60, f.env(tmp, {"FAKE_MPS_FAIL=1"}));
+  Result on = run(env_job(2, {"LOCAL_RANK"}, {"--mps", "on"}), 60, f.env(tmp, {"FAKE_MPS_FAIL=1", "CUDA_VISIBLE_DEVICES=0"}));
   EXPECT_EQ(on.code, 125) << describe(on);
   EXPECT_TRUE(has(on.err, "ucharmrun: --mps on: could not start the CUDA MPS control daemon: '")) << describe(on);
   EXPECT_TRUE(has(on.err, "-d' exited with code 1: fake: An instance of this daemon is already running"))
@@ -300,7 +321,7 @@ TEST(LauncherMps, AutoUsesADaemonThatAlreadyAnswers) {
   ASSERT_EQ(run({kFakeMps, "-d"}, 10, at_own).code, 0);
   for (int i = 0; i < 500 && f.lines("daemon").empty(); ++i) ::usleep(10000);
   ASSERT_EQ(f.lines("daemon").size(), 1u) << f.all();
-  Result r = run(env_job(4, {"CUDA_MPS_PIPE_DIRECTORY"}), 60, f.env(tmp, {"CUDA_MPS_PIPE_DIRECTORY=" + own}));
+  Result r = run(env_job(4, {"CUDA_MPS_PIPE_DIRECTORY"}), 60, f.env(tmp, {"CUDA_MPS_PIPE_DIRECTORY=" + own, "CUDA_VISIBLE_DEVICES=0"}));
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_EQ(r.err, "") << describe(r);
   EXPECT_EQ(f.lines("start").size(), 1u) << "a second daemon\n" << f.all();

@@ -252,25 +252,25 @@ int restrict_to_visible(int physical, const char* cvd) {
 }
 
 int visible_gpu_count() {
+  // The driver's list first: no process to start on every launch. nvidia-smi only where
+  // the driver has no /proc entries.
   int physical = -1;
-  if (auto smi = find_in_path("nvidia-smi")) {
-    const ToolResult r = run_tool(*smi, {"-L"}, {}, "", kToolLimit);
-    if (r.ok()) {
-      physical = 0;
-      std::istringstream lines(r.output);
-      for (std::string line; std::getline(lines, line);)
-        if (line.starts_with("GPU ")) ++physical;
-    }
-  }
-  if (physical < 0) {
+  std::error_code ec;
+  std::filesystem::directory_iterator gpus("/proc/driver/nvidia/gpus", ec);
+  if (!ec) {
     physical = 0;
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
+    for (const auto& e : gpus) {
       (void)e;
       ++physical;
     }
+  } else if (auto smi = find_in_path("nvidia-smi")) {
+    const ToolResult r = run_tool(*smi, {"-L"}, {}, "", kToolLimit);
+    physical = 0;
+    std::istringstream lines(r.ok() ? r.output : "");
+    for (std::string line; std::getline(lines, line);)
+      if (line.starts_with("GPU ")) ++physical;
   }
-  return restrict_to_visible(physical, std::getenv("CUDA_VISIBLE_DEVICES"));
+  return physical < 0 ? 0 : restrict_to_visible(physical, std::getenv("CUDA_VISIBLE_DEVICES"));
 }
 
 void MpsDaemon::start(MpsMode mode, int np, const std::string& folder, bool verbose) {

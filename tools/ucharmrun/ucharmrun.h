@@ -103,9 +103,9 @@ bool is_local_rank_var(std::string_view entry);
 
 // ---- CUDA MPS (mps.cpp) -----------------------------------------------------------------
 
-// How many GPUs the PEs can see: `nvidia-smi -L` (its "GPU n:" lines) where nvidia-smi is
-// in PATH, else the entries of /proc/driver/nvidia/gpus, restricted by
-// CUDA_VISIBLE_DEVICES as CUDA reads it (up to the first entry that is not a device).
+// How many GPUs the PEs can see: the entries of /proc/driver/nvidia/gpus, else the "GPU n:"
+// lines of `nvidia-smi -L`, restricted by CUDA_VISIBLE_DEVICES as CUDA reads it (up to
+// the first entry that is not a device).
 int visible_gpu_count();
 // The count that CUDA_VISIBLE_DEVICES=`cvd` leaves of `physical` GPUs (null: all).
 int restrict_to_visible(int physical, const char* cvd);
