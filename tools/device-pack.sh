@@ -33,6 +33,11 @@ for f in tests/ampi/ampi_p2p_cuda tests/ampi/ampi_collectives examples/jacobi3d/
   mkdir -p "$dev/build/$(dirname "$f")"
   cp "$build/$f" "$dev/build/$f"
 done
+# OSU programs built by tools/osu/build.sh (AMPI ones carry the program: copied as is).
+for d in osu-ampi osu-ompi; do
+  [ -d "$build/$d" ] || continue
+  mkdir -p "$dev/build/$d" && find "$build/$d" -maxdepth 1 -type f -perm -u+x -exec cp {} "$dev/build/$d/" \;
+done
 # CTest's files (they name the binaries by their absolute paths here; device-env.sh puts
 # the packed tree at that path).
 (cd "$build" && find . -name CTestTestfile.cmake -o -name '*_include.cmake' -o -name '*_tests.cmake') |
