@@ -8,7 +8,7 @@
 #   Here (host memory; $build defaults to ./build): MEM=H benchmarks/run_osu_onesided.sh H
 set -uo pipefail
 mem=${1:-D}
-if [ -f "${DEVICE_DIR:-.device}/build-dir" ]; then
+if nvidia-smi -L > /dev/null 2>&1 && [ -f "${DEVICE_DIR:-.device}/build-dir" ]; then
   source tools/device-env.sh
   export LD_LIBRARY_PATH=$ucx/lib:$LD_LIBRARY_PATH  # OpenMPI's UCX components load the wheel's UCX
 else
