@@ -7,7 +7,9 @@
 # (issue 19's target: two PEs on one GPU within 1.2x of two GPUs at 8 B). Layers: ucharm's
 # Channel (benchmarks/osu), AMPI (osu_mpi_ampi -d cuda) and raw ucx_perftest tag_lat, whose
 # two sides ucharmrun starts (LOCAL_RANK picks server or client) so that they get the
-# job's MPS daemon too. Then Channel bandwidth at 16 MiB on one GPU, off and on.
+# job's MPS daemon too; and OSU's own osu_latency -d cuda built for AMPI (if
+# tools/osu/build.sh put it in $build/osu-ampi: it picks its GPU from the local-rank
+# variables ucharmrun exports). Then Channel bandwidth at 16 MiB on one GPU, off and on.
 #   DEVICE_DIR=.device-x REPS=5 bash tools/ucharmrun/same_gpu_pingpong.sh
 set -uo pipefail
 source tools/device-env.sh  # sets build, ucx
@@ -16,7 +18,7 @@ B=$build/benchmarks/osu
 A=$build/benchmarks/mpi/osu_mpi_ampi
 P=$ucx/bin/ucx_perftest
 reps=${REPS:-5}
-export LD_LIBRARY_PATH=$ucx/lib:$LD_LIBRARY_PATH
+export LD_LIBRARY_PATH=$ucx/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 nvidia-smi -L
 compute_mode() { nvidia-smi --query-gpu=index,compute_mode --format=csv,noheader | tr '\n' ' '; }
@@ -42,6 +44,13 @@ raw() {  # the client's Final line: iterations, typical, average, overall latenc
     else sleep 1; exec "$0" 127.0.0.1 -p "$1" -t tag_lat -m cuda -s "$2" -n 10000; fi' "$P" "$port" "$3" |
     awk '/Final:/ {print $4}'
 }
+O=$build/osu-ampi/osu_latency
+osu() {
+  CUDA_VISIBLE_DEVICES=$2 $R -n 2 --mps "$1" --timeout 120 "$O" -d cuda -m "$3:$3" D D |
+    awk -v s="$3" '$1==s {print $2}'
+}
+layers=(channel ampi raw)
+[ -x "$O" ] && layers+=(osu)
 channel_bw() {
   CUDA_VISIBLE_DEVICES=$2 $R -n 2 --mps "$1" --timeout 120 "$B" --mode channel --mem cuda \
     --test bw --min "$3" --max "$3" --iters 200 | awk -v s="$3" '$1==s {print $2}'
@@ -62,9 +71,11 @@ for ((i = 1; i <= reps; i++)); do
   for s in 8 1048576; do
     for c in "${configs[@]}"; do
       case $c in cross) g=0,1 m=off ;; same_off) g=0 m=off ;; same_on) g=0 m=on ;; esac
-      V[channel,$c,$s]+="$(channel $m $g $s) "
-      V[ampi,$c,$s]+="$(ampi $m $g $s) "
-      if [ $c = cross ]; then V[raw,$c,$s]+="$(raw_cross $m $g $s) "; else V[raw,$c,$s]+="$(raw $m $g $s) "; fi
+      for l in "${layers[@]}"; do
+        f=$l
+        [ "$l" = raw ] && [ "$c" = cross ] && f=raw_cross
+        V[$l,$c,$s]+="$($f "$m" "$g" "$s") "
+      done
     done
   done
   for m in off on; do V[bw,same_$m,16777216]+="$(channel_bw $m 0 16777216) "; done
@@ -74,13 +85,13 @@ med() { tr ' ' '\n' <<<"${V[$1]:-}" | grep . | sort -g | awk '{a[NR]=$1} END {if
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b; else printf "-" }'; }
 echo "== one-way latency (us), medians of $reps alternating runs; ratios to two GPUs"
 printf '%-8s %8s %10s %10s %10s %9s %9s\n' layer size two_gpus same_off same_on off/two on/two
-for l in channel ampi raw; do
+for l in "${layers[@]}"; do
   for s in 8 1048576; do
     x=$(med "$l,cross,$s"); o=$(med "$l,same_off,$s"); n=$(med "$l,same_on,$s")
     printf '%-8s %8s %10s %10s %10s %9s %9s\n' "$l" "$s" "${x:--}" "${o:--}" "${n:--}" "$(ratio "$o" "$x")" "$(ratio "$n" "$x")"
   done
 done
-for l in channel ampi raw; do for s in 8 1048576; do for c in "${configs[@]}"; do
+for l in "${layers[@]}"; do for s in 8 1048576; do for c in "${configs[@]}"; do
   echo "  runs $l $c $s: ${V[$l,$c,$s]:-}"; done; done; done
 echo "== Channel bandwidth at 16 MiB on one GPU (MB/s): off $(med "bw,same_off,16777216") (${V[bw,same_off,16777216]:-}), on $(med "bw,same_on,16777216") (${V[bw,same_on,16777216]:-})"
 after=$(compute_mode)
