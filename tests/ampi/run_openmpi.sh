@@ -15,7 +15,7 @@ mpirun=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
 mkdir -p "$out"
 progs=(p2p_match p2p_order p2p_probe p2p_nonblocking collectives datatypes comms pmpi globals err_return intercomm neighbor darray errhan_ext)
 fails=0
-for p in "${progs[@]}" err_fatal err_exit; do
+for p in "${progs[@]}" err_fatal err_exit rma; do
   $mpicc -O1 -Wall -Wextra ${MPI_CFLAGS:-} -o "$out/$p" "$here/progs/$p.c" || { echo "BUILD FAIL $p"; fails=$((fails+1)); }
 done
 # expect NAME RC-WANTED REGEX NP CMD...: the job's exit code and an output pattern.
@@ -41,6 +41,9 @@ for np in "${counts[@]}"; do
   expect err_abort7 7 "" "$np" "$out/err_exit" abort
   expect err_exit5 5 "" "$np" "$out/err_exit" exit
   [ "$np" -ge 2 ] && expect err_return3 3 "" "$np" "$out/err_exit" return
+  # RMA without its atomics section: OpenMPI 4.1's osc/rdma crashes in MPI_Compare_and_swap
+  # over vader (mca_btl_vader_emu_acswap, SIGSEGV) on this host.
+  expect rma 0 ": ok" "$np" "$out/rma" fence accumulate locks pscw dynamic shared properties passive
 done
 # The regression programs of regress/ that are standard MPI, at their own rank counts.
 "$here/regress/run_openmpi.sh" "$out/regress" || fails=$((fails+1))

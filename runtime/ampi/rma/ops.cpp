@@ -243,6 +243,10 @@ void on_rma(void* msg) {
   const Hdr& h = hdr(msg);
   Win* w = win_of(h.win);
   if (!w) CkAbort("AMPI RMA: a message (kind %d) for window handle %d, which PE %d does not have", h.kind, h.win, CmiMyPe());
+  if (!w->ready) [[unlikely]] {
+    w->early.push_back(msg);
+    return;
+  }
   switch (h.kind) {
     case kPut:
     case kGet:
@@ -471,6 +475,12 @@ void send_ctl(Win& w, int t, Kind kind, LockState lock) {
   hdr(m) = Hdr{kind, static_cast<std::uint8_t>(lock), 0, w.members[static_cast<std::size_t>(t)].handle, w.me, 0, 0, 0,
                0, 0, 0, 0};
   send_to(w, t, m, sizeof(Hdr));
+}
+
+void replay_early(Win& w) {
+  std::vector<void*> early;
+  early.swap(w.early);
+  for (void* m : early) on_rma(m);
 }
 
 void wake(Win& w) {

@@ -99,6 +99,8 @@ struct Win {
   int shared = 0;                       // holders of shared locks
   std::deque<std::pair<int, LockState>> lock_queue;
   CthThread waiter = nullptr;           // the owner's thread waiting in a call of this window
+  bool ready = false;                   // every member's facts are in (creation is done here)
+  std::vector<void*> early;             // messages that came before (handled when ready)
 };
 
 // ---- window.cpp ------------------------------------------------------------------------------------
@@ -131,6 +133,8 @@ struct Hdr {
 // A message of `payload` bytes for on_rma, header filled by the caller.
 void* msg_alloc(std::size_t payload);
 inline Hdr& hdr(void* msg) { return *reinterpret_cast<Hdr*>(CmiMsgPayload(msg)); }
+// Handles the messages that came before the window was ready here, in their order.
+void replay_early(Win& w);
 // Sends a control message (no runs, no data) of `kind` to target `t`'s window.
 void send_ctl(Win& w, int t, Kind kind, LockState lock = LockState::None);
 // Delivers to window rank t: handled at once when t's rank is on this PE, else sent.

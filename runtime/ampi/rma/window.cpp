@@ -114,20 +114,25 @@ int create(const char* fn, MPI_Comm comm, void* base, MPI_Aint size, int disp_un
   }
   w->base = flavor == MPI_WIN_FLAVOR_DYNAMIC ? MPI_BOTTOM : base;
   w->device = size > 0 && base && is_device(base);
-  g_windows.push_back(nullptr);
-  w->handle = static_cast<MPI_Win>(g_windows.size());
-  const Member me{CmiMyPe(), w->handle, disp_unit, w->device ? 1 : 0, static_cast<std::int64_t>(w->size),
-                  reinterpret_cast<std::uintptr_t>(w->base)};
-  w->members.resize(n);
-  if (int rc = coll_allgather(&me, sizeof me, MPI_BYTE, w->members.data(), wc, coll_tag(wc))) return rc;
   w->pending.assign(n, 0);
   w->dirty.assign(n, 0);
   w->locks.assign(n, LockState::None);
   w->in_access.assign(n, 0);
   w->posts.assign(n, 0);
+  w->members.resize(n);
+  // In the directory before the exchange (other ranks of this PE create windows meanwhile);
+  // a member done with it may send to this rank before this rank is: such messages wait
+  // in `early` until the members are known.
+  g_windows.push_back(std::move(w));
+  Win& me_w = *g_windows.back();
+  me_w.handle = static_cast<MPI_Win>(g_windows.size());
+  const Member me{CmiMyPe(), me_w.handle, disp_unit, me_w.device ? 1 : 0, static_cast<std::int64_t>(me_w.size),
+                  reinterpret_cast<std::uintptr_t>(me_w.base)};
+  if (int rc = coll_allgather(&me, sizeof me, MPI_BYTE, me_w.members.data(), wc, coll_tag(wc))) return rc;
+  me_w.ready = true;
   if (baseptr) *static_cast<void**>(baseptr) = base;
-  *win = w->handle;
-  g_windows.back() = std::move(w);
+  *win = me_w.handle;
+  replay_early(me_w);
   return MPI_SUCCESS;
 }
 
