@@ -402,9 +402,10 @@ cdef class Link:
         return self.ch != NULL and not self.closing
 
     cdef inline int check(self, str what) except -1:
-        check_thread(f"Channel.{what}")
+        # `what`: "Channel.isend" and the like, used only in the errors
+        check_thread(what)
         if self.ch == NULL or self.closing:
-            raise RuntimeError(f"Channel.{what} on a closed channel")
+            raise RuntimeError(f"{what} on a closed channel")
         return 0
 
     cdef inline Request post(self, Request r, bint recv, uintptr_t ptr, size_t n, uintptr_t stream):
@@ -423,7 +424,7 @@ cdef class Link:
 
     def isend(self, buf, stream=None):
         """Sends buf's bytes (host or device memory); the Request is done once buf may change."""
-        self.check("isend")
+        self.check("Channel.isend")
         cdef Request r = Request.__new__(Request)
         cdef uintptr_t ptr = 0, s = 0
         cdef size_t n = 0
@@ -432,7 +433,7 @@ cdef class Link:
 
     def irecv(self, buf, stream=None):
         """Receives the next transfer into buf (at least as large); done once buf holds it."""
-        self.check("irecv")
+        self.check("Channel.irecv")
         cdef Request r = Request.__new__(Request)
         cdef uintptr_t ptr = 0, s = 0
         cdef size_t n = 0
@@ -441,13 +442,13 @@ cdef class Link:
 
     def post_send(self, uintptr_t ptr, size_t n, keep, uintptr_t stream):
         """A send of memory found by the caller (Channel.send's device arrays)."""
-        self.check("send")
+        self.check("Channel.send")
         cdef Request r = Request.__new__(Request)
         r.keep = keep
         return self.post(r, False, ptr, n, stream)
 
     def post_recv(self, uintptr_t ptr, size_t n, keep, uintptr_t stream):
-        self.check("recv")
+        self.check("Channel.recv")
         cdef Request r = Request.__new__(Request)
         r.keep = keep
         return self.post(r, True, ptr, n, stream)
