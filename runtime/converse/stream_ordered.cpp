@@ -1,1 +1,112 @@
-// (issue 19: being written)
+// Stream-ordered transfers: operations enqueued on a CUDA stream, started by this PE when the
+// stream reaches them, their completion written where the stream waits (converse.h,
+// "Stream-ordered transfers"; the words and their polling are the machine layer's).
+//
+// While any point waits for its stream, one poller is registered: it asks the machine layer
+// which streams have arrived. Channel transfers start inside the poller (no scheduler hop);
+// their records are pooled Converse blocks, so nothing is allocated per operation.
+#include <ucharm/converse.h>
+#include <ucharm/machine.h>
+
+#include "converse_internal.h"
+
+namespace lrts = ucharm::machine;
+
+namespace ucharm::converse {
+namespace {
+
+int g_poller = 0;  // this PE's poller id while points wait; 0: none (non-SMP: one PE)
+
+bool poll_streams(void*) {
+  const int n = lrts::LrtsStreamPoll();
+  if (lrts::LrtsStreamOpsWaiting() == 0 && g_poller) {
+    CmiRemovePoller(g_poller);
+    g_poller = 0;
+  }
+  return n > 0;
+}
+
+lrts::StreamOp to_lrts(CmiStreamOp op) { return {op.slot, op.seq}; }
+CmiStreamOp from_lrts(lrts::StreamOp op) { return {op.slot, op.seq}; }
+
+CmiStreamOp enqueue(void* stream, lrts::Completion on_ready, bool stream_waits) {
+  const lrts::StreamOp op = lrts::LrtsStreamEnqueue(stream, on_ready, stream_waits);
+  if (!g_poller) g_poller = CmiAddPoller(poll_streams, nullptr);
+  return from_lrts(op);
+}
+
+void enqueue_msg(void* msg) {
+  if (msg) CsdEnqueue(msg);
+}
+
+// A channel transfer waiting for its stream (a pooled CmiAlloc block; its header unused).
+struct Transfer {
+  bool send;
+  int pe;
+  void* ptr;
+  std::size_t size;
+  lrts::MemoryType mem;
+  std::uint64_t tag;
+  void* done_msg;
+  lrts::StreamOp op;
+};
+
+void transfer_done(void* ctx) {
+  auto* t = static_cast<Transfer*>(ctx);
+  lrts::LrtsStreamOpDone(t->op);
+  void* done = t->done_msg;
+  CmiFree(t);
+  enqueue_msg(done);
+}
+
+void transfer_ready(void* ctx) {
+  auto* t = static_cast<Transfer*>(ctx);
+  if (t->send) lrts::LrtsChannelSend(t->pe, t->ptr, t->size, t->mem, t->tag, {transfer_done, t});
+  else lrts::LrtsChannelRecv(t->ptr, t->size, t->mem, t->tag, {transfer_done, t});
+}
+
+CmiStreamOp enqueue_transfer(bool send, int pe, void* ptr, std::size_t size, std::uint64_t tag, void* stream,
+                             bool stream_waits, void* done_msg) {
+  if (const char* why = CmiStreamOpsUnavailable())
+    CmiAbort("%s on CUDA stream %p: %s", send ? "CmiChannelSendEnqueue" : "CmiChannelRecvEnqueue", stream, why);
+  auto* t = static_cast<Transfer*>(CmiAlloc(sizeof(Transfer)));
+  *t = Transfer{send, pe, ptr, size, lrts::LrtsMemoryType(ptr), tag, done_msg, {}};
+  // The record exists before the point: the poller may run it as soon as it is enqueued.
+  const CmiStreamOp op = enqueue(stream, {transfer_ready, t}, stream_waits);
+  t->op = to_lrts(op);
+  return op;
+}
+
+}  // namespace
+}  // namespace ucharm::converse
+
+using namespace ucharm::converse;
+
+const char* CmiStreamOpsUnavailable() { return lrts::LrtsStreamOpsUnavailable(); }
+
+CmiStreamOp CmiStreamEnqueue(void* stream, void* ready_msg, bool stream_waits) {
+  if (const char* why = CmiStreamOpsUnavailable()) CmiAbort("CmiStreamEnqueue on CUDA stream %p: %s", stream, why);
+  return enqueue(stream, {enqueue_msg, ready_msg}, stream_waits);
+}
+
+void CmiStreamOpDone(CmiStreamOp op) { lrts::LrtsStreamOpDone(to_lrts(op)); }
+bool CmiStreamOpIsDone(CmiStreamOp op) { return lrts::LrtsStreamOpIsDone(to_lrts(op)); }
+
+void CmiStreamEnqueueWait(void* stream, CmiStreamOp op) {
+  if (const char* why = CmiStreamOpsUnavailable()) CmiAbort("CmiStreamEnqueueWait on CUDA stream %p: %s", stream, why);
+  lrts::LrtsStreamWaitOp(stream, to_lrts(op));
+}
+
+std::size_t CmiStreamOpsOpen() { return lrts::LrtsStreamOpsOpen(); }
+
+CmiStreamOp CmiChannelSendEnqueue(int pe, const void* ptr, std::size_t size, std::uint64_t tag, void* stream,
+                                  bool stream_waits, void* done_msg) {
+  if (pe < 0 || pe >= CmiNumPes())
+    CmiAbort("CmiChannelSendEnqueue: destination PE %d is out of range [0, %d)", pe, CmiNumPes());
+  return enqueue_transfer(true, pe, const_cast<void*>(ptr), size, tag, stream, stream_waits, done_msg);
+}
+
+CmiStreamOp CmiChannelRecvEnqueue(void* ptr, std::size_t size, std::uint64_t tag, void* stream, bool stream_waits,
+                                  void* done_msg) {
+  return enqueue_transfer(false, CmiMyPe(), ptr, size, tag, stream, stream_waits, done_msg);
+}

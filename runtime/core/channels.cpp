@@ -200,6 +200,15 @@ int open_channel_ends(std::uint64_t collection, const Index& idx) {
   return n;
 }
 
+bool channel_next_tag(ChannelEnd& e, bool send, std::uint64_t& tag, int& peer_pe) {
+  if (send && !e.ready) return false;
+  std::uint64_t& counter = send ? e.out_counter : e.in_counter;
+  tag = CmiChannelTag(send ? e.out_id : e.in_id, counter);
+  counter = CmiChannelNextCounter(counter);
+  peer_pe = e.peer_pe;
+  return true;
+}
+
 void register_channel_handler() {
   h_channel_done = CmiRegisterHandler(channel_done_handler);
   h_channel_setup = CmiRegisterHandler(channel_setup_handler);

@@ -414,6 +414,10 @@ void device_sent_handler(void* msg);
 void device_arrived_handler(void* msg);
 void register_channel_handler();  // channels.cpp
 int open_channel_ends(std::uint64_t collection, const Index& idx);  // channel ends this element holds here
+struct ChannelEnd;
+// channel_enqueue.cpp: the tag of an end's next transfer in one direction (its counter
+// advances) and the peer's PE; false for a send before the peer's incoming id is known.
+bool channel_next_tag(ChannelEnd& e, bool send, std::uint64_t& tag, int& peer_pe);
 void register_section_handlers();  // sections.cpp
 // A reduction's combining and result (reductions.cpp), for section reductions.
 void combine_contribution(RedState& st, const Contribution& c, const char* data, std::size_t len, std::uint64_t id,

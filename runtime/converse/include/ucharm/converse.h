@@ -307,7 +307,37 @@ const char* CmiIpcStreamWaitGeq64(void* ctx, void* stream, void* addr, std::uint
 const char* CmiIpcHostName();
 
 // ---- Stream-ordered transfers -----------------------------------------------------------------
-// (issue 19, part 4: see stream_ordered.cpp)
+// (issue 19, part 4: stream_ordered.cpp.) Operations enqueued on a CUDA stream (a
+// cudaStream_t; nullptr is the legacy default stream): the operation starts once the work
+// queued on the stream before it has finished, and, for the forms whose stream waits, work
+// queued on the stream after it runs only once the operation has completed. The host
+// never waits for the GPU: the stream writes a word in pinned host memory when it reaches
+// the operation, a poller on this PE sees it and starts the transfer, and the transfer's
+// completion writes the word the stream waits on (machine.h, "Stream memory operations").
+// Enqueuing ends the program with the reason where it cannot work (a build or a process
+// without CUDA, no CUDA context current); CmiStreamOpsUnavailable says it beforehand.
+struct CmiStreamOp {
+  std::uint32_t slot = 0;  // 0: none
+  std::uint64_t seq = 0;
+};
+const char* CmiStreamOpsUnavailable();  // nullptr: available now; else why not
+// A point on `stream`: when the stream reaches it, `ready_msg` (a message you allocate, or
+// nullptr) is queued on this PE's scheduler. With `stream_waits`, the stream then waits
+// until CmiStreamOpDone(op) (call it exactly once, after the ready message has run).
+CmiStreamOp CmiStreamEnqueue(void* stream, void* ready_msg, bool stream_waits);
+void CmiStreamOpDone(CmiStreamOp op);
+bool CmiStreamOpIsDone(CmiStreamOp op);
+// Work queued on `stream` from now on waits for `op` (any stream, any time: a completed
+// operation passes at once).
+void CmiStreamEnqueueWait(void* stream, CmiStreamOp op);
+std::size_t CmiStreamOpsOpen();  // enqueued on this PE, not yet done (tests)
+// Channel transfers (CmiChannelSend/Recv's tags) started when `stream` reaches them, from
+// the poller itself (no scheduler hop). `done_msg` (or nullptr) runs here once the transfer
+// has completed; with `stream_waits` the stream waits for that completion as well.
+CmiStreamOp CmiChannelSendEnqueue(int pe, const void* ptr, std::size_t size, std::uint64_t tag, void* stream,
+                                  bool stream_waits, void* done_msg);
+CmiStreamOp CmiChannelRecvEnqueue(void* ptr, std::size_t size, std::uint64_t tag, void* stream, bool stream_waits,
+                                  void* done_msg);
 
 // ---- user-level threads ----------------------------------------------------------------
 struct CthThreadStruct;

@@ -6,6 +6,8 @@
 
 #pragma GCC visibility push(default)
 
+struct CUstream_st;  // cudaStream_t is CUstream_st* (no CUDA header needed here)
+
 namespace ck {
 
 namespace detail {
@@ -53,6 +55,19 @@ class CkChannel {
   // before the call (see CkDeviceBuffer), without blocking the PE.
   void send(const void* ptr, std::size_t size, const CkCallback& done, void* stream = nullptr);
   void recv(void* ptr, std::size_t size, const CkCallback& done, void* stream = nullptr);
+  // Stream-ordered forms (a cudaStream_t; nullptr is the legacy default stream): the
+  // transfer starts once the work queued on `stream` before the call has finished, and
+  // work queued on `stream` after the call runs once the transfer has completed (a sent
+  // buffer may be reused, a received one holds the data). The host never waits for the
+  // GPU; no completion is needed (it is visible on the stream), `done` runs as well where
+  // given. A send needs ready() (open the channel, then let the peer's id arrive); the
+  // tags are taken in call order, so host-issued and enqueued transfers on one channel
+  // match in call order. A process without CUDA stops with the reason
+  // (CmiStreamOpsUnavailable).
+  void send_enqueue(const void* ptr, std::size_t size, CUstream_st* stream);
+  void recv_enqueue(void* ptr, std::size_t size, CUstream_st* stream);
+  void send_enqueue(const void* ptr, std::size_t size, CUstream_st* stream, const CkCallback& done);
+  void recv_enqueue(void* ptr, std::size_t size, CUstream_st* stream, const CkCallback& done);
   // Blocking forms for threaded entry methods.
   void send_wait(const void* ptr, std::size_t size, void* stream = nullptr);
   void recv_wait(void* ptr, std::size_t size, void* stream = nullptr);
