@@ -321,7 +321,7 @@ void MpsDaemon::start(MpsMode mode, int np, const std::string& folder, bool verb
   stop();  // a daemon that half came up
   if (on) throw LaunchError{fmt::format("--mps on: could not start the CUDA MPS control daemon: {}", why)};
   say(fmt::format("ucharmrun: warning: could not start a CUDA MPS control daemon for the PEs "
-                  "that share a GPU ({}); running without MPS (--mps off: no attempt)\n", why));
+                  "that share a GPU ({}); running without MPS (--mps off skips the attempt)\n", why));
 }
 
 bool MpsDaemon::launch(std::string& why) {
@@ -374,7 +374,7 @@ void quit_stale_mps(const std::string& folder, bool verbose) {
   const auto tool = find_in_path(kControlTool);
   std::string problem;
   if (tool) problem = quit_daemon(*tool, pipe_dir, folder + "/mps-log");
-  else if (pid) ::kill(*pid, SIGTERM);  // ours, and nothing else can stop it
+  else if (pid && live_mps_process(*pid)) ::kill(*pid, SIGTERM);  // nothing else stops it
   if (verbose)
     say(fmt::format("ucharmrun: stopped the CUDA MPS daemon left in {}{}\n", pipe_dir,
                     problem.empty() ? "" : " (" + problem + ")"));
