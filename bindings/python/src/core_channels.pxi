@@ -22,6 +22,14 @@ from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.pycapsule cimport PyCapsule_IsValid, PyCapsule_GetPointer
 from cpython.weakref cimport PyWeakref_GetObject
 
+cdef extern from "<ucharm/charm.h>" namespace "ck":
+    cdef cppclass CkCallback:
+        @staticmethod
+        CkCallback future(int pe, uint32_t id)
+    # A completion's value: a transfer's byte count, an atomic's old word, a count.
+    bint value_is_u64 "ck::future_value_holds<std::uint64_t>"(void* msg)
+    uint64_t value_u64 "ck::future_value<std::uint64_t>"(void* msg)
+
 from greenlet import getcurrent as _getcurrent
 import weakref as _weakref
 
@@ -106,9 +114,11 @@ cdef class Request:
     cdef object keep            # the buffer object (or DLPack capsule) until done
     cdef Py_buffer view         # held host buffer (has_view)
     cdef bint has_view
-    cdef Link link
+    cdef Link link              # the channel end it was posted on (None: a window's)
     cdef size_t _nbytes
     cdef uint32_t fid
+    cdef bint want_value        # wait() returns the completion's value (atomics, flush...)
+    cdef uint64_t _value
 
     def __dealloc__(self):
         if self.has_view:  # never posted (an error between taking the buffer and posting)
@@ -131,11 +141,18 @@ cdef class Request:
         """The bytes posted (a receive's buffer size)."""
         return self._nbytes
 
+    @property
+    def value(self):
+        """A window operation's result once done: the old word (fetch_add, compare_swap),
+        the count (flush, on_notify); None before."""
+        return self._value if self._done and self.want_value else None
+
     def wait(self):
-        """Waits (in a coroutine) until the transfer is done; returns the bytes posted."""
+        """Waits (in a coroutine) until the operation is done; returns the bytes posted
+        (transfers) or the result (window atomics, flush, notifications)."""
         if not self._done:
             wait_request(self, "Request.wait()")
-        return self._nbytes
+        return self._value if self.want_value else self._nbytes
 
     def get(self):  # Future-like
         return self.wait()
@@ -160,8 +177,20 @@ cdef inline uint32_t take_fid():
     return fid
 
 
+cdef inline uint32_t register_request(Request r, Link link, size_t n):
+    """A future id for r's completion; the table holds r until then."""
+    cdef uint32_t fid = take_fid()
+    r.fid = fid
+    r.link = link
+    r._nbytes = n
+    _inflight[fid] = <PyObject*>r
+    Py_INCREF(r)
+    if link is not None:
+        link.n_inflight += 1
+    return fid
+
+
 cdef void h_request_done(uint32_t fid, void* msg) noexcept:
-    CmiFree(msg)
     cdef unordered_map[uint32_t, PyObject*].iterator it = _inflight.find(fid)
     if it == _inflight.end():
         CkAbort("ucharm: a channel completion for future %u, which no transfer posted", fid)
@@ -170,6 +199,9 @@ cdef void h_request_done(uint32_t fid, void* msg) noexcept:
     _free_fids.push_back(fid)
     cdef Request r = <Request>p
     Py_DECREF(r)  # the table's reference (r holds its own)
+    if r.want_value and value_is_u64(msg):
+        r._value = value_u64(msg)
+    CmiFree(msg)
     r._done = True
     if r.has_view:
         PyBuffer_Release(&r.view)
@@ -178,8 +210,9 @@ cdef void h_request_done(uint32_t fid, void* msg) noexcept:
     cdef Link link = r.link
     r.link = None
     try:
-        link.n_inflight -= 1
-        if link.n_inflight == 0:
+        if link is not None:
+            link.n_inflight -= 1
+        if link is not None and link.n_inflight == 0:
             if link.closing:
                 link.close_now()
             if link._waiter is not None:
@@ -409,13 +442,7 @@ cdef class Link:
         return 0
 
     cdef inline Request post(self, Request r, bint recv, uintptr_t ptr, size_t n, uintptr_t stream):
-        cdef uint32_t fid = take_fid()
-        r.fid = fid
-        r.link = self
-        r._nbytes = n
-        _inflight[fid] = <PyObject*>r
-        Py_INCREF(r)
-        self.n_inflight += 1
+        cdef uint32_t fid = register_request(r, self, n)
         if recv:
             c_channel_recv(self.ch, <void*>ptr, n, fid, <void*>stream)
         else:
