@@ -119,26 +119,32 @@ void Peer::run() {
   } else if (mode == "stream_oob") {
     if (first) win.put_on_stream(stream, kBuf, scratch, 1);
   } else {
-    // Kernels: 3 cooperation levels x 3 sizes, kRounds each way.
+    // Kernels: 3 cooperation levels x 3 sizes, kRounds each way (DW_PHASES=kernels or
+    // streams runs one part only).
+    const char* phases = std::getenv("DW_PHASES");
+    const bool kernels = !phases || std::string(phases) != "streams";
+    const bool streams = !phases || std::string(phases) != "kernels";
     unsigned long long base = 0;
-    for (int coop = 0; coop < 3; ++coop)
+    for (int coop = 0; coop < 3 && kernels; ++coop)
       for (std::size_t bytes : {std::size_t{8}, std::size_t{1000}, std::size_t{65536}}) {
         dwtest::launch_pingpong(stream, h, first, kRounds, bytes, coop, base, scratch, errors);
         base += kRounds;
       }
-    // Streams: each side puts round k at offset k * 64 KiB and signals; then waits for the
-    // peer's and checks. Round 2 waits inside a kernel instead (a stream signal, a kernel wait).
+    // Streams: each side puts round k at offset (k + 1) * 64 KiB (past the kernels' 64 KiB:
+    // the peer's last kernel check may still be reading that) and signals; then waits for
+    // the peer's and checks. Round 2 waits inside a kernel instead (a stream signal, a
+    // kernel wait).
     const std::size_t bytes = 65536;
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < 3 && streams; ++k) {
       const unsigned long long v = base + 1 + k;
       dwtest::launch_fill(stream, scratch, bytes, v, thisIndex);
-      win.put_on_stream(stream, k * bytes, scratch, bytes);
+      win.put_on_stream(stream, (k + 1) * bytes, scratch, bytes);
       win.signal_on_stream(stream, v);
       if (k == 2) {
-        dwtest::launch_wait_check(stream, h, v, k * bytes, bytes, v, 1 - thisIndex, errors);
+        dwtest::launch_wait_check(stream, h, v, (k + 1) * bytes, bytes, v, 1 - thisIndex, errors);
       } else {
         win.wait_on_stream(stream, v);
-        dwtest::launch_check(stream, static_cast<char*>(buf) + k * bytes, bytes, v, 1 - thisIndex, errors);
+        dwtest::launch_check(stream, static_cast<char*>(buf) + (k + 1) * bytes, bytes, v, 1 - thisIndex, errors);
       }
     }
   }
@@ -156,4 +162,11 @@ void Peer::finish() {
   contribute(bad, ck::Reducer::sum, ck::CkCallback::to<&Main::done>(*mainProxy));
 }
 
-int main(int argc, char** argv) { return ck::start<Main>(argc, argv); }
+int main(int argc, char** argv) {
+  // With one PE both elements' kernels share this process, and each waits for the other's.
+  // CUDA's lazy loading (the default since 12.2) loads a kernel at its first launch and may
+  // wait for running kernels to do so: the second launch would wait for a kernel that waits
+  // for a launch this thread has not made yet. Kernels are loaded at start-up instead.
+  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  return ck::start<Main>(argc, argv);
+}
