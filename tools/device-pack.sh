@@ -21,7 +21,8 @@ for f in tools/ucharmrun/ucharmrun runtime/converse/libucharm-converse.so runtim
          tests/core/core_megatest tests/core/core_tests benchmarks/converse_pingpong benchmarks/osu \
          examples/jacobi3d/jacobi3d tests/jacobi3d/jacobi3d_unit_tests tests/machine-ucx/machine_unit_tests \
          runtime/ampi/libucharm-ampi.so examples/jacobi3d/mpi/jacobi3d_mpi benchmarks/mpi/osu_mpi_ompi \
-         tests/core/core_device_window tests/core/core_device_window_tests benchmarks/core_device_window_lat; do
+         tests/core/core_device_window tests/core/core_device_window_tests benchmarks/core_device_window_lat \
+         benchmarks/core_roofline; do
   [ -e "$build/$f" ] || continue
   mkdir -p "$dev/build/$(dirname "$f")"
   if [ "${DEBUG:-0}" = 1 ]; then cp "$build/$f" "$dev/build/$f"; else strip -o "$dev/build/$f" "$build/$f"; fi
