@@ -114,22 +114,30 @@ __device__ inline void check(const DeviceWindowHandle& h, const char* what) {
 #endif
 }
 
-// Copies bytes [rank*16 ...) strided over the group: 16-byte words where both pointers
-// share their alignment, single bytes for the rest.
-__device__ inline void copy(unsigned char* dst, const unsigned char* src, unsigned long long n,
-                            unsigned long long rank, unsigned long long size) {
-  const unsigned long long mis = reinterpret_cast<unsigned long long>(dst) & 15;
-  if (mis == (reinterpret_cast<unsigned long long>(src) & 15)) {
-    const unsigned long long head = mis ? (16 - mis < n ? 16 - mis : n) : 0;
-    for (unsigned long long i = rank; i < head; i += size) dst[i] = src[i];
-    const unsigned long long words = (n - head) / 16;
-    const int4* s = reinterpret_cast<const int4*>(src + head);
-    int4* d = reinterpret_cast<int4*>(dst + head);
-    for (unsigned long long i = rank; i < words; i += size) d[i] = s[i];
-    for (unsigned long long i = head + words * 16 + rank; i < n; i += size) dst[i] = src[i];
-  } else {
-    for (unsigned long long i = rank; i < n; i += size) dst[i] = src[i];
-  }
+// Copies n bytes, strided over the group, in words of W where d and s share their
+// alignment modulo sizeof(W) (bytes before and after). __restrict__: the source is never
+// the peer's buffer, so loads need not wait for earlier stores (byte by byte with possible
+// aliasing, an 8-byte put was 8 dependent remote round trips).
+template <class W>
+__device__ inline unsigned long long copy_words(unsigned char* __restrict__ d, const unsigned char* __restrict__ s,
+                                                unsigned long long n, unsigned long long rank,
+                                                unsigned long long size) {
+  const unsigned long long mis = reinterpret_cast<unsigned long long>(d) & (sizeof(W) - 1);
+  const unsigned long long head = mis ? (sizeof(W) - mis < n ? sizeof(W) - mis : n) : 0;
+  for (unsigned long long i = rank; i < head; i += size) d[i] = s[i];
+  const unsigned long long words = (n - head) / sizeof(W);
+  W* dw = reinterpret_cast<W*>(d + head);
+  const W* sw = reinterpret_cast<const W*>(s + head);
+  for (unsigned long long i = rank; i < words; i += size) dw[i] = sw[i];
+  return head + words * sizeof(W);  // bytes done; the rest (< sizeof(W)) is the caller's
+}
+__device__ inline void copy(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src,
+                            unsigned long long n, unsigned long long rank, unsigned long long size) {
+  const unsigned long long d = reinterpret_cast<unsigned long long>(dst), s = reinterpret_cast<unsigned long long>(src);
+  unsigned long long done = 0;
+  if ((d & 15) == (s & 15)) done = copy_words<int4>(dst, src, n, rank, size);
+  if ((d & 7) == (s & 7)) done += copy_words<unsigned long long>(dst + done, src + done, n - done, rank, size);
+  for (unsigned long long i = done + rank; i < n; i += size) dst[i] = src[i];
 }
 }  // namespace detail
 
