@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Generates mpi.h, pmpi_impl.h and pmpi_generated.cpp from mpi_functions.def.
 
-mpi.h declares MPI_X and PMPI_X for every function. The sources define PMPI_X, but
-pmpi_impl.h (included by internal.h) renames those definitions to ampi_impl_X, and
-pmpi_generated.cpp defines the real PMPI_X: it enters the runtime's heap (heap.h: the
+mpi.h declares MPI_X and PMPI_X for every function (a name the list spells MPIX_Y, an
+MPICH-style extension, is declared as MPIX_Y and PMPIX_Y and handled the same way). The
+sources define PMPI_X, but pmpi_impl.h (included by internal.h) renames those definitions
+to ampi_impl_X, and pmpi_generated.cpp defines the real PMPI_X: it enters the runtime's heap (heap.h: the
 program's allocations go to its rank's slice, the runtime's never) and calls ampi_impl_X.
 pmpi_generated.cpp also defines each MPI_X as a weak function that calls PMPI_X (so a
 program or tool may define MPI_X itself and call PMPI_X; a GCC alias cannot be used: its
@@ -30,6 +31,11 @@ def parse(def_path):
     return fns
 
 
+def pub(name):
+    """The C name: MPI_<name>, or the name itself where the list spells an MPIX_ extension."""
+    return name if name.startswith('MPIX_') else f'MPI_{name}'
+
+
 def param_names(params):
     """The names of a C parameter list's parameters ("int ranges[][3]" -> "ranges")."""
     names = []
@@ -46,13 +52,14 @@ def main():
     fns = parse(def_path)
     defined = set()
     for s in sources:
-        for m in re.finditer(r'^\s*(?:extern "C"\s+)?[A-Za-z_][\w\s\*]*\bPMPI_([A-Za-z_0-9]+)\s*\(',
+        for m in re.finditer(r'^\s*(?:extern "C"\s+)?[A-Za-z_][\w\s\*]*\bP(MPIX?_[A-Za-z_0-9]+)\s*\(',
                              open(s).read(), re.M):
-            defined.add(m.group(1))
+            c = m.group(1)
+            defined.add(c if c.startswith('MPIX_') else c[len('MPI_'):])
     decls = []
     for ret, name, params in fns:
-        decls.append(f'{ret} MPI_{name}({params});')
-        decls.append(f'{ret} PMPI_{name}({params});')
+        decls.append(f'{ret} {pub(name)}({params});')
+        decls.append(f'{ret} P{pub(name)}({params});')
     header = open(header_in).read().replace('@DECLARATIONS@', '\n'.join(decls))
     write_if_changed(out_header, header)
 
@@ -68,7 +75,7 @@ def main():
     impl.append('}')
     impl.append('#ifndef UCHARM_AMPI_NO_PMPI_RENAME')
     for ret, name, params in guarded:
-        impl.append(f'#define PMPI_{name} ampi_impl_{name}')
+        impl.append(f'#define P{pub(name)} ampi_impl_{name}')
     impl.append('#endif')
     write_if_changed(out_impl, '\n'.join(impl) + '\n')
 
@@ -81,21 +88,21 @@ def main():
     for ret, name, params in fns:
         if name in defined:
             continue
-        out.append(f'__attribute__((visibility("default"))) {ret} PMPI_{name}({params}) {{')
-        out.append(f'  ampi::not_implemented("MPI_{name}");')
+        out.append(f'__attribute__((visibility("default"))) {ret} P{pub(name)}({params}) {{')
+        out.append(f'  ampi::not_implemented("{pub(name)}");')
         out.append('}')
     out.append('')
     out.append('// PMPI_X: the runtime\'s heap while the call runs, whatever the program\'s was.')
     for ret, name, params in guarded:
-        out.append(f'__attribute__((visibility("default"))) {ret} PMPI_{name}({params}) {{')
+        out.append(f'__attribute__((visibility("default"))) {ret} P{pub(name)}({params}) {{')
         out.append('  ampi::heap::RuntimeScope scope;')
         out.append(f'  return ampi_impl_{name}({", ".join(param_names(params))});')
         out.append('}')
     out.append('')
     out.append('// MPI_X is weak and calls PMPI_X: the MPI profiling interface.')
     for ret, name, params in fns:
-        out.append(f'__attribute__((weak, visibility("default"))) {ret} MPI_{name}({params}) {{')
-        out.append(f'  return PMPI_{name}({", ".join(param_names(params))});')
+        out.append(f'__attribute__((weak, visibility("default"))) {ret} {pub(name)}({params}) {{')
+        out.append(f'  return P{pub(name)}({", ".join(param_names(params))});')
         out.append('}')
     out.append('}')
     write_if_changed(out_cpp, '\n'.join(out) + '\n')
