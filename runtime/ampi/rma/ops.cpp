@@ -282,6 +282,17 @@ void on_rma(void* msg) {
       ++w->completes;
       wake(*w);
       break;
+    case kDone:
+      if (h.token >= 0) {
+        Pending& s = w->slots[static_cast<std::size_t>(h.token)];
+        if (s.req != MPI_REQUEST_NULL) w->rank->p2p().complete(s.req);
+        s = Pending{};
+        w->free_slots.push_back(h.token);
+      }
+      --w->pending[static_cast<std::size_t>(h.from)];
+      --w->pending_total;
+      wake(*w);
+      break;
     default:
       CkAbort("AMPI RMA: unknown message kind %d", h.kind);
   }
@@ -346,6 +357,52 @@ int pack_origin(Win* w, const char* fn, const void* buf, int count, MPI_Datatype
     type_pack(buf, count, t, out);
   }
   return MPI_SUCCESS;
+}
+
+int take_slot(Win& w, const Pending& p) {
+  int s;
+  if (w.free_slots.empty()) {
+    s = static_cast<int>(w.slots.size());
+    w.slots.emplace_back();
+  } else {
+    s = w.free_slots.back();
+    w.free_slots.pop_back();
+  }
+  w.slots[static_cast<std::size_t>(s)] = p;
+  return s;
+}
+
+// A contiguous Put or Get of at least direct_min bytes to a target attached for one-sided
+// access goes through Converse's RMA (UCX put/get: no message, the target takes no part);
+// false for everything else. Counted in `pending` until its completion (kDone) has run;
+// puts need a flush (direct_dirty) before they count as done at the target.
+bool direct(Win& w, const Args& a, const Layout& l, std::uint64_t disp) {
+  if ((a.kind != kPut && a.kind != kGet) || w.direct_min == 0 || l.bytes < w.direct_min || l.nruns != 1) return false;
+  const auto t = static_cast<std::size_t>(a.target);
+  CmiRmaRemote* r = w.remotes.empty() ? nullptr : w.remotes[t];
+  if (!r) return false;
+  Run run;
+  std::memcpy(&run, w.scratch.data(), sizeof run);
+  const auto basic = static_cast<MPI_Datatype>(run.basic);
+  if (run.reps != 1 || static_cast<std::ptrdiff_t>(type_size(basic)) != type_extent(basic)) return false;
+  TypeFacts f;
+  if (!type_facts(a.otype, f) || !f.contiguous) return false;
+  char* local = static_cast<char*>(const_cast<void*>(a.origin)) + f.lb;
+  const std::size_t offset = disp + static_cast<std::uint64_t>(run.off);
+  int token = -1;
+  if (a.req) {
+    *a.req = new_request(w, false);
+    token = take_slot(w, Pending{nullptr, 0, MPI_DATATYPE_NULL, *a.req, a.target});
+  }
+  ++w.pending[t];
+  ++w.pending_total;
+  if (a.kind == kPut) {
+    w.direct_dirty[t] = 1;
+    CmiRmaPut(r, offset, local, l.bytes, done_msg(w, a.target, token));
+  } else {
+    CmiRmaGet(r, offset, local, l.bytes, done_msg(w, a.target, token));
+  }
+  return true;
 }
 
 int issue(const Args& a) {
@@ -419,6 +476,7 @@ int issue(const Args& a) {
     if (a.req) *a.req = new_request(*w, true);
     return MPI_SUCCESS;
   }
+  if (direct(*w, a, l, disp)) return MPI_SUCCESS;
   const std::size_t data = a.kind == kCas ? 2 * l.bytes : sends_data ? l.bytes : 0;
   const std::size_t runs = sizeof(Run) * static_cast<std::size_t>(l.nruns);
   const std::size_t payload = sizeof(Hdr) + runs + data;
@@ -436,18 +494,9 @@ int issue(const Args& a) {
   MPI_Request req = MPI_REQUEST_NULL;
   if (a.req) req = *a.req = new_request(*w, !answered);
   if (answered) {
-    int s;
-    if (w->free_slots.empty()) {
-      s = static_cast<int>(w->slots.size());
-      w->slots.emplace_back();
-    } else {
-      s = w->free_slots.back();
-      w->free_slots.pop_back();
-    }
     const bool get = a.kind == kGet;
-    w->slots[static_cast<std::size_t>(s)] =
-        Pending{get ? const_cast<void*>(a.origin) : a.result, get ? a.ocount : a.rcount, get ? a.otype : a.rtype, req,
-                a.target};
+    const int s = take_slot(*w, Pending{get ? const_cast<void*>(a.origin) : a.result, get ? a.ocount : a.rcount,
+                                        get ? a.otype : a.rtype, req, a.target});
     type_retain(get ? a.otype : a.rtype);
     hdr(msg).token = s;
     ++w->pending[static_cast<std::size_t>(a.target)];
@@ -463,6 +512,12 @@ int issue(const Args& a) {
 void* msg_alloc(std::size_t payload) {
   void* m = CmiAlloc(CmiMsgHeaderSizeBytes + payload);
   CmiSetHandler(m, RmaHandler::handler());
+  return m;
+}
+
+void* done_msg(Win& w, int t, int token) {
+  void* m = msg_alloc(sizeof(Hdr));
+  hdr(m) = Hdr{kDone, 0, 0, w.handle, t, token, 0, 0, 0, 0, 0, 0};
   return m;
 }
 

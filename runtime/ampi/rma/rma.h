@@ -30,6 +30,7 @@
 namespace ampi::rma {
 
 // What every member tells the others at creation (allgathered).
+inline constexpr std::size_t kDescMax = 496;  // a region descriptor this long or shorter travels
 struct Member {
   std::int32_t pe = 0;         // where its rank runs (fixed while the window is open)
   std::int32_t handle = 0;     // its window's handle in its process (messages name it)
@@ -37,6 +38,9 @@ struct Member {
   std::int32_t device = 0;     // its memory is CUDA device memory
   std::int64_t size = 0;
   std::uint64_t base = 0;      // for MPI_Win_shared_query (ranks of one process)
+  std::uint32_t desc_len = 0;  // its memory registered for one-sided access: the descriptor
+  std::uint32_t pad = 0;
+  char desc[kDescMax];
 };
 
 enum class LockState : std::uint8_t { None, Shared, Exclusive, NoCheck };
@@ -91,6 +95,12 @@ struct Win {
   std::vector<Pending> slots;
   std::vector<int> free_slots;
   std::vector<char> scratch;            // runs of the target datatype being encoded
+  // The direct path (one-sided Converse RMA): this rank's memory registered, the others'
+  // attached (nullptr: reached by messages only: same PE, dynamic, shared or nothing to reach).
+  CmiRmaRegion* region = nullptr;
+  std::vector<CmiRmaRemote*> remotes;
+  std::vector<std::uint8_t> direct_dirty; // direct puts since the target last confirmed
+  std::size_t direct_min = 0;           // contiguous Put/Get this large go direct (0: never)
   // ---- target side
   bool exposure = false;                // Win_post .. Win_wait / Win_test
   int exposure_size = 0;
@@ -100,6 +110,7 @@ struct Win {
   std::deque<std::pair<int, LockState>> lock_queue;
   CthThread waiter = nullptr;           // the owner's thread waiting in a call of this window
   bool ready = false;                   // every member's facts are in (creation is done here)
+  std::uint32_t quick_waits = 0;        // waits that were over at once (win_wait)
   std::vector<void*> early;             // messages that came before (handled when ready)
 };
 
@@ -115,7 +126,10 @@ std::string win_label(const Win& w);
 
 // ---- ops.cpp ---------------------------------------------------------------------------------------
 // Message kinds (Hdr::kind).
-enum Kind : std::uint8_t { kPut, kGet, kAcc, kGetAcc, kCas, kReply, kFlush, kAck, kLock, kGrant, kUnlock, kPost, kComplete };
+// kDone: a direct operation or flush completed here (Converse runs it; `from` names the target).
+enum Kind : std::uint8_t {
+  kPut, kGet, kAcc, kGetAcc, kCas, kReply, kFlush, kAck, kLock, kGrant, kUnlock, kPost, kComplete, kDone
+};
 struct Hdr {
   std::uint8_t kind;
   std::uint8_t lock;           // kLock: LockState
@@ -133,6 +147,8 @@ struct Hdr {
 // A message of `payload` bytes for on_rma, header filled by the caller.
 void* msg_alloc(std::size_t payload);
 inline Hdr& hdr(void* msg) { return *reinterpret_cast<Hdr*>(CmiMsgPayload(msg)); }
+// A kDone message for window w, target t and Pending slot `token` (-1: none).
+void* done_msg(Win& w, int t, int token);
 // Handles the messages that came before the window was ready here, in their order.
 void replay_early(Win& w);
 // Sends a control message (no runs, no data) of `kind` to target `t`'s window.
@@ -141,9 +157,16 @@ void send_ctl(Win& w, int t, Kind kind, LockState lock = LockState::None);
 void send_to(Win& w, int t, void* msg, std::size_t payload);
 // The thread waiting on w (if any) runs again.
 void wake(Win& w);
-// The calling rank waits until done() holds, running the scheduler meanwhile.
+// The calling rank waits until done() holds, running the scheduler meanwhile. A wait that
+// is over at once still lets the PE progress every 16th time: a rank that spins on
+// operations to itself (a lock-free list polling its own tail) must not starve the others'
+// requests to it.
 template <class Done>
 void win_wait(Win& w, Done&& done) {
+  if (done()) {
+    if ((++w.quick_waits & 15) == 0) rank_poll();
+    return;
+  }
   CthThread self = CthSelf();
   rank_wait([&] {
     if (done()) return true;

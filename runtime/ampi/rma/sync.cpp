@@ -27,9 +27,16 @@ void take(Win& w, int from, LockState s) {
   send_ctl(w, from, kGrant);
 }
 
-// Sends a kFlush to t if operations went there since it last confirmed (not on this PE).
+// Sends a kFlush to t if operations went there since it last confirmed (not on this PE), and
+// flushes the direct puts to it.
 void request_flush(Win& w, int t) {
   const auto i = static_cast<std::size_t>(t);
+  if (w.direct_dirty[i]) {
+    w.direct_dirty[i] = 0;
+    ++w.pending[i];
+    ++w.pending_total;
+    CmiRmaFlush(w.members[i].pe, done_msg(w, t, -1));
+  }
   if (!w.dirty[i]) return;
   w.dirty[i] = 0;
   if (w.members[i].pe == CmiMyPe()) return;  // handled when issued
@@ -54,9 +61,21 @@ void acquire(Win& w, int t, LockState s) {
   w.locks[static_cast<std::size_t>(t)] = s;
 }
 
+// Direct puts to t are done at t (they do not travel with the messages).
+void settle_direct(Win& w, int t) {
+  const auto i = static_cast<std::size_t>(t);
+  if (!w.direct_dirty[i]) return;
+  w.direct_dirty[i] = 0;
+  ++w.pending[i];
+  ++w.pending_total;
+  CmiRmaFlush(w.members[i].pe, done_msg(w, t, -1));
+  wait_target(w, t);
+}
+
 // Releases the lock this rank holds on t (sent behind its operations) and waits for the kAck.
 void release(Win& w, int t) {
   const auto i = static_cast<std::size_t>(t);
+  settle_direct(w, t);
   if (w.locks[i] == LockState::NoCheck) {
     request_flush(w, t);
   } else {
@@ -190,6 +209,7 @@ int PMPI_Win_complete(MPI_Win win) {
   if (!w) return rc;
   if (!w->access) return win_error(w, MPI_ERR_RMA_SYNC, fn, "no access epoch is open (MPI_Win_start)");
   for (int t : w->access_group) {
+    settle_direct(*w, t);
     wait_target(*w, t);  // answers due (Get & co.) are in
     w->dirty[static_cast<std::size_t>(t)] = 0;
     w->in_access[static_cast<std::size_t>(t)] = 0;

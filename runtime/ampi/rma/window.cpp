@@ -48,6 +48,43 @@ void merge_info(Win& w, MPI_Info info) {
   }
 }
 
+// The direct path (ops.cpp): +UCHARM_AMPI_RMA_DIRECT_MIN bytes (default kDirectMin; 0: off).
+constexpr std::size_t kDirectMin = 1;
+std::size_t direct_min_setting() {
+  const char* v = std::getenv("UCHARM_AMPI_RMA_DIRECT_MIN");
+  if (!v || !*v) return kDirectMin;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (*end) CkAbort("UCHARM_AMPI_RMA_DIRECT_MIN=%s: give a number of bytes (0: no direct RMA)", v);
+  return static_cast<std::size_t>(n);
+}
+
+// Registers this rank's window memory for one-sided access (created and allocated windows
+// with memory; a descriptor that does not fit the exchange leaves it to messages).
+void register_memory(Win& w, Member* me) {
+  w.direct_min = direct_min_setting();
+  if (w.direct_min == 0 || w.size <= 0 ||
+      (w.flavor != MPI_WIN_FLAVOR_CREATE && w.flavor != MPI_WIN_FLAVOR_ALLOCATE))
+    return;
+  w.region = CmiRmaRegister(w.base, static_cast<std::size_t>(w.size));
+  std::size_t len = 0;
+  const void* d = CmiRmaDescriptor(w.region, &len);
+  if (len > kDescMax) return;
+  std::memcpy(me->desc, d, len);
+  me->desc_len = static_cast<std::uint32_t>(len);
+}
+
+// Attaches the registered memory of the members on other PEs.
+void attach_peers(Win& w) {
+  w.remotes.assign(static_cast<std::size_t>(w.n), nullptr);
+  w.direct_dirty.assign(static_cast<std::size_t>(w.n), 0);
+  if (w.direct_min == 0) return;
+  for (std::size_t i = 0; i < w.members.size(); ++i) {
+    const Member& m = w.members[i];
+    if (m.desc_len && m.pe != CmiMyPe()) w.remotes[i] = CmiRmaAttach(m.pe, m.desc, m.desc_len);
+  }
+}
+
 // Makes the window (collective over comm): `base`/`size` this rank's memory (set already
 // for create; for allocate and shared made here), then every member's facts.
 int create(const char* fn, MPI_Comm comm, void* base, MPI_Aint size, int disp_unit, MPI_Info info, int flavor,
@@ -126,9 +163,16 @@ int create(const char* fn, MPI_Comm comm, void* base, MPI_Aint size, int disp_un
   g_windows.push_back(std::move(w));
   Win& me_w = *g_windows.back();
   me_w.handle = static_cast<MPI_Win>(g_windows.size());
-  const Member me{CmiMyPe(), me_w.handle, disp_unit, me_w.device ? 1 : 0, static_cast<std::int64_t>(me_w.size),
-                  reinterpret_cast<std::uintptr_t>(me_w.base)};
+  Member me;
+  me.pe = CmiMyPe();
+  me.handle = me_w.handle;
+  me.disp_unit = disp_unit;
+  me.device = me_w.device ? 1 : 0;
+  me.size = static_cast<std::int64_t>(me_w.size);
+  me.base = reinterpret_cast<std::uintptr_t>(me_w.base);
+  register_memory(me_w, &me);
   if (int rc = coll_allgather(&me, sizeof me, MPI_BYTE, me_w.members.data(), wc, coll_tag(wc))) return rc;
+  attach_peers(me_w);
   me_w.ready = true;
   if (baseptr) *static_cast<void**>(baseptr) = base;
   *win = me_w.handle;
@@ -278,9 +322,12 @@ int PMPI_Win_free(MPI_Win* win) {
   if (w->access || w->exposure)
     return win_error(w, MPI_ERR_RMA_SYNC, fn, "an access or exposure epoch (MPI_Win_start/post) is still open");
   win_wait(*w, [w] { return w->pending_total == 0; });
+  for (CmiRmaRemote*& r : w->remotes)
+    if (r) CmiRmaDetach(std::exchange(r, nullptr));
   // Nobody may still be reaching this rank's memory: every member has closed its epochs.
   Comm& wc = *comm_get(w->comm);
   if ((rc = coll_barrier(wc, coll_tag(wc)))) return rc;
+  if (w->region) CmiRmaDeregister(std::exchange(w->region, nullptr));
   // Attributes go first (their delete callbacks may look at the window), last set first.
   while (!w->attrs.empty()) {
     const auto [k, v] = w->attrs.back();
