@@ -22,14 +22,15 @@ for f in tools/ucharmrun/ucharmrun runtime/converse/libucharm-converse.so runtim
          examples/jacobi3d/jacobi3d tests/jacobi3d/jacobi3d_unit_tests tests/machine-ucx/machine_unit_tests \
          runtime/ampi/libucharm-ampi.so examples/jacobi3d/mpi/jacobi3d_mpi benchmarks/mpi/osu_mpi_ompi \
          tests/core/core_device_window tests/core/core_device_window_tests benchmarks/core_device_window_lat \
-         benchmarks/core_roofline; do
+         benchmarks/core_roofline tests/core/core_stream_ordered tests/core/core_stream_ordered_tests \
+         benchmarks/core_stream_ordered_lat; do
   [ -e "$build/$f" ] || continue
   mkdir -p "$dev/build/$(dirname "$f")"
   if [ "${DEBUG:-0}" = 1 ]; then cp "$build/$f" "$dev/build/$f"; else strip -o "$dev/build/$f" "$build/$f"; fi
 done
 # AMPI programs carry the MPI program appended to the loader: strip would drop it.
 for f in tests/ampi/ampi_p2p_cuda tests/ampi/ampi_collectives examples/jacobi3d/mpi/jacobi3d_ampi \
-         benchmarks/mpi/osu_mpi_ampi; do
+         benchmarks/mpi/osu_mpi_ampi tests/ampi/ampi_enqueue; do
   [ -e "$build/$f" ] || continue
   mkdir -p "$dev/build/$(dirname "$f")"
   cp "$build/$f" "$dev/build/$f"
