@@ -11,6 +11,8 @@ build=${BUILD:-$root/build}
 R=$build/tools/ucharmrun/ucharmrun
 J=$build/examples/jacobi3d/jacobi3d
 kernels=${KERNELS:-cpu}
+modes="staging gpumsg channel"
+[ "$kernels" = cuda ] && modes="$modes device"  # device: CUDA kernels only
 reps=${REPS:-3}
 iters=${ITERS:-50}
 if [ "$kernels" = cuda ]; then
@@ -36,7 +38,7 @@ for pes in $pes_list; do
       n=$((n * 2)); axis=$(((axis + 1) % 3))
     done
     for rep in $(seq "$reps"); do  # modes interleaved, so drift hits them alike
-      for mode in staging gpumsg channel; do
+      for mode in $modes; do
         run "$out/strong.csv" "$pes" "$blocks" "$sx" "$sy" "$sz" "$mode"
         run "$out/weak.csv" "$pes" "$blocks" "$gx" "$gy" "$gz" "$mode"
       done

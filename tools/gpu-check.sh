@@ -85,7 +85,7 @@ jacobi() {  # PEs, blocks, mode, GPUs it may use, [CUDA_VISIBLE_DEVICES value]
 }
 
 echo "--- Jacobi3D, CUDA kernels, --verify against the serial run"
-for mode in staging gpumsg channel; do
+for mode in staging gpumsg channel device; do
   jacobi 2 2 "$mode" 1 "$first"  # two PEs on one GPU
   pes="$gpus $((2 * gpus)) $((4 * gpus))"
   [ $((4 * gpus)) -lt 8 ] && pes="$pes 8"  # 8 PEs at least: 4 per GPU on 2 GPUs, more on 1

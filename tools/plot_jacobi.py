@@ -12,7 +12,7 @@ import statistics
 import sys
 from collections import defaultdict
 
-MODES = ["staging", "gpumsg", "channel"]
+MODES = ["staging", "gpumsg", "channel", "device"]
 
 
 def load(path):

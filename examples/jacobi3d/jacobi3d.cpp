@@ -5,6 +5,8 @@
 //   staging  pack on the GPU, copy to host, host message, copy to the GPU, unpack
 //   gpumsg   GPU Messaging API: CkDeviceBuffer argument, post entry names the buffer
 //   channel  Channel API: one CkChannel per neighbour, opened once
+//   device   the shell kernel writes the halos into the neighbours' GPU buffers itself and
+//            signals them (device windows; device_mode.h); the host only enqueues
 // Kernels run on the GPU when one is visible (CUDA build), else on the CPU with host
 // buffers; the modes then differ only in the path the data takes.
 //   ucharmrun -n 2 jacobi3d --grid 128 --blocks 8 --iters 100 --mode channel [--verify]
@@ -25,12 +27,14 @@
 #include <cstdlib>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <time.h>
 #include <vector>
 
 #include "buffer.h"
+#include "device_mode.h"
 #include "grid.h"
 #include "kernels.h"
 
@@ -38,8 +42,9 @@ namespace {
 
 using namespace jacobi;
 
-enum class Mode : int { Staging = 0, GpuMsg = 1, Channel = 2 };
-const char* mode_name(Mode m) { return m == Mode::Staging ? "staging" : m == Mode::GpuMsg ? "gpumsg" : "channel"; }
+enum class Mode : int { Staging = 0, GpuMsg = 1, Channel = 2, Device = 3 };
+constexpr std::array<const char*, 4> kModeNames{"staging", "gpumsg", "channel", "device"};
+const char* mode_name(Mode m) { return kModeNames[static_cast<std::size_t>(m)]; }
 
 struct Config {
   Decomposition d;
@@ -105,6 +110,7 @@ struct Block : ck::ArrayElement<Block, 3> {
   bool waiting = false;
   double wait_start = 0, comm = 0, kernel_cpu = 0;
   int reps = 1;                        // kernel repetitions per iteration (--imbalance)
+  std::unique_ptr<DeviceHalo> dev;     // --mode device
 
   Block() {
     setup();
@@ -180,6 +186,13 @@ struct Block : ck::ArrayElement<Block, 3> {
                ck::CkCallback::to<&Block::chan_got<4>>(self()), ck::CkCallback::to<&Block::chan_got<5>>(self())};
     interior = interior_box(shape);
     shell = boundary_boxes(shape);
+    if (c.mode == Mode::Device) {
+      std::array<ck::Index, kFaces> peers{};
+      for (int f = 0; f < kFaces; ++f) peers[f] = nb[f] ? neighbour(f).index() : ck::Index{};
+      this->dev = std::make_unique<DeviceHalo>(
+          DeviceGrids{shape, {u[0].data(), u[1].data()}, interior, shell, reps, stream}, nb, cur, thisProxy.ref(),
+          self().index(), peers);
+    }
   }
 
   ck::ElementProxy<Block> self() const { return thisProxy(thisIndex[0], thisIndex[1], thisIndex[2]); }
@@ -230,8 +243,10 @@ struct Block : ck::ArrayElement<Block, 3> {
   // Runs `n` more iterations, then reports to the main chare.
   void run(int n) {
     target = cur + n;
+    if (dev) return dev->run(target, ck::CkCallback::to<&Block::device_done>(self()));
     advance(true);
   }
+  void device_done() { cur = target, finish_run(); }  // --mode device: the GPU is at `target`
 
   // Starts iterations while their halos are in; returns when one must wait for halos.
   void advance(bool starting) {
@@ -410,8 +425,8 @@ struct Main : ck::MainChare<Main> {
     app.add_option("--blocks", blocks_total, "number of blocks (default: one per PE)")->check(CLI::PositiveNumber);
     app.add_option("--iters", c.iters, "timed iterations")->check(CLI::PositiveNumber);
     app.add_option("--warmup", c.warmup, "untimed iterations first")->check(CLI::NonNegativeNumber);
-    app.add_option("--mode", mode, "halo exchange: staging, gpumsg or channel")
-        ->check(CLI::IsMember({"staging", "gpumsg", "channel"}));
+    app.add_option("--mode", mode, "halo exchange: staging, gpumsg, channel or device (CUDA kernels only)")
+        ->check(CLI::IsMember({"staging", "gpumsg", "channel", "device"}));
     app.add_option("--kernels", kernels, "auto (GPU if visible), cuda or cpu")->check(CLI::IsMember({"auto", "cuda", "cpu"}));
     app.add_option("--imbalance", c.imbalance, "heavy blocks run their kernels K times per iteration")
         ->check(CLI::PositiveNumber);
@@ -436,7 +451,8 @@ struct Main : ck::MainChare<Main> {
     auto d = decompose(gx, gy, gz, blocks_total, why);
     if (!d) CkAbort("jacobi3d: %s", why.c_str());
     c.d = *d;
-    c.mode = mode == "staging" ? Mode::Staging : mode == "gpumsg" ? Mode::GpuMsg : Mode::Channel;
+    for (std::size_t m = 0; m < kModeNames.size(); ++m)
+      if (mode == kModeNames[m]) c.mode = static_cast<Mode>(m);
     // Channels do not follow a migrating element, and a CkDeviceBuffer sent to an element
     // that has moved waits forever on the PE it was sent to (the core forwards only the
     // host message): only staging's host messages follow a migrated block.
@@ -454,6 +470,9 @@ struct Main : ck::MainChare<Main> {
     const bool have_gpu = cuda::available();
     if (kernels == "cuda" && !have_gpu) CkAbort("jacobi3d: --kernels cuda, but no GPU is visible (or a build without CUDA)");
     c.gpu = kernels == "cuda" || (kernels == "auto" && have_gpu);
+    if (c.mode == Mode::Device)
+      if (const std::string no = device_mode_refusal(c.gpu, c.lb_period, CkNumPes()); !no.empty())
+        CkAbort("jacobi3d: %s", no.c_str());
     cfg = c;
     mainProxy = thisProxy;
     const Shape s = d->block();
