@@ -32,6 +32,9 @@ struct DeviceWindowEnd;  // device_window.cpp: one per open window end, at a sta
 // CkChannel or the host-initiated one-sided window there. Two processes on one GPU work, but their
 // kernels time-slice unless CUDA MPS runs: a kernel spinning in wait() holds the GPU for
 // its time slice, so a ping-pong between them costs milliseconds per exchange.
+// Two chares on one PE (one process) whose kernels wait for each other need their
+// kernels loaded before the first runs: CUDA_MODULE_LOADING=EAGER (with lazy loading, a
+// launch may wait for the running kernel, which waits for that launch).
 //
 // Lifetime: close() (or the destructor) unmaps the peer's memory and frees this end's
 // flag words. Close only when no kernel or stream operation of either side still uses the
