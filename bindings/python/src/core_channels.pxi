@@ -383,7 +383,11 @@ cdef int memory_of(Request r, object buf, bint writable, str what, object stream
         else:
             raise TypeError(f"Channel.{what}: a {type(buf).__name__} is not a buffer ({kinds_text})")
     if stream_arg is not None:
-        stream[0] = <uintptr_t>(stream_arg.ptr if hasattr(stream_arg, "ptr") else stream_arg)
+        sp = stream_arg.ptr if hasattr(stream_arg, "ptr") else stream_arg
+        if not isinstance(sp, int):
+            raise TypeError(f"Channel.{what}: stream= takes a CUDA stream (an object with .ptr, as CuPy's and "
+                            f"Numba's) or a cudaStream_t as an int, not a {type(stream_arg).__name__}")
+        stream[0] = <uintptr_t>sp
     return 0
 
 

@@ -385,3 +385,4 @@ def restart_info():
 
 
 include "core_channels.pxi"
+include "core_streams.pxi"

@@ -438,6 +438,43 @@ class Channel:
             link = self._open_raw("send_from")
         link.isend(buf, stream).wait()
 
+    # -- stream-ordered forms of the buffer forms (CkChannel::send_enqueue / recv_enqueue)
+    def send_enqueue(self, buf, stream):
+        """Enqueues a send of buf on the CUDA `stream` (a CuPy/Numba stream with .ptr, an
+        int cudaStream_t, or None: the legacy default stream): it leaves once the work
+        queued on the stream before it has finished, and work queued after it waits until
+        buf may be reused. The host never waits for the GPU. It pairs with the peer's next
+        irecv/recv_into/recv_enqueue (the buffer forms' order). Returns a Request (done
+        when the transfer is). The first one waits (in a coroutine) until the peer's end
+        has opened."""
+        link = self._raw
+        if link is None:
+            link = self._open_raw("send_enqueue")
+        if not _core.link_ready(link) and _core.stream_ops_unavailable() is None:
+            self._wait_ready(link, "Channel.send_enqueue")
+        return _core.link_enqueue(link, buf, stream, False)
+
+    def recv_enqueue(self, buf, stream):
+        """Enqueues a receive into buf on the CUDA `stream`: it is posted once the work
+        queued before it has finished, and work queued after it sees the data. Returns a
+        Request."""
+        link = self._raw
+        if link is None:
+            link = self._open_raw("recv_enqueue")
+        return _core.link_enqueue(link, buf, stream, True)
+
+    def _wait_ready(self, link, what):
+        if not getattr(getcurrent(), "_ck_coro", False):
+            raise RuntimeError(f"{what} waits for the peer's end of the channel to open, which needs a coroutine: "
+                               "call it from the main function or from an entry method decorated with @coro")
+        # The peer's setup message arrives through the scheduler: give it turns.
+        from .futures import Future
+        while not _core.link_ready(link):
+            self._check_open(what.split(".")[1])
+            f = Future()
+            f.send(None)
+            f.get()
+
     def waitall(self):
         """Waits (in a coroutine) until every transfer posted on this channel is done."""
         for link in (self._raw, self._link):
