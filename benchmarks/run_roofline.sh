@@ -28,7 +28,7 @@ if [ $rc -ne 0 ]; then
   echo "--- the joint run failed: each path alone"
   echo "path,msgs_per_sync,bytes,usec_per_sync" > "$csv"
   rc=0
-  for p in kernel stream channel memcpy window; do
+  for p in kernel stream channel memcpy window flush; do
     timeout 65 "$R" -n 2 --timeout 60 "$B" --paths "$p" --csv "$out/roofline-$p.csv" "$@" \
       > "$out/roofline-$p.txt" 2>&1
     r=$?
@@ -37,7 +37,7 @@ if [ $rc -ne 0 ]; then
     [ -s "$out/roofline-$p.csv" ] && tail -n +2 "$out/roofline-$p.csv" >> "$csv"
   done
 fi
-if [ "$(wc -l < "$csv" 2>/dev/null || echo 0)" -gt 1 ]; then
+if [ -s "$csv" ] && [ "$(wc -l < "$csv")" -gt 1 ]; then
   py=python3
   [ -x .venv/bin/python ] && py=.venv/bin/python
   if $py -c 'import matplotlib' 2>/dev/null; then

@@ -21,15 +21,21 @@
 //            sends n back; PE 0 likewise. Wall clock.
 //   memcpy   "cudaMemcpyPeerAsync": the copy-engine ceiling, in PE 0's process with both
 //            GPUs (skipped with a note where both PEs use one GPU).
+//   window   "one-sided put_notify (UCX)": ck::CkWindow, n put_notify (each message
+//            notified: the window orders only a notified put's own data before its count),
+//            the peer's on_notify(count + n) answers the same way. Wall clock.
+//   flush    "one-sided put + flush + put_notify (UCX)": n - 1 puts, a flush, and the last
+//            message as the one notified put (n = 1: that put alone); the peer's
+//            on_notify(count + 1) answers the same way. Wall clock.
 // Steps alternate (each repetition sweeps every size, n and path in turn); the figure is
 // the median of --reps repetitions. A step runs about --target-ms of rounds (3 .. 1000;
 // at most 20 where both PEs share a GPU, whose kernels time-slice without MPS).
 //
 //   ucharmrun -n 2 core_roofline [--csv FILE] [--max-bytes 64M] [--reps 5]
-//                                [--paths kernel,stream,channel,memcpy] [--mem cuda|host]
+//                                [--paths kernel,stream,channel,memcpy,window,flush] [--mem cuda|host]
 // PE p uses GPU p % count (RF_DEVICE=d: every PE on GPU d). Without a CUDA device it prints
-// one "skipped" line and exits 0. --mem host: the channel path on host memory (no GPU
-// needed). CSV: `path,msgs_per_sync,bytes,usec_per_sync`, for
+// one "skipped" line and exits 0. --mem host: the channel and one-sided paths on host
+// memory (no GPU needed). CSV: `path,msgs_per_sync,bytes,usec_per_sync`, for
 // tools/message_roofline.py.
 #include <ucharm/charm.h>
 
@@ -50,12 +56,15 @@
 
 namespace {
 
-enum Path : int { kKernel, kStream, kChannel, kMemcpy, kPaths };
-const char* const kKeys[kPaths] = {"kernel", "stream", "channel", "memcpy"};
+enum Path : int { kKernel, kStream, kChannel, kMemcpy, kWindow, kFlush, kPaths };
+const char* const kKeys[kPaths] = {"kernel", "stream", "channel", "memcpy", "window", "flush"};
 const char* path_name(int p, bool host) {
   static const char* const dev[kPaths] = {"device window: kernel put", "device window: put_on_stream",
-                                          "channel (tag path)", "cudaMemcpyPeerAsync"};
-  static const char* const hst[kPaths] = {"", "", "channel (tag path) [host memory]", ""};
+                                          "channel (tag path)", "cudaMemcpyPeerAsync", "one-sided put_notify (UCX)",
+                                          "one-sided put + flush + put_notify (UCX)"};
+  static const char* const hst[kPaths] = {"", "", "channel (tag path) [host memory]", "",
+                                          "one-sided put_notify (UCX) [host memory]",
+                                          "one-sided put + flush + put_notify (UCX) [host memory]"};
   return host ? hst[p] : dev[p];
 }
 constexpr int kMsgsPerSync[] = {1, 4, 16, 64};
@@ -156,14 +165,17 @@ struct Main : ck::MainChare<Main> {
 };
 
 struct Bench : ck::ArrayElement<Bench> {
-  Buffer src, dw_buf, ch_buf, peer_dst;  // before the windows: they close first
+  Buffer src, dw_buf, ch_buf, win_buf, peer_dst;  // before the windows: they close first
   ck::CkDeviceWindow dwin;
   ck::CkChannel ch;
+  ck::CkWindow win;
   void* stream = nullptr;
   std::uint64_t* ns = nullptr;  // kernel timing result (device memory)
   int dev = -1, peer_dev = -1;
   std::uint64_t flag = 0;   // device window: the flag value each side has reached
-  // The running channel step.
+  std::uint64_t notes = 0;  // one-sided: notified puts received from the peer so far
+  int per_round = 0;        // one-sided: notified puts per round (n, or 1 after a flush)
+  // The running channel / one-sided step.
   int n = 0, warm = 0, rounds = 0, round = 0, got = 0;
   std::size_t bytes = 0;
   double t0 = 0;
@@ -186,6 +198,11 @@ struct Bench : ck::ArrayElement<Bench> {
     if (on(kChannel)) {
       ch_buf = Buffer(cap, gpu);
       ch = ck::CkChannel(thisProxy[thisIndex], thisProxy[1 - thisIndex], 0);
+    }
+    if (on(kWindow) || on(kFlush)) {
+      win_buf = Buffer(cap, gpu);
+      win = ck::CkWindow(thisProxy[thisIndex], thisProxy[1 - thisIndex], 1);
+      win.expose(win_buf.p, cap);
     }
     if (on(kKernel) || on(kStream)) {
       dw_buf = Buffer(cap, gpu);
@@ -237,6 +254,12 @@ struct Bench : ck::ArrayElement<Bench> {
       case kChannel:
         post_recvs();
         if (first()) send_round();
+        return;
+      case kWindow:
+      case kFlush:
+        per_round = path == kWindow ? n : 1;
+        win.on_notify(notes + per_round, ck::CkCallback::to<&Bench::notified>(thisProxy[thisIndex]));
+        if (first()) put_round();
         return;
     }
   }
@@ -305,6 +328,39 @@ struct Bench : ck::ArrayElement<Bench> {
     post_recvs();
     send_round();
   }
+
+  // ---- one-sided: per round, n notified puts, or n - 1 puts, a flush and one notified
+  // put; the peer's notification count says all arrived.
+  void put_round() {
+    if (per_round == n) {
+      for (int k = 0; k < n; ++k) win.put_notify(k * bytes, src.p + k * bytes, bytes);
+      return;
+    }
+    for (int k = 0; k + 1 < n; ++k) win.put(k * bytes, src.p + k * bytes, bytes);
+    if (n > 1) win.flush(ck::CkCallback::to<&Bench::flushed>(thisProxy[thisIndex]));
+    else flushed(0);
+  }
+  void flushed(std::size_t) {
+    const std::size_t last = (n - 1) * bytes;
+    win.put_notify(last, src.p + last, bytes);
+  }
+  void notified(std::uint64_t) {
+    notes += static_cast<std::uint64_t>(per_round);
+    ++round;
+    const auto again = [this] {
+      win.on_notify(notes + per_round, ck::CkCallback::to<&Bench::notified>(thisProxy[thisIndex]));
+    };
+    if (!first()) {
+      if (round < rounds) again();
+      put_round();
+      if (round == rounds) finish(0);
+      return;
+    }
+    if (round == warm) t0 = CkWallTimer();
+    if (round == rounds) return finish((CkWallTimer() - t0) * 1e6 / (2.0 * (rounds - warm)));
+    again();
+    put_round();
+  }
 };
 
 Main::Main(ck::MainArgs a) {
@@ -316,8 +372,8 @@ Main::Main(ck::MainArgs a) {
   app.add_option("--csv", csv, "write the medians to this CSV file (path,msgs_per_sync,bytes,usec_per_sync)");
   app.add_option("--max-bytes", max_text, "largest message (suffix k or M; at least 8)");
   app.add_option("--reps", reps, "alternating repetitions; the figure is their median")->check(CLI::Range(1, 1000));
-  app.add_option("--paths", paths_text, "comma-separated: kernel,stream,channel,memcpy (default: all)");
-  app.add_option("--mem", c.mem, "cuda, or host (the channel path only)")
+  app.add_option("--paths", paths_text, "comma-separated: kernel,stream,channel,memcpy,window,flush (default: all)");
+  app.add_option("--mem", c.mem, "cuda, or host (the channel and one-sided paths only)")
       ->check(CLI::IsMember({"cuda", "host"}));
   app.add_option("--target-ms", target_ms, "about this long per step")->check(CLI::Range(0.1, 10000.0));
   try {
@@ -334,7 +390,7 @@ Main::Main(ck::MainArgs a) {
   c.target_us = target_ms * 1e3;
 
   // Paths: the default, or the list given (each name checked against the memory kind).
-  const int host_paths = 1 << kChannel;
+  const int host_paths = (1 << kChannel) | (1 << kWindow) | (1 << kFlush);
   if (paths_text.empty()) {
     c.paths = host ? host_paths : (1 << kPaths) - 1;
   } else {
@@ -342,10 +398,10 @@ Main::Main(ck::MainArgs a) {
     for (std::string key; std::getline(ss, key, ',');) {
       const auto it = std::find(std::begin(kKeys), std::end(kKeys), key);
       if (it == std::end(kKeys))
-        CkAbort("roofline: --paths: unknown path '%s' (kernel, stream, channel, memcpy)", key.c_str());
+        CkAbort("roofline: --paths: unknown path '%s' (kernel, stream, channel, memcpy, window, flush)", key.c_str());
       const int p = static_cast<int>(it - std::begin(kKeys));
       if (host && !((host_paths >> p) & 1))
-        CkAbort("roofline: --paths %s needs GPU memory (--mem host runs channel only)", key.c_str());
+        CkAbort("roofline: --paths %s needs GPU memory (--mem host runs channel, window and flush only)", key.c_str());
       c.paths |= 1 << p;
     }
   }
