@@ -23,7 +23,8 @@ for f in tools/ucharmrun/ucharmrun runtime/converse/libucharm-converse.so runtim
          runtime/ampi/libucharm-ampi.so examples/jacobi3d/mpi/jacobi3d_mpi benchmarks/mpi/osu_mpi_ompi \
          tests/core/core_device_window tests/core/core_device_window_tests benchmarks/core_device_window_lat \
          benchmarks/core_roofline tests/core/core_stream_ordered tests/core/core_stream_ordered_tests \
-         benchmarks/core_stream_ordered_lat; do
+         benchmarks/core_stream_ordered_lat benchmarks/core_window_latency tests/core/core_window \
+         tests/core/core_window_tests; do
   [ -e "$build/$f" ] || continue
   mkdir -p "$dev/build/$(dirname "$f")"
   if [ "${DEBUG:-0}" = 1 ]; then cp "$build/$f" "$dev/build/$f"; else strip -o "$dev/build/$f" "$build/$f"; fi
