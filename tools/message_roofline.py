@@ -6,7 +6,7 @@ model's ceilings drawn from parameters fitted to the same measurements.
 Input: CSV files with the header `path,msgs_per_sync,bytes,usec_per_sync` (one row per
 measurement: the median time of one synchronization, i.e. `msgs_per_sync` messages of
 `bytes` each and the wait that ends them). The benchmarks that write it:
-benchmarks/core/device_window_lat (--roofline) and benchmarks/gpu_roofline.sh.
+benchmarks/core/roofline.cpp (target core_roofline) and benchmarks/run_roofline.sh.
 
 Model, per path (times in microseconds):
   t(n, B) = L + n * max(o, B * G)      one latency per synchronization, then n messages
