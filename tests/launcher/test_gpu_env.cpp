@@ -256,12 +256,19 @@ TEST(LauncherMps, AutoStartsAPrivateDaemonWhenPesShareAGpu) {
 }
 
 // However the job ends, the daemon is told to quit.
-TEST(LauncherMps, TheDaemonQuitsWhenARankFailsOnTimeoutAndOnSignals) {
+TEST(LauncherMps, TheDaemonQuitsWhenARankFailsOrAbortsOnTimeoutAndOnSignals) {
   {
     TempDir tmp;
     FakeTools f(-1);
     Result r = run(launcher(4, {kHelper, "exit", "3", "5"}, {"--mps", "on"}), 60, f.env(tmp));
     EXPECT_EQ(r.code, 5) << describe(r);
+    expect_daemon_started_and_quit(f, tmp, "", 4);
+  }
+  {  // PMIx_Abort, as CmiAbort and MPI_Abort
+    TempDir tmp;
+    FakeTools f(-1);
+    Result r = run(launcher(4, {kHelper, "abort", "1", "3"}, {"--mps", "on"}), 60, f.env(tmp));
+    EXPECT_EQ(r.code, 3) << describe(r);
     expect_daemon_started_and_quit(f, tmp, "", 4);
   }
   {
