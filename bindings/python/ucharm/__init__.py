@@ -34,9 +34,10 @@ from .chare import Chare, Group, Array, ArrayMap  # noqa: E402
 from .channel import Channel, Request, waitall  # noqa: E402
 from .coroutines import coro, threaded, when  # noqa: E402
 from .futures import Future  # noqa: E402
+from .window import Window  # noqa: E402
 from .options import Options  # noqa: E402
 from .readonly import readonlies  # noqa: E402
 from .reduction import Reducer  # noqa: E402
 
 __all__ = ["charm", "Chare", "Group", "Array", "ArrayMap", "Reducer", "Future", "Channel", "Request",
-           "waitall", "coro", "threaded", "when", "CharmRemote", "readonlies", "Options"]
+           "waitall", "Window", "coro", "threaded", "when", "CharmRemote", "readonlies", "Options"]

@@ -386,3 +386,4 @@ def restart_info():
 
 include "core_channels.pxi"
 include "core_streams.pxi"
+include "core_windows.pxi"
