@@ -519,7 +519,8 @@ void CsdScheduleStep() {
     return;
   }
   s.since_poll = 0;
-  if (lrts::LrtsProgress() > 0 || (s.polling && run_pollers())) {
+  // Pollers run even when the network was busy: a stream of arrivals must not starve them.
+  if ((lrts::LrtsProgress() > 0) | (s.polling && run_pollers())) {
     s.idle_since_ns = 0;
     return;
   }
@@ -563,7 +564,7 @@ bool CsdScheduleStepInThread() {
     return true;
   }
   s.since_poll = 0;
-  if (lrts::LrtsProgress() > 0 || (s.polling && run_pollers())) {
+  if ((lrts::LrtsProgress() > 0) | (s.polling && run_pollers())) {
     s.idle_since_ns = 0;
     return true;
   }
