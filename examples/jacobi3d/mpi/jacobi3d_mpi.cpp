@@ -6,14 +6,19 @@
 // (overlapping the exchange), Waitall, unpack, update of the shell. Halo modes:
 //   staging   device halos copied to pinned host buffers, sent from host, copied back
 //   gpuaware  device pointers handed to MPI_Isend/MPI_Irecv directly
-// With CPU kernels both modes send host buffers (they then differ in nothing).
+//   rma       MPI-3 one-sided: MPI_Put of each packed face into the neighbour's window
+//             (MPI_Win_create over its ghost-receive buffers), synchronised per iteration
+//             with post/start/complete/wait on the neighbour group (device memory with
+//             CUDA kernels: GPU-aware RMA)
+// With CPU kernels staging and gpuaware send host buffers (they then differ in nothing).
 // Load balancing (the chare version's imbalanced mode): --imbalance K --heavy F makes the
 // first F of the ranks (by index) run their update K times per iteration (the update reads
 // only the old array, so the result is the same); --lb-every N calls AMPI_Migrate with
 // ampi_load_balance=sync after every N-th iteration under ucharm's AMPI (UCHARM_AMPI), so
 // the balancer may move heavy ranks to other PEs; other MPIs ignore it. The checksum line
 // (a sum in rank order, independent of where the ranks ran) lets runs be compared.
-// Uses MPI-1 point-to-point and collectives only (no Cart or Comm_split_type).
+// Uses MPI-1 point-to-point and collectives only (no Cart or Comm_split_type), and MPI-3
+// RMA in --mode rma.
 //   mpirun -np 8 jacobi3d_mpi --grid 96 --iters 100 --mode gpuaware [--verify]
 //   ucharmrun -n 2 jacobi3d_ampi --grid 96 --iters 100 --verify +vp 8
 #include <mpi.h>
@@ -46,8 +51,8 @@ namespace {
 using namespace jacobi;
 using mpi_common::mpi_name;
 
-enum class Mode { Staging, GpuAware };
-const char* mode_name(Mode m) { return m == Mode::Staging ? "staging" : "gpuaware"; }
+enum class Mode { Staging, GpuAware, Rma };
+const char* mode_name(Mode m) { return m == Mode::Staging ? "staging" : m == Mode::GpuAware ? "gpuaware" : "rma"; }
 
 struct Options {
   int gx = 64, gy = 64, gz = 64, blocks = 0, iters = 100, warmup = 10;
@@ -109,10 +114,15 @@ class Block {
     interior_ = interior_box(shape_);
     shell_ = boundary_boxes(shape_);
     if (gpu_) cuda::synchronize(stream_);  // zeroing and boundary values are in place
+    if (mode_ == Mode::Rma) open_window(dev);
   }
   Block(const Block&) = delete;
   Block& operator=(const Block&) = delete;
   ~Block() {
+    if (mode_ == Mode::Rma) {  // collective: every rank's block goes at the end of run_main
+      MPI_Win_free(&win_);
+      MPI_Group_free(&nbrs_);
+    }
     bind();  // the buffers (members, freed after this) and the stream are this rank's GPU's
     if (stream_) cuda::stream_destroy(stream_);
   }
@@ -158,6 +168,55 @@ class Block {
     if (gpu_) cuda::synchronize(stream_);  // h goes away on return
   }
 
+  // --mode rma: one window over all six faces' ghost-receive areas (a face's place is
+  // the same on every rank: equal blocks), and the group of neighbours that put into it.
+  void open_window(Buffer::Kind kind) {
+    std::size_t total = 0;
+    for (int f = 0; f < kFaces; ++f) {
+      rma_off_[f] = static_cast<MPI_Aint>(total);
+      total += face_cells(shape_, f);
+    }
+    ghosts_ = Buffer(total, kind, stream_);
+    if (gpu_) cuda::synchronize(stream_);  // zeroed before a neighbour can put
+    MPI_Win_create(ghosts_.data(), static_cast<MPI_Aint>(ghosts_.bytes()), sizeof(double), MPI_INFO_NULL,
+                   MPI_COMM_WORLD, &win_);
+    bind();
+    std::vector<int> ranks;
+    for (int p : peer_)
+      if (p != MPI_PROC_NULL) ranks.push_back(p);  // distinct: no periodic wrap
+    MPI_Group world;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_incl(world, static_cast<int>(ranks.size()), ranks.data(), &nbrs_);
+    MPI_Group_free(&world);
+    neighbours_ = static_cast<int>(ranks.size());
+  }
+
+  // One iteration's halos by RMA, between the packs and the unpacks: expose this rank's
+  // window to the neighbours (post), open access to theirs (start), put each face at the
+  // place of the opposite face there, update the interior meanwhile, then complete (the
+  // puts are done) and wait (the neighbours' puts into this window are done). A neighbour
+  // can put only inside this rank's post..wait, which comes after the unpacks of the
+  // iteration before: one area per face is enough. Returns the halo wait (seconds).
+  double exchange_rma() {
+    if (neighbours_ == 0) {
+      update(interior_);
+      return 0;
+    }
+    MPI_Win_post(nbrs_, 0, win_);
+    MPI_Win_start(nbrs_, 0, win_);
+    bind();
+    for (int f = 0; f < kFaces; ++f)
+      if (peer_[f] != MPI_PROC_NULL) {
+        const int n = static_cast<int>(send_[f].count());
+        MPI_Put(send_[f].data(), n, MPI_DOUBLE, peer_[f], rma_off_[opposite(f)], n, MPI_DOUBLE, win_);
+      }
+    update(interior_);
+    const double t0 = MPI_Wtime();
+    MPI_Win_complete(win_);
+    MPI_Win_wait(win_);
+    return MPI_Wtime() - t0;
+  }
+
   // A heavy rank repeats the update: real work, and the same output (it reads only `in`).
   void update(const Box& b) {
     const double* in = u_[cur_ % 2].data();
@@ -187,6 +246,26 @@ class Block {
     // The packs (and copies) are done before MPI reads the buffers, and the previous
     // iteration's unpacks are done before MPI overwrites the receive buffers.
     if (gpu_) cuda::synchronize(stream_);
+    const double waited = mode_ == Mode::Rma ? exchange_rma() : exchange_p2p();
+    bind();
+    double* ghosts = u_[cur_ % 2].data();
+    for (int f = 0; f < kFaces; ++f) {
+      if (peer_[f] == MPI_PROC_NULL) continue;
+      const double* halo = mode_ == Mode::Rma ? ghosts_.data() + rma_off_[f] : recv_[f].data();
+      if (gpu_) {
+        if (mode_ == Mode::Staging) cuda::copy_to_device(recv_[f].data(), stage_recv_[f].data(), recv_[f].bytes(), stream_);
+        cuda::unpack(shape_, ghosts, ghost_box_[f], halo, stream_);
+      } else {
+        cpu::unpack(shape_, ghosts, ghost_box_[f], halo);
+      }
+    }
+    for (const Box& b : shell_) update(b);
+    ++cur_;
+    return waited > 0 ? waited : 0;
+  }
+
+  // Two-sided halos (staging, gpuaware): Irecv/Isend, the interior update, Waitall.
+  double exchange_p2p() {
     int nreq = 0;
     // Tags name the sender's face: what arrives across face f was sent across opposite(f).
     for (int f = 0; f < kFaces; ++f)
@@ -200,21 +279,7 @@ class Block {
     update(interior_);  // overlaps with the exchange (queued on the stream with CUDA)
     const double t0 = MPI_Wtime();
     MPI_Waitall(nreq, req_.data(), MPI_STATUSES_IGNORE);
-    const double waited = MPI_Wtime() - t0;
-    bind();
-    double* ghosts = u_[cur_ % 2].data();
-    for (int f = 0; f < kFaces; ++f) {
-      if (peer_[f] == MPI_PROC_NULL) continue;
-      if (gpu_) {
-        if (mode_ == Mode::Staging) cuda::copy_to_device(recv_[f].data(), stage_recv_[f].data(), recv_[f].bytes(), stream_);
-        cuda::unpack(shape_, ghosts, ghost_box_[f], recv_[f].data(), stream_);
-      } else {
-        cpu::unpack(shape_, ghosts, ghost_box_[f], recv_[f].data());
-      }
-    }
-    for (const Box& b : shell_) update(b);
-    ++cur_;
-    return waited > 0 ? waited : 0;
+    return MPI_Wtime() - t0;
   }
 
   Decomposition d_;
@@ -232,6 +297,11 @@ class Block {
   Buffer send_[kFaces], recv_[kFaces];              // packed faces (device or host)
   Buffer stage_send_[kFaces], stage_recv_[kFaces];  // staging: pinned host copies
   std::array<MPI_Request, 2 * kFaces> req_{};
+  Buffer ghosts_;                                   // rma: the window (all faces' areas)
+  std::array<MPI_Aint, kFaces> rma_off_{};          // rma: each face's area, in doubles
+  MPI_Win win_ = MPI_WIN_NULL;
+  MPI_Group nbrs_ = MPI_GROUP_NULL;
+  int neighbours_ = 0;
   Box interior_;
   std::array<Box, kFaces> shell_{};
   int cur_ = 0;
@@ -365,8 +435,10 @@ int run_main(int argc, char** argv, std::chrono::steady_clock::time_point starte
       ->check(CLI::PositiveNumber);
   app.add_option("--iters", o.iters, "timed iterations")->check(CLI::PositiveNumber);
   app.add_option("--warmup", o.warmup, "untimed iterations first")->check(CLI::NonNegativeNumber);
-  app.add_option("--mode", mode, "halo exchange: staging (through host memory) or gpuaware (device pointers to MPI)")
-      ->check(CLI::IsMember({"staging", "gpuaware"}));
+  app.add_option("--mode", mode,
+                 "halo exchange: staging (through host memory), gpuaware (device pointers to MPI) or rma (MPI_Put with "
+                 "post/start/complete/wait)")
+      ->check(CLI::IsMember({"staging", "gpuaware", "rma"}));
   app.add_option("--kernels", o.kernels, "auto (GPU if visible), cuda or cpu")->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   app.add_option("--imbalance", o.imbalance, "heavy ranks run their update K times per iteration")
       ->check(CLI::PositiveNumber);
@@ -378,7 +450,7 @@ int run_main(int argc, char** argv, std::chrono::steady_clock::time_point starte
   app.add_option("--csv", o.csv, "append one result line to this CSV file (rank 0)");
   if (!mpi_common::parse_args(app, argc, argv, "jacobi3d_mpi", rank)) return 0;
   if (grid) o.gx = o.gy = o.gz = grid;
-  o.mode = mode == "staging" ? Mode::Staging : Mode::GpuAware;
+  o.mode = mode == "staging" ? Mode::Staging : mode == "gpuaware" ? Mode::GpuAware : Mode::Rma;
   if (o.blocks && o.blocks != size)
     fail(rank, "--blocks " + std::to_string(o.blocks) + ": the MPI version has one block per rank, and there are " +
                    std::to_string(size) + " ranks");
@@ -391,6 +463,8 @@ int run_main(int argc, char** argv, std::chrono::steady_clock::time_point starte
   const int slot = node_local_rank(rank, size);
   // Device memory cannot move with a rank (AMPI refuses to migrate it).
   if (o.lb_every > 0 && gpu) fail(rank, "--lb-every needs --kernels cpu: a rank's device memory cannot migrate");
+  if (o.lb_every > 0 && o.mode == Mode::Rma && std::string(mpi_name()) == "ampi")
+    fail(rank, "--lb-every with --mode rma: AMPI does not migrate a rank while it has an open window");
   const int heavy = o.imbalance > 1 ? static_cast<int>(std::ceil(o.heavy * size)) : 0;
   const int first_pe = my_pe();
   const bool ampi = std::string(mpi_name()) == "ampi";
