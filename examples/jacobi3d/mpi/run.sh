@@ -33,7 +33,7 @@ for mode in staging channel; do
   echo
 done
 if [ -x "$ampi" ]; then
-  for mode in staging gpuaware; do
+  for mode in staging gpuaware rma; do
     "$R" -n "$pes" --timeout 300 "$ampi" "${args[@]}" --mode "$mode" --csv "$csv" +vp "$blocks"
     echo
   done
@@ -41,7 +41,7 @@ else
   echo "(no $ampi: built without AMPI)"
 fi
 if [ -x "$ompi" ]; then
-  for mode in staging gpuaware; do
+  for mode in staging gpuaware rma; do
     timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to core "${ompi_args[@]}" -np "$pes" \
       "$ompi" "${args[@]}" --mode "$mode" --csv "$csv"
     echo
