@@ -289,6 +289,7 @@ void on_rma(void* msg) {
         s = Pending{};
         w->free_slots.push_back(h.token);
       }
+      if (h.op) --w->direct_open[static_cast<std::size_t>(h.from)];
       --w->pending[static_cast<std::size_t>(h.from)];
       --w->pending_total;
       wake(*w);
@@ -396,11 +397,12 @@ bool direct(Win& w, const Args& a, const Layout& l, std::uint64_t disp) {
   }
   ++w.pending[t];
   ++w.pending_total;
+  ++w.direct_open[t];
   if (a.kind == kPut) {
     w.direct_dirty[t] = 1;
-    CmiRmaPut(r, offset, local, l.bytes, done_msg(w, a.target, token));
+    CmiRmaPut(r, offset, local, l.bytes, done_msg(w, a.target, token, true));
   } else {
-    CmiRmaGet(r, offset, local, l.bytes, done_msg(w, a.target, token));
+    CmiRmaGet(r, offset, local, l.bytes, done_msg(w, a.target, token, true));
   }
   return true;
 }
@@ -515,9 +517,9 @@ void* msg_alloc(std::size_t payload) {
   return m;
 }
 
-void* done_msg(Win& w, int t, int token) {
+void* done_msg(Win& w, int t, int token, bool op) {
   void* m = msg_alloc(sizeof(Hdr));
-  hdr(m) = Hdr{kDone, 0, 0, w.handle, t, token, 0, 0, 0, 0, 0, 0};
+  hdr(m) = Hdr{kDone, 0, 0, w.handle, t, token, op ? 1 : 0, 0, 0, 0, 0, 0};
   return m;
 }
 

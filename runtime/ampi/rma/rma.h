@@ -100,6 +100,7 @@ struct Win {
   CmiRmaRegion* region = nullptr;
   std::vector<CmiRmaRemote*> remotes;
   std::vector<std::uint8_t> direct_dirty; // direct puts since the target last confirmed
+  std::vector<std::uint32_t> direct_open; // direct operations not completed yet, by target
   std::size_t direct_min = 0;           // contiguous Put/Get this large go direct (0: never)
   // ---- target side
   bool exposure = false;                // Win_post .. Win_wait / Win_test
@@ -147,8 +148,9 @@ struct Hdr {
 // A message of `payload` bytes for on_rma, header filled by the caller.
 void* msg_alloc(std::size_t payload);
 inline Hdr& hdr(void* msg) { return *reinterpret_cast<Hdr*>(CmiMsgPayload(msg)); }
-// A kDone message for window w, target t and Pending slot `token` (-1: none).
-void* done_msg(Win& w, int t, int token);
+// A kDone message for window w, target t and Pending slot `token` (-1: none); `op`: it
+// completes a direct operation (counted in direct_open), else a flush.
+void* done_msg(Win& w, int t, int token, bool op = false);
 // Handles the messages that came before the window was ready here, in their order.
 void replay_early(Win& w);
 // Sends a control message (no runs, no data) of `kind` to target `t`'s window.

@@ -61,9 +61,11 @@ void acquire(Win& w, int t, LockState s) {
   w.locks[static_cast<std::size_t>(t)] = s;
 }
 
-// Direct puts to t are done at t (they do not travel with the messages).
+// Direct operations to t are over and their puts done at t (they do not travel with the
+// messages: a lock must not pass on while a direct Get still reads).
 void settle_direct(Win& w, int t) {
   const auto i = static_cast<std::size_t>(t);
+  win_wait(w, [&w, i] { return w.direct_open[i] == 0; });
   if (!w.direct_dirty[i]) return;
   w.direct_dirty[i] = 0;
   ++w.pending[i];

@@ -78,6 +78,7 @@ void register_memory(Win& w, Member* me) {
 void attach_peers(Win& w) {
   w.remotes.assign(static_cast<std::size_t>(w.n), nullptr);
   w.direct_dirty.assign(static_cast<std::size_t>(w.n), 0);
+  w.direct_open.assign(static_cast<std::size_t>(w.n), 0);
   if (w.direct_min == 0) return;
   for (std::size_t i = 0; i < w.members.size(); ++i) {
     const Member& m = w.members[i];
@@ -147,7 +148,8 @@ int create(const char* fn, MPI_Comm comm, void* base, MPI_Aint size, int disp_un
       block = reinterpret_cast<std::uintptr_t>(p);
     }
     if (int rc = coll_bcast(&block, 1, MPI_UINT64_T, 0, wc, coll_tag(wc))) return rc;
-    base = reinterpret_cast<char*>(block) + offset[static_cast<std::size_t>(w->me)];
+    // A member without memory has none to share: its base is NULL (MPI_Win_shared_query).
+    base = size > 0 ? reinterpret_cast<char*>(block) + offset[static_cast<std::size_t>(w->me)] : nullptr;
   }
   w->base = flavor == MPI_WIN_FLAVOR_DYNAMIC ? MPI_BOTTOM : base;
   w->device = size > 0 && base && is_device(base);

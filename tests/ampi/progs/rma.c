@@ -127,6 +127,49 @@ static void locks(struct tctx* t) {
   CHECK_MPI(t, MPI_Win_free(&win));
 }
 
+/* A shared counter as one slot per rank at rank 0: under the exclusive lock each rank adds
+ * 1 to its own slot (Accumulate) and reads every other slot (two Gets, contiguous: the
+ * direct path between PEs), then unlocks without a flush. Every value it computes must be
+ * unique: a read still in flight when the lock passed on would see a later increment. */
+static void counter(struct tctx* t) {
+  t->section = "counter";
+  enum { ROUNDS = 20 };
+  int* slots = NULL;
+  MPI_Win win;
+  CHECK_MPI(t, MPI_Win_allocate(t->rank == 0 ? t->size * sizeof(int) : 0, sizeof(int), MPI_INFO_NULL,
+                                MPI_COMM_WORLD, &slots, &win));
+  if (t->rank == 0)
+    for (int i = 0; i < t->size; i++) slots[i] = 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  int* seen = calloc((size_t)t->size, sizeof(int));
+  int values[ROUNDS], one = 1;
+  for (int k = 0; k < ROUNDS; k++) {
+    CHECK_MPI(t, MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
+    MPI_Accumulate(&one, 1, MPI_INT, 0, t->rank, 1, MPI_INT, MPI_SUM, win);
+    if (t->rank > 0) MPI_Get(seen, t->rank, MPI_INT, 0, 0, t->rank, MPI_INT, win);
+    if (t->rank < t->size - 1)
+      MPI_Get(seen + t->rank + 1, t->size - t->rank - 1, MPI_INT, 0, t->rank + 1, t->size - t->rank - 1, MPI_INT, win);
+    CHECK_MPI(t, MPI_Win_unlock(0, win));
+    values[k] = k;  /* my own slot: what I added before */
+    for (int i = 0; i < t->size; i++)
+      if (i != t->rank) values[k] += seen[i];
+  }
+  if (t->size <= 64) {
+    int all[64 * ROUNDS];
+    MPI_Gather(values, ROUNDS, MPI_INT, all, ROUNDS, MPI_INT, 0, MPI_COMM_WORLD);
+    if (t->rank == 0) {
+      char* hit = calloc((size_t)(ROUNDS * t->size), 1);
+      for (int i = 0; i < ROUNDS * t->size; i++) {
+        CHECK(t, all[i] >= 0 && all[i] < ROUNDS * t->size && !hit[all[i]], "value %d seen twice or out of range", all[i]);
+        if (all[i] >= 0 && all[i] < ROUNDS * t->size) hit[all[i]] = 1;
+      }
+      free(hit);
+    }
+  }
+  free(seen);
+  CHECK_MPI(t, MPI_Win_free(&win));
+}
+
 /* Fetch_and_op, Compare_and_swap, Get_accumulate (NO_OP, REPLACE) under lock_all + flush. */
 static void atomics(struct tctx* t) {
   t->section = "atomics";
@@ -423,7 +466,7 @@ int main(int argc, char** argv) {
   static const struct {
     const char* name;
     void (*run)(struct tctx*);
-  } sections[] = {{"fence", fence_put_get}, {"accumulate", accumulate}, {"locks", locks},
+  } sections[] = {{"fence", fence_put_get}, {"accumulate", accumulate}, {"locks", locks}, {"counter", counter},
                   {"atomics", atomics},     {"pscw", pscw_and_requests}, {"dynamic", dynamic},
                   {"shared", shared},       {"properties", properties}, {"passive", passive_progress}};
   for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
