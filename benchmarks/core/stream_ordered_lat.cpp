@@ -105,6 +105,7 @@ struct Bench : ck::ArrayElement<Bench> {
     if (n == 0) CkAbort("core_stream_ordered_lat needs a CUDA device; none is visible");
     const char* fixed = std::getenv("SO_DEVICE");
     solat::set_device(fixed ? std::atoi(fixed) : CkMyPe() % n);
+    solat::preload();  // before any stream waits for this PE (stream_ordered_lat_kernels.h)
     buf = static_cast<std::uint64_t*>(solat::device_alloc(8));
     stream = solat::stream_create();
     t0 = solat::event_create();

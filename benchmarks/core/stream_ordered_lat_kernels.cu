@@ -25,6 +25,10 @@ int device_count() {
   return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
 void set_device(int d) { ok(cudaSetDevice(d), "cudaSetDevice"); }
+void preload() {
+  cudaFuncAttributes a;
+  ok(cudaFuncGetAttributes(&a, bump), "cudaFuncGetAttributes");
+}
 void* device_alloc(std::size_t bytes) {
   void* p = nullptr;
   ok(cudaMalloc(&p, bytes), "cudaMalloc");

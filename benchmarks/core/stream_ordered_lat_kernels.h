@@ -8,6 +8,9 @@ namespace solat {
 
 int device_count();
 void set_device(int d);
+// Loads the kernels now: under CUDA's lazy loading a first launch waits for the whole
+// context, which never ends while a stream waits for this PE (an enqueued transfer).
+void preload();
 void* device_alloc(std::size_t bytes);  // zeroed
 void* stream_create();
 void* event_create();  // with timing

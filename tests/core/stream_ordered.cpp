@@ -5,7 +5,8 @@
 //                             rounds of 8 B, then 20 of 1 MiB, 32 rounds enqueued ahead of
 //                             the streams (the host never waits), kernels slow on purpose. SO_DEVICE=n puts
 //                             every PE on GPU n (else PE p uses GPU p % count); SO_ROUNDS=n
-//                             changes the 8 B round count.
+//                             changes the 8 B round count; SO_HOSTBUF=1 uses pinned host
+//                             buffers (written and read by the kernels through UVA).
 //   stream_ordered notready   send_enqueue before the peer's id is known: an error
 //   stream_ordered nocontext  recv_enqueue with no CUDA context (or no CUDA): an error
 // Prints "stream ordered ok" on success.
@@ -38,6 +39,7 @@ struct Peer : ck::ArrayElement<Peer> {
   int* errors = nullptr;
   void* stream = nullptr;
   std::uint64_t host_word = 0;
+  bool host_bufs = false;
 
   Peer();
   ~Peer() override;
@@ -86,8 +88,8 @@ Peer::Peer() {
 Peer::~Peer() {
 #ifdef SO_HAVE_KERNELS
   ch.close();
-  if (sbuf) sotest::device_free(sbuf);
-  if (rbuf) sotest::device_free(rbuf);
+  for (void* p : {static_cast<void*>(sbuf), static_cast<void*>(rbuf)})
+    if (p) host_bufs ? sotest::host_free(p) : sotest::device_free(p);
   if (errors) sotest::device_free(errors);
   if (stream) sotest::stream_destroy(stream);
 #endif
@@ -100,8 +102,10 @@ void Peer::run() {
   if (n == 0) CkAbort("stream_ordered gpu needs a CUDA device; none is visible");
   const char* fixed = std::getenv("SO_DEVICE");
   sotest::set_device(fixed ? std::atoi(fixed) : CkMyPe() % n);
-  sbuf = static_cast<std::uint64_t*>(sotest::device_alloc(kBig));
-  rbuf = static_cast<std::uint64_t*>(sotest::device_alloc(kBig));
+  sotest::preload();  // before any stream waits for this PE (lazy loading; stream_ordered_kernels.h)
+  host_bufs = std::getenv("SO_HOSTBUF") != nullptr;  // pinned host buffers (kernels use them through UVA)
+  sbuf = static_cast<std::uint64_t*>(host_bufs ? sotest::host_alloc(kBig) : sotest::device_alloc(kBig));
+  rbuf = static_cast<std::uint64_t*>(host_bufs ? sotest::host_alloc(kBig) : sotest::device_alloc(kBig));
   errors = static_cast<int*>(sotest::device_alloc(sizeof(int)));
   stream = sotest::stream_create();
   const char* r = std::getenv("SO_ROUNDS");

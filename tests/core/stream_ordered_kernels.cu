@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace sotest {
 namespace {
@@ -52,6 +53,12 @@ int device_count() {
   return n;
 }
 void set_device(int d) { ok(cudaSetDevice(d), "cudaSetDevice"); }
+void preload() {
+  cudaFuncAttributes a;
+  ok(cudaFuncGetAttributes(&a, fill), "cudaFuncGetAttributes");
+  ok(cudaFuncGetAttributes(&a, reply), "cudaFuncGetAttributes");
+  ok(cudaFuncGetAttributes(&a, check), "cudaFuncGetAttributes");
+}
 void* device_alloc(std::size_t bytes) {
   void* p = nullptr;
   ok(cudaMalloc(&p, bytes), "cudaMalloc");
@@ -59,6 +66,13 @@ void* device_alloc(std::size_t bytes) {
   return p;
 }
 void device_free(void* p) { cudaFree(p); }
+void* host_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  ok(cudaMallocHost(&p, bytes), "cudaMallocHost");
+  std::memset(p, 0, bytes);
+  return p;
+}
+void host_free(void* p) { cudaFreeHost(p); }
 void* stream_create() {
   cudaStream_t s = nullptr;
   ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");

@@ -10,7 +10,13 @@ namespace sotest {
 
 int device_count();  // 0 without a GPU
 void set_device(int d);
+// Loads this file's kernels now. Under CUDA's lazy loading (the default) a kernel's first
+// launch loads its module, which waits for the whole context: with a stream waiting for this
+// PE (an enqueued transfer), that wait never ends. So load them before enqueuing.
+void preload();
 void* device_alloc(std::size_t bytes);  // zeroed
+void* host_alloc(std::size_t bytes);    // pinned, zeroed (kernels reach it through UVA)
+void host_free(void* p);
 void device_free(void* p);
 void* stream_create();
 void stream_destroy(void* s);

@@ -18,7 +18,7 @@ using ucharm::test::run;
 namespace {
 
 Result job(int n, const std::string& mode, const std::vector<std::string>& env = {}) {
-  return run({UCHARMRUN_PATH, "-n", std::to_string(n), "--timeout", "90", STREAM_ORDERED_PATH, mode}, 120, env);
+  return run({UCHARMRUN_PATH, "-n", std::to_string(n), "--timeout", "40", STREAM_ORDERED_PATH, mode}, 50, env);
 }
 bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 int gpus() {
