@@ -7,7 +7,7 @@ from conftest import check_fails, check_ok, run
 
 
 @pytest.mark.parametrize("pes", [1, 2])
-@pytest.mark.parametrize("case", ["basic", "posted_ahead", "order", "kinds", "errors"])
+@pytest.mark.parametrize("case", ["basic", "posted_ahead", "order", "kinds", "errors", "message_cai"])
 def test_buffer_forms(case, pes):
     check_ok(run("channels_buffers.py", pes, args=[case]))
 

@@ -203,6 +203,25 @@ class End(Chare):
     def finish_errors(self):
         Channel(self, remote=self.peer, port=3).isend(np.zeros(1))  # completes wait_outside's receive
 
+    # -- send/recv's device path (a message with the description, the data over the core's
+    # channel, completed by Requests), run on host memory through __cuda_array_interface__
+    def case_message_cai(self, me):
+        n = 100_000
+        if me == 0:
+            h = self.ch.send("head", CAIOnly(np.arange(n, dtype=np.float64)), 5)
+            h.get()
+            self.ch.send(CAIOnly(np.full(3, 9, dtype=np.int16)))
+            return "ok"
+        b = np.zeros(n, dtype=np.float64)
+        view = CAIOnly(b)
+        head, got, five = self.ch.recv(view)
+        assert head == "head" and got is view and five == 5
+        assert np.array_equal(b, np.arange(n, dtype=np.float64))
+        c = np.zeros(3, dtype=np.int16)
+        self.ch.recv(CAIOnly(c))
+        assert list(c) == [9, 9, 9], c
+        return "ok"
+
     # -- a receive buffer smaller than the data: the job ends naming both sizes
     def case_truncate(self, me):
         if me == 0:
