@@ -216,8 +216,9 @@ TEST(JacobiDevice, EmulatedRunsMatchSerial) {
   struct Case {
     int gx, gy, gz, blocks;
   };
-  // Overdecomposed, one cell thick (lx == 1: both x layers are the same cells), one block.
-  for (const Case c : {Case{24, 18, 12, 12}, Case{4, 6, 6, 8}, Case{8, 4, 4, 16}, Case{6, 5, 4, 1}}) {
+  // Overdecomposed; one cell per block (every layer of a block is the same cell); one block.
+  for (const Case c :
+       {Case{24, 18, 12, 12}, Case{4, 6, 6, 8}, Case{8, 4, 4, 16}, Case{4, 4, 4, 64}, Case{6, 5, 4, 1}}) {
     for (unsigned seed = 1; seed <= 4; ++seed) {
       std::mt19937 rng(seed);
       Emu e(c.gx, c.gy, c.gz, c.blocks);

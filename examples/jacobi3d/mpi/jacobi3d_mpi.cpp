@@ -210,6 +210,7 @@ class Block {
         const int n = static_cast<int>(send_[f].count());
         MPI_Put(send_[f].data(), n, MPI_DOUBLE, peer_[f], rma_off_[opposite(f)], n, MPI_DOUBLE, win_);
       }
+    bind();
     update(interior_);
     const double t0 = MPI_Wtime();
     MPI_Win_complete(win_);
