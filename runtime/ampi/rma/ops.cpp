@@ -16,14 +16,6 @@ namespace ampi::rma {
 
 namespace {
 
-struct Run {
-  std::int64_t off;
-  std::uint64_t n;
-  std::uint64_t reps;
-  std::int64_t stride;
-  std::int32_t basic;
-  std::int32_t pad;
-};
 static_assert(sizeof(Hdr) == 48 && sizeof(Run) == 40);
 
 void on_rma(void* msg);
@@ -102,6 +94,8 @@ void for_blocks(char* at, const Run* runs, int nruns, Fn&& fn) {
          static_cast<MPI_Datatype>(runs[i].basic));
 }
 
+}  // namespace
+
 // n items of basic between packed bytes and memory (device memory: only types without gaps).
 void store(char* dst, const char* src, std::size_t n, MPI_Datatype basic, bool dev) {
   const std::size_t len = n * type_size(basic);
@@ -121,6 +115,8 @@ void load(char* dst, const char* src, std::size_t n, MPI_Datatype basic, bool de
     type_pack(src, static_cast<int>(n), basic, dst);
   }
 }
+
+namespace {
 
 // An aligned scratch area of at least `bytes`, kept by the window between messages.
 char* scratch_area(std::vector<std::max_align_t>& v, std::size_t bytes) {
@@ -477,6 +473,11 @@ int issue(const Args& a) {
   if (l.bytes == 0) {  // nothing moves (MPI allows zero counts anywhere)
     if (a.req) *a.req = new_request(*w, true);
     return MPI_SUCCESS;
+  }
+  if ((a.kind == kPut || a.kind == kGet) && !w->mapped.empty() && w->mapped[static_cast<std::size_t>(a.target)]) {
+    if (a.req) *a.req = new_request(*w, true);
+    return mapped_op(*w, a.fn, a.kind == kPut, const_cast<void*>(a.origin), a.ocount, a.otype, a.target, disp,
+                     reinterpret_cast<const Run*>(w->scratch.data()), l.nruns);
   }
   if (direct(*w, a, l, disp)) return MPI_SUCCESS;
   const std::size_t data = a.kind == kCas ? 2 * l.bytes : sends_data ? l.bytes : 0;

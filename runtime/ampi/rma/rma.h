@@ -39,7 +39,9 @@ struct Member {
   std::int64_t size = 0;
   std::uint64_t base = 0;      // for MPI_Win_shared_query (ranks of one process)
   std::uint32_t desc_len = 0;  // its memory registered for one-sided access: the descriptor
-  std::uint32_t pad = 0;
+  std::int32_t pid = 0;        // Win_allocate memory in a memfd (`memfd` >= 0) of process pid
+  std::int32_t memfd = -1;
+  char host[40] = {};          // the host's boot id: which members share this machine
   char desc[kDescMax];
 };
 
@@ -101,6 +103,13 @@ struct Win {
   std::vector<CmiRmaRemote*> remotes;
   std::vector<std::uint8_t> direct_dirty; // direct puts since the target last confirmed
   std::vector<std::uint32_t> direct_open; // direct operations not completed yet, by target
+  // The mapped path (mapped.cpp): members whose memory this process can load and store
+  // (ranks of this process; Win_allocate memory of ranks of this host), by rank; empty or
+  // nullptr: none.
+  std::vector<char*> mapped;
+  std::vector<std::size_t> mapped_len;  // peers' memory this process mapped (munmap at free)
+  int memfd = -1;                       // Win_allocate memory shared with this host's processes
+  std::size_t memfd_len = 0;
   std::size_t direct_min = 0;           // contiguous Put/Get this large go direct (0: never)
   // ---- target side
   bool exposure = false;                // Win_post .. Win_wait / Win_test
@@ -126,6 +135,20 @@ int win_error(Win* w, int code, const char* fn, const char* fmt, ...) __attribut
 std::string win_label(const Win& w);
 
 // ---- ops.cpp ---------------------------------------------------------------------------------------
+// A run of a target layout: `n` items of predefined type `basic`, `reps` times, `stride`
+// bytes apart, from `off` (bytes from the target address).
+struct Run {
+  std::int64_t off;
+  std::uint64_t n;
+  std::uint64_t reps;
+  std::int64_t stride;
+  std::int32_t basic;
+  std::int32_t pad;
+};
+// n items of basic from packed bytes into memory (store) and back (load); `dev`: the
+// memory is CUDA device memory (types without gaps only).
+void store(char* dst, const char* src, std::size_t n, MPI_Datatype basic, bool dev);
+void load(char* dst, const char* src, std::size_t n, MPI_Datatype basic, bool dev);
 // Message kinds (Hdr::kind).
 // kDone: a direct operation or flush completed here (Converse runs it; `from` names the target).
 enum Kind : std::uint8_t {
@@ -177,6 +200,20 @@ void win_wait(Win& w, Done&& done) {
   });
   w.waiter = nullptr;
 }
+
+// ---- mapped.cpp --------------------------------------------------------------------------------------
+// Win_allocate's memory: a memfd mapped here (other processes of the host map it too), or
+// nullptr (then the heap). Fills me's pid, memfd and host.
+void* map_allocate(Win& w, std::size_t size, Member* me);
+// After the members' exchange: maps what this process can reach by load and store.
+void map_peers(Win& w);
+// Win_free: unmaps the peers' memory (before the final barrier) and then its own.
+void map_release_peers(Win& w);
+void map_release_own(Win& w);
+// A Put (`put`) or Get done by loads and stores into target t's mapped memory: complete at
+// the target when it returns.
+int mapped_op(Win& w, const char* fn, bool put, void* origin, int count, MPI_Datatype t, int target,
+              std::uint64_t disp, const Run* runs, int nruns);
 
 // ---- sync.cpp ---------------------------------------------------------------------------------------
 // Whether an operation to target t may be issued now (an epoch is open to it); on first use

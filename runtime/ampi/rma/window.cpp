@@ -112,11 +112,16 @@ int create(const char* fn, MPI_Comm comm, void* base, MPI_Aint size, int disp_un
   default_info(*w);
   merge_info(*w, info);
   const auto n = static_cast<std::size_t>(w->n);
+  Member me;
   if (flavor == MPI_WIN_FLAVOR_ALLOCATE) {
-    void* p = nullptr;
-    if (posix_memalign(&p, 64, size > 0 ? static_cast<std::size_t>(size) : 1) != 0)
-      return error(comm, MPI_ERR_NO_MEM, fn, "cannot allocate %ld bytes", static_cast<long>(size));
-    w->owned = base = p;
+    // Shared with this host's other processes where it can be (mapped.cpp), else the heap.
+    base = map_allocate(*w, static_cast<std::size_t>(size), &me);
+    if (!base) {
+      void* p = nullptr;
+      if (posix_memalign(&p, 64, size > 0 ? static_cast<std::size_t>(size) : 1) != 0)
+        return error(comm, MPI_ERR_NO_MEM, fn, "cannot allocate %ld bytes", static_cast<long>(size));
+      w->owned = base = p;
+    }
   } else if (flavor == MPI_WIN_FLAVOR_SHARED) {
     // Ranks of one process share an address space: rank 0 allocates every member's part,
     // one after another (contiguous, as MPI's default asks), each 64-byte aligned.
@@ -165,7 +170,6 @@ int create(const char* fn, MPI_Comm comm, void* base, MPI_Aint size, int disp_un
   g_windows.push_back(std::move(w));
   Win& me_w = *g_windows.back();
   me_w.handle = static_cast<MPI_Win>(g_windows.size());
-  Member me;
   me.pe = CmiMyPe();
   me.handle = me_w.handle;
   me.disp_unit = disp_unit;
@@ -175,6 +179,7 @@ int create(const char* fn, MPI_Comm comm, void* base, MPI_Aint size, int disp_un
   register_memory(me_w, &me);
   if (int rc = coll_allgather(&me, sizeof me, MPI_BYTE, me_w.members.data(), wc, coll_tag(wc))) return rc;
   attach_peers(me_w);
+  map_peers(me_w);
   me_w.ready = true;
   if (baseptr) *static_cast<void**>(baseptr) = base;
   *win = me_w.handle;
@@ -326,6 +331,7 @@ int PMPI_Win_free(MPI_Win* win) {
   win_wait(*w, [w] { return w->pending_total == 0; });
   for (CmiRmaRemote*& r : w->remotes)
     if (r) CmiRmaDetach(std::exchange(r, nullptr));
+  map_release_peers(*w);
   // Nobody may still be reaching this rank's memory: every member has closed its epochs.
   Comm& wc = *comm_get(w->comm);
   if ((rc = coll_barrier(wc, coll_tag(wc)))) return rc;
@@ -345,6 +351,7 @@ int PMPI_Win_free(MPI_Win* win) {
   }
   cm::errh_unref(w->errhandler);
   std::free(w->owned);
+  map_release_own(*w);
   PMPI_Comm_free(&w->comm);
   g_windows[static_cast<std::size_t>(*win) - 1].reset();
   *win = MPI_WIN_NULL;
