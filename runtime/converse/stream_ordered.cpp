@@ -5,8 +5,15 @@
 // While any point waits for its stream, one poller is registered: it asks the machine layer
 // which streams have arrived. Channel transfers start inside the poller (no scheduler hop);
 // their records are pooled Converse blocks, so nothing is allocated per operation.
+//
+// Device buffers are staged through pinned host buffers copied on the stream (machine.h,
+// "Staging": UCX's CUDA transports can block the PE while a stream waits for it);
+// UCHARM_STREAM_STAGING=0 hands them to UCX directly instead.
 #include <ucharm/converse.h>
 #include <ucharm/machine.h>
+
+#include <cstdlib>
+#include <cstring>
 
 #include "converse_internal.h"
 
@@ -49,10 +56,20 @@ struct Transfer {
   std::uint64_t tag;
   void* done_msg;
   lrts::StreamOp op;
+  void* staged_send;  // a send's staging buffer, released once the data has left
 };
+
+bool staging_on() {
+  static const bool on = [] {
+    const char* e = std::getenv("UCHARM_STREAM_STAGING");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  return on;
+}
 
 void transfer_done(void* ctx) {
   auto* t = static_cast<Transfer*>(ctx);
+  if (t->staged_send) lrts::LrtsStreamStageRelease(t->staged_send);
   lrts::LrtsStreamOpDone(t->op);
   void* done = t->done_msg;
   CmiFree(t);
@@ -70,10 +87,21 @@ CmiStreamOp enqueue_transfer(bool send, int pe, void* ptr, std::size_t size, std
   if (const char* why = CmiStreamOpsUnavailable())
     CmiAbort("%s on CUDA stream %p: %s", send ? "CmiChannelSendEnqueue" : "CmiChannelRecvEnqueue", stream, why);
   auto* t = static_cast<Transfer*>(CmiAlloc(sizeof(Transfer)));
-  *t = Transfer{send, pe, ptr, size, lrts::LrtsMemoryType(ptr), tag, done_msg, {}};
+  *t = Transfer{send, pe, ptr, size, lrts::LrtsMemoryType(ptr), tag, done_msg, {}, nullptr};
+  void* dev = nullptr;  // a staged receive's device buffer
+  if (t->mem == lrts::MemoryType::Cuda && size > 0 && staging_on()) {
+    if (send) t->ptr = t->staged_send = lrts::LrtsStreamStageOut(stream, ptr, size);
+    else {
+      dev = ptr;
+      t->ptr = lrts::LrtsStreamStageBuffer(size);
+      stream_waits = true;  // the copy into the device buffer follows the receive
+    }
+    t->mem = lrts::MemoryType::Host;
+  }
   // The record exists before the point: the poller may run it as soon as it is enqueued.
   const CmiStreamOp op = enqueue(stream, {transfer_ready, t}, stream_waits);
   t->op = to_lrts(op);
+  if (dev) lrts::LrtsStreamStageIn(stream, dev, t->ptr, size);
   return op;
 }
 
@@ -98,6 +126,18 @@ void CmiStreamEnqueueWait(void* stream, CmiStreamOp op) {
 }
 
 std::size_t CmiStreamOpsOpen() { return lrts::LrtsStreamOpsOpen(); }
+
+void* CmiStreamStageOut(void* stream, const void* dev, std::size_t size) {
+  void* host = lrts::LrtsStreamStageOut(stream, dev, size);
+  if (!g_poller) g_poller = CmiAddPoller(poll_streams, nullptr);
+  return host;
+}
+void* CmiStreamStageBuffer(std::size_t size) { return lrts::LrtsStreamStageBuffer(size); }
+void CmiStreamStageIn(void* stream, void* dev, void* host, std::size_t size) {
+  lrts::LrtsStreamStageIn(stream, dev, host, size);
+  if (!g_poller) g_poller = CmiAddPoller(poll_streams, nullptr);
+}
+void CmiStreamStageRelease(void* host) { lrts::LrtsStreamStageRelease(host); }
 
 CmiStreamOp CmiChannelSendEnqueue(int pe, const void* ptr, std::size_t size, std::uint64_t tag, void* stream,
                                   bool stream_waits, void* done_msg) {

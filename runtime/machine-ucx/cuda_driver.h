@@ -46,6 +46,8 @@ struct CudaDriver {
     CUresult (*mem_host_alloc)(void**, std::size_t, unsigned) = nullptr;
     CUresult (*mem_host_get_device_pointer)(CUdeviceptr*, void*, unsigned) = nullptr;
     CUresult (*launch_host_func)(CUstream, CUhostFn, void*) = nullptr;
+    CUresult (*copy_dtoh_async)(void*, CUdeviceptr, std::size_t, CUstream) = nullptr;
+    CUresult (*copy_htod_async)(CUdeviceptr, const void*, std::size_t, CUstream) = nullptr;
   } stream;
 };
 

@@ -54,6 +54,7 @@ const CudaDriver& cuda_driver() {
     sym(i.wait_value64, "cuStreamWaitValue64_v2"); sym(i.p2p_attr, "cuDeviceGetP2PAttribute");
     sym(c.stream.mem_host_alloc, "cuMemHostAlloc"); sym(c.stream.launch_host_func, "cuLaunchHostFunc");
     sym(c.stream.mem_host_get_device_pointer, "cuMemHostGetDevicePointer_v2");
+    sym(c.stream.copy_dtoh_async, "cuMemcpyDtoHAsync_v2"); sym(c.stream.copy_htod_async, "cuMemcpyHtoDAsync_v2");
     return c;
   }();
   return d;

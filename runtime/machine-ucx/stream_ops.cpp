@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 #include <fmt/core.h>
 
@@ -137,6 +138,13 @@ class StreamOps {
     for (std::uint32_t slot : arrived_) {
       --M().gpu_inflight;
       Slot& s = slot_state(slot);
+      if (s.stage_in) {  // the stream has copied a staged receive out: buffer and slot back
+        stage_release(s.stage_in);
+        s.stage_in = nullptr;
+        store(words_of(slot).done, s.seq);
+        free_.push_back(slot);
+        continue;
+      }
       s.started = true;
       if (s.on_ready.fn) s.on_ready.fn(s.on_ready.ctx);
     }
@@ -152,9 +160,69 @@ class StreamOps {
                         op.slot, op.seq));
     store(words_of(op.slot).done, op.seq);
     s.started = false;
-    free_.push_back(op.slot);
     --open_;
+    free_.push_back(op.slot);
   }
+
+  // ---- staging: device buffers go through pinned host buffers, copied on the stream ----
+  void* stage_out(GpuStream stream, const void* dev, std::size_t size) {
+    void* host = stage_buffer(size);
+    const CudaDriver& cu = cuda_driver();
+    const CUresult r = cu.stream.copy_dtoh_async(host, reinterpret_cast<CUdeviceptr>(dev), size,
+                                                 static_cast<CUstream>(stream));
+    if (r != CUDA_SUCCESS)
+      fatal(fmt::format("staging {} bytes of device memory at {} on CUDA stream {} failed: {}", size, dev, stream,
+                        cu.name_of(r)));
+    return host;
+  }
+
+  void* stage_buffer(std::size_t size) {
+    if (const char* why = unavailable()) fatal(fmt::format("a staged stream-ordered transfer: {}", why));
+    unsigned c = 12;  // 4 KiB at least
+    while ((std::size_t{1} << c) < size) ++c;
+    if (c >= kClasses) fatal(fmt::format("a stream-ordered transfer of {} bytes is too large to stage", size));
+    std::vector<void*>& fl = stage_free_[c];
+    if (!fl.empty()) {
+      void* p = fl.back();
+      fl.pop_back();
+      return p;
+    }
+    void* p = nullptr;
+    const CudaDriver& cu = cuda_driver();
+    const CUresult r = cu.stream.mem_host_alloc(&p, std::size_t{1} << c, CU_MEMHOSTALLOC_PORTABLE);
+    if (r != CUDA_SUCCESS)
+      fatal(fmt::format("allocating a pinned staging buffer of {} bytes failed: {}", std::size_t{1} << c, cu.name_of(r)));
+    stage_class_[p] = c;  // kept until the process ends (freeing pinned memory synchronizes the device)
+    return p;
+  }
+
+  void stage_release(void* host) {
+    auto it = stage_class_.find(host);
+    if (it == stage_class_.end()) fatal(fmt::format("LrtsStreamStageRelease: {} is no staging buffer", host));
+    stage_free_[it->second].push_back(host);
+  }
+
+  // The stream copies `host` into `dev`, then reaches a point of ours that recycles the
+  // buffer (no completion of the caller's: the point only tells that the copy is done).
+  void stage_in(GpuStream stream, void* dev, void* host, std::size_t size) {
+    if (const char* why = unavailable()) fatal(fmt::format("a staged stream-ordered transfer: {}", why));
+    const CudaDriver& cu = cuda_driver();
+    const CUresult r =
+        cu.stream.copy_htod_async(reinterpret_cast<CUdeviceptr>(dev), host, size, static_cast<CUstream>(stream));
+    if (r != CUDA_SUCCESS)
+      fatal(fmt::format("enqueuing the copy of a staged receive ({} bytes into {}) on CUDA stream {} failed: {}", size,
+                        dev, stream, cu.name_of(r)));
+    const std::uint32_t slot = take_slot();
+    Slot& s = slot_state(slot);
+    const std::uint64_t seq = ++s.seq;
+    s.on_ready = {};
+    s.started = false;
+    s.stage_in = host;
+    write_ready(stream, slot, seq);
+    waiting_.push_back(slot);
+    ++M().gpu_inflight;
+  }
+
 
   bool is_done(StreamOp op) {
     check_op(op, "LrtsStreamOpIsDone");
@@ -173,6 +241,7 @@ class StreamOps {
     std::uint64_t seq = 0;  // the current (or last) use's number
     Completion on_ready{};
     bool started = false;   // the stream arrived; not yet done
+    void* stage_in = nullptr;  // an internal point: recycle this staging buffer when reached
   };
 
   void check() {
@@ -189,9 +258,9 @@ class StreamOps {
       return;
     }
     if (!cu.stream.mem_host_alloc || !cu.stream.mem_host_get_device_pointer || !cu.ipc.ctx_get_device ||
-        !cu.ipc.device_attr) {
+        !cu.ipc.device_attr || !cu.stream.copy_dtoh_async || !cu.stream.copy_htod_async) {
       why_ = "the CUDA driver lacks the calls stream-ordered operations need (cuMemHostAlloc, "
-             "cuMemHostGetDevicePointer, cuDeviceGetAttribute)";
+             "cuMemHostGetDevicePointer, cuDeviceGetAttribute, cuMemcpyDtoHAsync, cuMemcpyHtoDAsync)";
       return;
     }
     CUdevice dev = 0;
@@ -281,6 +350,9 @@ class StreamOps {
   std::vector<std::uint32_t> waiting_;  // enqueued, their stream not yet there
   std::vector<std::uint32_t> arrived_;  // poll()'s scratch (kept: no allocation per poll)
   std::size_t open_ = 0;
+  static constexpr unsigned kClasses = 40;  // staging buffers: 2^12 .. 2^39 bytes
+  std::array<std::vector<void*>, kClasses> stage_free_{};
+  std::unordered_map<void*, unsigned> stage_class_;
 };
 
 // This PE's points (non-SMP: one PE per process, reached only through ops()).
@@ -304,6 +376,12 @@ void LrtsStreamOpDone(StreamOp op) { ops().done(op); }
 bool LrtsStreamOpIsDone(StreamOp op) { return ops().is_done(op); }
 std::size_t LrtsStreamOpsOpen() { return ops().open(); }
 std::size_t LrtsStreamOpsWaiting() { return ops().waiting(); }
+void* LrtsStreamStageOut(GpuStream stream, const void* dev, std::size_t size) { return ops().stage_out(stream, dev, size); }
+void* LrtsStreamStageBuffer(std::size_t size) { return ops().stage_buffer(size); }
+void LrtsStreamStageIn(GpuStream stream, void* dev, void* host, std::size_t size) {
+  ops().stage_in(stream, dev, host, size);
+}
+void LrtsStreamStageRelease(void* host) { ops().stage_release(host); }
 #else
 namespace {
 constexpr const char* kNoCuda = "ucharm was built without CUDA (UCHARM_ENABLE_CUDA=OFF)";
@@ -321,6 +399,10 @@ void LrtsStreamOpDone(StreamOp) { fatal(fmt::format("LrtsStreamOpDone: {}", kNoC
 bool LrtsStreamOpIsDone(StreamOp) { return true; }
 std::size_t LrtsStreamOpsOpen() { return 0; }
 std::size_t LrtsStreamOpsWaiting() { return 0; }
+void* LrtsStreamStageOut(GpuStream, const void*, std::size_t) { fatal(fmt::format("LrtsStreamStageOut: {}", kNoCuda)); }
+void* LrtsStreamStageBuffer(std::size_t) { fatal(fmt::format("LrtsStreamStageBuffer: {}", kNoCuda)); }
+void LrtsStreamStageIn(GpuStream, void*, void*, std::size_t) { fatal(fmt::format("LrtsStreamStageIn: {}", kNoCuda)); }
+void LrtsStreamStageRelease(void*) { fatal(fmt::format("LrtsStreamStageRelease: {}", kNoCuda)); }
 #endif
 
 }  // namespace ucharm::machine

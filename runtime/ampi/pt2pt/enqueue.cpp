@@ -9,6 +9,13 @@
 // blocking forms make the stream wait at once; the I-forms only when MPIX_Wait_enqueue is
 // called. The host never waits for the GPU, and the rank's thread never blocks.
 //
+// Device buffers travel through pinned host buffers copied on the stream (converse.h,
+// "Stream-ordered transfers": UCX's CUDA transports can block the PE while a stream waits
+// for it): a send's data is copied out before its point, a receive's copied in after the
+// stream's wait for it (MPIX_Recv_enqueue at once, MPIX_Irecv_enqueue at its
+// MPIX_Wait_enqueue), the whole receive buffer. Contiguous datatypes only there.
+// UCHARM_STREAM_STAGING=0 hands device buffers to the ordinary device path instead.
+//
 // An enqueued operation's request is not an ordinary MPI_Request: it is complete only through
 // MPIX_Wait_enqueue / MPIX_Waitall_enqueue (MPI_Wait & co. report an invalid request).
 // State is per process (non-SMP: one PE), as are CUDA streams; a rank with enqueued operations
@@ -20,6 +27,7 @@
 
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <string>
@@ -52,7 +60,19 @@ struct Op {
   MPI_Request req = MPI_REQUEST_NULL;  // the ordinary request, once started
   MPI_Status status{};
   MPI_Status* status_out = nullptr;  // filled at completion (the caller keeps it valid)
+  void* staged = nullptr;      // the pinned buffer a device buffer's data goes through
+  void* stage_dev = nullptr;   // a staged receive: the device buffer it is copied into
+  std::size_t stage_bytes = 0;
+  bool stage_in_done = false;  // the copy into stage_dev is enqueued
 };
+
+bool staging_on() {
+  static const bool on = [] {
+    const char* e = std::getenv("UCHARM_STREAM_STAGING");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  return on;
+}
 
 struct EnqueueState {
   std::vector<StreamRec> streams;  // MPIX_Stream = index + 1
@@ -135,7 +155,9 @@ bool watch_poll(void*) {
 
 void release_op(int i) {
   EnqueueState& s = st();
-  s.ops[static_cast<std::size_t>(i)] = Op{};
+  Op& o = s.ops[static_cast<std::size_t>(i)];
+  if (o.staged && o.stage_dev && !o.stage_in_done) CmiStreamStageRelease(o.staged);  // never waited for
+  o = Op{};
   s.free_ops.push_back(i);
 }
 
@@ -148,6 +170,7 @@ void finish_op(int i) {
   o.req = MPI_REQUEST_NULL;
   o.complete = true;
   if (o.status_out) *o.status_out = o.status;
+  if (o.send && o.staged) CmiStreamStageRelease(o.staged);  // the data has left
   CmiStreamOpDone(o.sop);
   if (o.blocking || o.waited) release_op(i);
 }
@@ -197,6 +220,11 @@ int enqueue(const char* fn, bool send, bool blocking, const void* buf, int count
                  "the communicator's MPIX_Stream has no CUDA stream (create it with info \"type\" = "
                  "\"cudaStream_t\" and \"value\" = the stream, MPIX_Info_set_hex)");
   if (const char* why = CmiStreamOpsUnavailable()) return error(comm, MPI_ERR_OTHER, fn, "%s", why);
+  if (count > 0 && !f.contiguous && is_device(buf))
+    return error(comm, MPI_ERR_TYPE, fn, "a device buffer with a non-contiguous datatype (%s) is not supported here",
+                 type_name(type).c_str());
+  if (static_cast<std::size_t>(count) * f.size > static_cast<std::size_t>(INT32_MAX) && is_device(buf))
+    return error(comm, MPI_ERR_COUNT, fn, "a device buffer of more than 2^31-1 bytes is not supported here");
   EnqueueState& s = st();
   int i;
   if (!s.free_ops.empty()) {
@@ -219,10 +247,27 @@ int enqueue(const char* fn, bool send, bool blocking, const void* buf, int count
   o.comm = comm;
   o.stream = sr->cuda;
   o.status_out = status == MPI_STATUS_IGNORE ? nullptr : status;
+  if (count > 0 && f.size > 0 && staging_on() && is_device(buf)) {
+    const std::size_t bytes = static_cast<std::size_t>(count) * f.size;
+    char* data = static_cast<char*>(o.buf) + f.lb;
+    if (send) o.staged = CmiStreamStageOut(o.stream, data, bytes);
+    else {
+      o.staged = CmiStreamStageBuffer(bytes);
+      o.stage_dev = data;
+      o.stage_bytes = bytes;
+    }
+    o.buf = o.staged;
+    o.count = static_cast<int>(bytes);
+    o.type = MPI_BYTE;
+  }
   void* m = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof i);
   std::memcpy(CmiMsgPayload(m), &i, sizeof i);
   CmiSetHandler(m, ck::ConverseHandler<&op_ready>::handler());
   o.sop = CmiStreamEnqueue(o.stream, m, blocking);
+  if (blocking && o.stage_dev) {
+    CmiStreamStageIn(o.stream, o.stage_dev, o.staged, o.stage_bytes);
+    o.stage_in_done = true;
+  }
   *out = i;
   return MPI_SUCCESS;
 }
@@ -238,6 +283,10 @@ int wait_enqueue(const char* fn, MPI_Request* request, MPI_Status* status) {
                  "request %d is not a pending MPIX_Isend_enqueue / MPIX_Irecv_enqueue request of this rank",
                  *request);
   CmiStreamEnqueueWait(o->stream, o->sop);
+  if (o->stage_dev && !o->stage_in_done) {  // a staged receive: its data reaches the device buffer now
+    CmiStreamStageIn(o->stream, o->stage_dev, o->staged, o->stage_bytes);
+    o->stage_in_done = true;
+  }
   *request = MPI_REQUEST_NULL;
   if (o->complete) {
     if (status != MPI_STATUS_IGNORE) *status = o->status;

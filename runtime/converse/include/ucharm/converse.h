@@ -333,7 +333,20 @@ void CmiStreamEnqueueWait(void* stream, CmiStreamOp op);
 std::size_t CmiStreamOpsOpen();  // enqueued on this PE, not yet done (tests)
 // Channel transfers (CmiChannelSend/Recv's tags) started when `stream` reaches them, from
 // the poller itself (no scheduler hop). `done_msg` (or nullptr) runs here once the transfer
-// has completed; with `stream_waits` the stream waits for that completion as well.
+// has completed; with `stream_waits` the stream waits for that completion as well. Device
+// buffers travel through pinned host buffers copied on the stream (below): a receive into
+// one always makes the stream wait, and its data reaches the device buffer on the stream
+// (work queued after the receive sees it; `done_msg` may run before that copy).
+// UCHARM_STREAM_STAGING=0 hands device buffers to UCX instead (see machine.h, "Staging").
+//
+// Staging for layers that start their own transfers (the MPI shim): StageOut enqueues the
+// copy of device data into a pinned buffer and returns it (release it once sent);
+// StageBuffer gives a pinned buffer to receive into; StageIn, enqueued once the stream
+// waits for that receive, copies it into the device buffer and recycles it after the copy.
+void* CmiStreamStageOut(void* stream, const void* dev, std::size_t size);
+void* CmiStreamStageBuffer(std::size_t size);
+void CmiStreamStageIn(void* stream, void* dev, void* host, std::size_t size);
+void CmiStreamStageRelease(void* host);
 CmiStreamOp CmiChannelSendEnqueue(int pe, const void* ptr, std::size_t size, std::uint64_t tag, void* stream,
                                   bool stream_waits, void* done_msg);
 CmiStreamOp CmiChannelRecvEnqueue(void* ptr, std::size_t size, std::uint64_t tag, void* stream, bool stream_waits,

@@ -284,7 +284,20 @@ int LrtsStreamPoll();
 void LrtsStreamOpDone(StreamOp op);
 bool LrtsStreamOpIsDone(StreamOp op);
 std::size_t LrtsStreamOpsOpen();     // enqueued, not yet done (tests)
-std::size_t LrtsStreamOpsWaiting();  // enqueued, their streams not yet there
+std::size_t LrtsStreamOpsWaiting();  // enqueued, their streams not yet there (or staged copies pending)
+// Staging. While a stream waits for this PE, UCX's CUDA transports can block this PE's
+// thread inside a CUDA call (seen on an H100 pair with cuda_ipc and with cuda_copy alone:
+// the enqueued transfer of a device buffer never completed; the same chain on pinned host
+// buffers ran). So device buffers go through pinned host buffers, copied on the stream
+// itself: StageOut enqueues the copy of `size` bytes at `dev` into a staging buffer (before
+// the point whose transfer sends it) and returns it; a receive lands in StageBuffer's
+// buffer, and StageIn enqueues (after the point the stream waits on) the copy into `dev`
+// and recycles the buffer once the stream has done it. A send's buffer goes back with
+// StageRelease, once the data has left. Buffers are pooled by power-of-two size.
+void* LrtsStreamStageOut(GpuStream stream, const void* dev, std::size_t size);
+void* LrtsStreamStageBuffer(std::size_t size);
+void LrtsStreamStageIn(GpuStream stream, void* dev, void* host, std::size_t size);
+void LrtsStreamStageRelease(void* host);
 
 // Orderly teardown, collective over all PEs: flush sends, fence, cancel pre-posted
 // receives, close endpoints, fence, destroy worker and context, finalize PMIx.
