@@ -16,6 +16,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -45,8 +46,8 @@ struct alignas(64) Words {
 };
 static_assert(sizeof(Words) == 128);
 
-constexpr std::uint32_t kChunkSlots = 512;  // 64 KiB of pinned memory per chunk
-constexpr std::uint32_t kMaxChunks = 256;   // 131072 points open at once at most
+constexpr std::uint32_t kChunkSlots = 2048;  // 256 KiB of pinned memory per chunk (see new_slab)
+constexpr std::uint32_t kMaxChunks = 64;    // 131072 points open at once at most
 
 std::uint64_t load(const std::uint64_t& w) {
   return std::atomic_ref<const std::uint64_t>(w).load(std::memory_order_acquire);
@@ -187,13 +188,36 @@ class StreamOps {
       fl.pop_back();
       return p;
     }
+    // Carved from slabs of pinned memory: allocating page-locked memory is an implicit
+    // synchronization point for the device, which never completes while a stream waits for
+    // this PE. So one slab (UCHARM_STREAM_STAGING_MB, default 64) is taken at the first
+    // staged transfer, before this PE's streams wait; another only if it runs out.
+    const std::size_t bytes = std::size_t{1} << c;
+    if (slab_left_ < bytes) new_slab(bytes);
+    void* p = slab_next_;
+    slab_next_ += bytes;
+    slab_left_ -= bytes;
+    stage_class_[p] = c;
+    return p;
+  }
+
+  void new_slab(std::size_t at_least) {
+    std::size_t mb = 64;
+    if (const char* e = std::getenv("UCHARM_STREAM_STAGING_MB")) mb = std::strtoull(e, nullptr, 10);
+    const std::size_t size = std::max(at_least, std::max<std::size_t>(mb, 1) << 20);
+    if (slabs_ > 0 && M().trace_ops)
+      fmt::print(stderr, "ucharm: PE {}: stream staging: another slab of {} bytes (pinned allocations may wait for "
+                 "the device)\n", M().info.my_pe, size);
     void* p = nullptr;
     const CudaDriver& cu = cuda_driver();
-    const CUresult r = cu.stream.mem_host_alloc(&p, std::size_t{1} << c, CU_MEMHOSTALLOC_PORTABLE);
+    const CUresult r = cu.stream.mem_host_alloc(&p, size, CU_MEMHOSTALLOC_PORTABLE);
     if (r != CUDA_SUCCESS)
-      fatal(fmt::format("allocating a pinned staging buffer of {} bytes failed: {}", std::size_t{1} << c, cu.name_of(r)));
-    stage_class_[p] = c;  // kept until the process ends (freeing pinned memory synchronizes the device)
-    return p;
+      fatal(fmt::format("allocating {} bytes of pinned staging memory failed: {} (UCHARM_STREAM_STAGING_MB sets "
+                        "the slab size)",
+                        size, cu.name_of(r)));
+    ++slabs_;  // kept until the process ends (freeing pinned memory synchronizes the device)
+    slab_next_ = static_cast<char*>(p);
+    slab_left_ = size;
   }
 
   void stage_release(void* host) {
@@ -353,6 +377,9 @@ class StreamOps {
   static constexpr unsigned kClasses = 40;  // staging buffers: 2^12 .. 2^39 bytes
   std::array<std::vector<void*>, kClasses> stage_free_{};
   std::unordered_map<void*, unsigned> stage_class_;
+  char* slab_next_ = nullptr;  // the free end of the current staging slab
+  std::size_t slab_left_ = 0;
+  unsigned slabs_ = 0;
 };
 
 // This PE's points (non-SMP: one PE per process, reached only through ops()).
