@@ -7,7 +7,7 @@
 // their records are pooled Converse blocks, so nothing is allocated per operation.
 //
 // Device buffers are staged through pinned host buffers copied on the stream (machine.h,
-// "Staging": UCX's CUDA transports can block the PE while a stream waits for it);
+// "Staging": UCX did not complete device transfers while a stream waited for the PE);
 // UCHARM_STREAM_STAGING=0 hands them to UCX directly instead.
 #include <ucharm/converse.h>
 #include <ucharm/machine.h>

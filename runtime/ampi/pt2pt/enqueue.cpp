@@ -10,8 +10,8 @@
 // called. The host never waits for the GPU, and the rank's thread never blocks.
 //
 // Device buffers travel through pinned host buffers copied on the stream (converse.h,
-// "Stream-ordered transfers": UCX's CUDA transports can block the PE while a stream waits
-// for it): a send's data is copied out before its point, a receive's copied in after the
+// "Stream-ordered transfers": UCX did not complete device transfers while a stream waited
+// for the PE): a send's data is copied out before its point, a receive's copied in after the
 // stream's wait for it (MPIX_Recv_enqueue at once, MPIX_Irecv_enqueue at its
 // MPIX_Wait_enqueue), the whole receive buffer. Contiguous datatypes only there.
 // UCHARM_STREAM_STAGING=0 hands device buffers to the ordinary device path instead.

@@ -285,10 +285,9 @@ void LrtsStreamOpDone(StreamOp op);
 bool LrtsStreamOpIsDone(StreamOp op);
 std::size_t LrtsStreamOpsOpen();     // enqueued, not yet done (tests)
 std::size_t LrtsStreamOpsWaiting();  // enqueued, their streams not yet there (or staged copies pending)
-// Staging. While a stream waits for this PE, UCX's CUDA transports can block this PE's
-// thread inside a CUDA call (seen on an H100 pair with cuda_ipc and with cuda_copy alone:
-// the enqueued transfer of a device buffer never completed; the same chain on pinned host
-// buffers ran). So device buffers go through pinned host buffers, copied on the stream
+// Staging. While a stream waited for this PE, UCX never completed the transfer of a device
+// buffer (seen on an H100 pair with cuda_ipc and with cuda_copy alone; the same chain on
+// pinned host buffers ran; the cause inside UCX is not known). So device buffers go through pinned host buffers, copied on the stream
 // itself: StageOut enqueues the copy of `size` bytes at `dev` into a staging buffer (before
 // the point whose transfer sends it) and returns it; a receive lands in StageBuffer's
 // buffer, and StageIn enqueues (after the point the stream waits on) the copy into `dev`
