@@ -467,7 +467,7 @@ int LrtsProgress() {
 void LrtsIdleWait(int timeout_ms) {
   Machine& m = M();
   if (m.gpu_inflight) return;  // completions come from polling CUDA events, not the fd
-  if (m.rma_open) return;      // nor need one-sided completions signal it
+  if (m.rma_open) return rma_idle_wait();  // nor need one-sided ones signal it: short steps
   ucs_status_t s = ucp_worker_arm(m.worker);
   if (s == UCS_ERR_BUSY) {
     // Events pending: the caller progresses again. Sleeping is right only when the

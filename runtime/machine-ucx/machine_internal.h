@@ -172,7 +172,7 @@ struct Machine {
   // them by polling CUDA events, which do not signal the worker's event fd, so an idle PE
   // must not sleep while any is open.
   std::size_t gpu_inflight = 0;
-  std::size_t rma_open = 0;  // one-sided operations and flushes open (rma.cpp): no sleeping
+  std::size_t rma_open = 0;  // one-sided operations and flushes open (rma.cpp): short sleeps only
   std::vector<char> my_address;        // for the endpoint to self (device data to self)
   bool trace_ops = false;              // UCHARM_TRACE_OPS=1: one stderr line per device/channel op
   bool force_callbacks = false;        // UCHARM_TEST_SEND_CALLBACKS=1: host buffers take the
@@ -204,8 +204,10 @@ void link_recv(RequestState* r);
 void unlink_recv(RequestState* r);
 // gpu_ops.cpp: device and channel operations
 int start_deferred();
-// rma.cpp: at exit, before the endpoints close
+// rma.cpp: at exit, before the endpoints close; LrtsIdleWait's short sleep while
+// one-sided operations are open
 void rma_release_all();
+void rma_idle_wait();
 // endpoints.cpp
 void bind_to_core(Machine& m);
 ucp_ep_h endpoint(int pe);

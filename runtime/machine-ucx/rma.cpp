@@ -11,6 +11,7 @@
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <fmt/core.h>
@@ -54,6 +55,7 @@ struct RmaOp {
   int pending;           // UCX operations of this op still open
   int pe;
   std::uint8_t width;
+  bool gpu;              // counted in gpu_inflight: CUDA completions are polled
   RmaOp* next_free;
 };
 
@@ -120,6 +122,7 @@ void part_done(RmaOp* op, ucs_status_t status) {
   }
   if (--op->pending > 0) return;
   --m.rma_open;
+  if (op->gpu) --m.gpu_inflight;
   if (op->remote) --op->remote->open;
   if (op->counter) --op->counter->open;
   m.done.push_back({Completion{op_finish, op}, nullptr, DeviceRecvType::Converse});
@@ -130,7 +133,7 @@ void op_callback(void* request, ucs_status_t status, void* user_data) {
   ucp_request_free(request);
 }
 
-RmaOp* new_op(RmaRemote* r, int pe, Completion done, int parts) {
+RmaOp* new_op(RmaRemote* r, int pe, Completion done, int parts, bool gpu = false) {
   RmaOp* op = g_rma.ops.take();
   op->done = done;
   op->remote = r;
@@ -140,7 +143,9 @@ RmaOp* new_op(RmaRemote* r, int pe, Completion done, int parts) {
   op->pending = parts;
   op->pe = pe;
   op->width = 0;
+  op->gpu = gpu;
   ++M().rma_open;
+  if (gpu) ++M().gpu_inflight;
   if (r) ++r->open;
   return op;
 }
@@ -188,7 +193,38 @@ void check_atomic_target(const RmaRemote* r, std::size_t offset, std::size_t wid
                       offset, r->pe, width));
 }
 
+bool gpu_op(const RmaRemote* r, MemoryType local) { return local != MemoryType::Host || r->mem != MemoryType::Host; }
+
+// Sleeps at most `timeout_us` on the worker's event fd (armed first).
+void short_wait(int timeout_us) {
+  Machine& m = M();
+  ucs_status_t s = ucp_worker_arm(m.worker);
+  if (s == UCS_ERR_BUSY) {
+    // Events pending: progress again, unless only small sends held back by a busy peer
+    // keep UCX busy (as in LrtsIdleWait): then the step is spent asleep.
+    if (m.own_waits == 0 && m.rma_open == 0 && m.small_sends_open > 0) {
+      ++m.idle_stats.backoff_sleeps;
+      ::usleep(static_cast<useconds_t>(timeout_us));
+    } else {
+      ++m.idle_stats.busy_retries;
+    }
+    return;
+  }
+  check(s, "ucp_worker_arm");
+  ++m.idle_stats.fd_waits;
+  pollfd pfd{m.epoll_fd, POLLIN, 0};
+  const timespec ts{0, static_cast<long>(timeout_us) * 1000L};
+  ::ppoll(&pfd, 1, &ts, nullptr);
+}
+
+// While host one-sided operations are open: their completions (or the replies of
+// software-emulated ones) normally signal the fd, but nothing promises it, so the PE
+// sleeps in short steps only (and yields the core to others meanwhile).
+constexpr int kRmaStepUs = 50;
+
 }  // namespace
+
+void rma_idle_wait() { short_wait(kRmaStepUs); }
 
 // At exit, before the endpoints close: attached keys and registrations are released.
 void rma_release_all() {
@@ -276,12 +312,12 @@ void LrtsRmaDetach(RmaRemote* r) {
 void LrtsRmaPut(RmaRemote* r, std::size_t offset, const void* src, std::size_t bytes, MemoryType mem,
                 Completion done) {
   check_range(r, offset, bytes, "put");
-  put_part(new_op(r, r->pe, done, 1), r, offset, src, bytes, mem);
+  put_part(new_op(r, r->pe, done, 1, gpu_op(r, mem)), r, offset, src, bytes, mem);
 }
 
 void LrtsRmaGet(RmaRemote* r, std::size_t offset, void* dst, std::size_t bytes, MemoryType mem, Completion done) {
   check_range(r, offset, bytes, "get");
-  RmaOp* op = new_op(r, r->pe, done, 1);
+  RmaOp* op = new_op(r, r->pe, done, 1, gpu_op(r, mem));
   if (bytes == 0) return part_done(op, UCS_OK);
   ucp_request_param_t p = params(op, mem);
   issued(op, ucp_get_nbx(endpoint(r->pe), dst, bytes, r->addr + offset, r->rkey, &p));
@@ -295,7 +331,7 @@ void LrtsRmaPutNotify(RmaRemote* r, std::size_t offset, const void* src, std::si
     fatal(fmt::format("notified put to PE {} names a counter on PE {}: the counter must be on the same PE", r->pe,
                       counter->pe));
   // Two parts: the data, then (ordered after it at the target) the counter's add.
-  RmaOp* op = new_op(r, r->pe, done, 2);
+  RmaOp* op = new_op(r, r->pe, done, 2, gpu_op(r, mem));
   op->counter = counter;
   ++counter->open;
   put_part(op, r, offset, src, bytes, mem);
@@ -360,25 +396,10 @@ std::size_t LrtsRmaOpen() { return M().rma_open; }
 
 void LrtsIdleWaitUs(int timeout_us) {
   Machine& m = M();
-  if (m.gpu_inflight || m.rma_open) return;  // completions need polling
+  if (m.gpu_inflight) return;  // CUDA completions are polled
+  if (m.rma_open) timeout_us = std::min(timeout_us, kRmaStepUs);
   if (timeout_us >= 1000) return LrtsIdleWait(timeout_us / 1000);
-  ucs_status_t s = ucp_worker_arm(m.worker);
-  if (s == UCS_ERR_BUSY) {
-    // Events pending: progress again, unless only small sends held back by a busy peer
-    // keep UCX busy (as in LrtsIdleWait): then the step is spent asleep.
-    if (m.own_waits == 0 && m.small_sends_open > 0) {
-      ++m.idle_stats.backoff_sleeps;
-      ::usleep(static_cast<useconds_t>(timeout_us));
-    } else {
-      ++m.idle_stats.busy_retries;
-    }
-    return;
-  }
-  check(s, "ucp_worker_arm");
-  ++m.idle_stats.fd_waits;
-  pollfd pfd{m.epoll_fd, POLLIN, 0};
-  const timespec ts{0, static_cast<long>(timeout_us) * 1000L};
-  ::ppoll(&pfd, 1, &ts, nullptr);
+  short_wait(timeout_us);
 }
 
 }  // namespace ucharm::machine

@@ -173,7 +173,8 @@ void LrtsChannelRecv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t 
 // region is a fatal error naming the region's size, the offset and the length (always
 // checked). Completions run after progress, never inside UCX; no heap allocation per
 // operation once the pool has grown. While an operation or flush is open, LrtsIdleWait
-// does not sleep (UCX's one-sided completions need not signal the worker's event fd).
+// sleeps in 50 us steps only (UCX's one-sided completions need not signal the worker's
+// event fd), and not at all while one involves CUDA memory (counted as a GPU operation).
 struct RmaRegion;  // registered here
 struct RmaRemote;  // a peer's region, attached here
 // Registers [ptr, ptr + size) of memory type `mem` (size 0 allowed: nothing is mapped).
