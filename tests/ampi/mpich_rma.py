@@ -21,6 +21,9 @@ import mpich_tests  # noqa: E402  (CONF_H, UTIL_SOURCES, makefile_rules)
 # (program, ranks, args): every synchronization kind, every operation, datatypes on both
 # sides, dynamic and shared windows, attributes, request-based operations, lock-free lists.
 CHOSEN = [
+    ("transpose6", 1, []), ("contig_displ", 1, []), ("attrorderwin", 1, []), ("baseattrwin", 1, []),
+    ("fkeyvalwin", 1, []), ("selfrma", 1, []), ("get_acc_local", 1, []), ("rmanull", 2, []),
+    ("rmazero", 2, []), ("badrma", 2, []),
     ("winname", 2, []), ("wincall", 2, []), ("test1", 2, []), ("test2", 2, []),
     ("test3", 2, []), ("test4", 2, []), ("test5_am", 2, []), ("transpose3", 2, []),
     ("transpose4", 2, []), ("lockopts", 2, []), ("locknull", 2, []), ("rputget", 2, []),
