@@ -1,11 +1,11 @@
 /* Reproducer (helper H7, issue 19 part 6) for AMPI RMA: post/start + MPI_Put + complete/wait
- * between neighbouring ranks on different PEs, Jacobi3D --mode rma's pattern, hangs in
- * MPI_Win_complete of the first epoch (ucharm tree of 2026-11-26 ~15:40, runtime/ampi/rma
- * with uncommitted edits in ops.cpp/sync.cpp). It passes with the direct path off
- * (UCHARM_AMPI_RMA_DIRECT_MIN=0), with fence instead of PSCW (argument 2), with PSCW and no
+ * between neighbouring ranks on different PEs, Jacobi3D --mode rma's pattern, hung in
+ * MPI_Win_complete of the first epoch with the tree of 2026-11-26 ~15:40 (runtime/ampi/rma
+ * with uncommitted edits over e88b4ce); it passes at 259e14d. Kept as a small check of that
+ * path. The hang was gone with the direct path off (UCHARM_AMPI_RMA_DIRECT_MIN=0), with fence instead of PSCW (argument 2), with PSCW and no
  * Put (argument 1), and with both ranks on one PE (+vp 2 on -n 1). Not built by CMake:
  *   build/runtime/ampi/bin/ampicc -O1 -o /tmp/pscw tests/jacobi3d/repro/ampi_pscw_put.c
- *   build/tools/ucharmrun/ucharmrun -n 2 --timeout 15 /tmp/pscw 64 0     # hangs; "ok" x2 when fixed
+ *   build/tools/ucharmrun/ucharmrun -n 2 --timeout 15 /tmp/pscw 64 0     # "ok" twice (hung before)
  *   UCHARM_AMPI_RMA_DIRECT_MIN=0 build/tools/ucharmrun/ucharmrun -n 2 /tmp/pscw 64 0   # ok
  * Arguments: doubles per put (64), synchronization (0 PSCW + Put, 1 PSCW only, 2 fence + Put).
  * Under OpenMPI (mpicc; mpirun -np 2) every form prints "ok". */
