@@ -2,8 +2,9 @@
  * between neighbouring ranks on different PEs, Jacobi3D --mode rma's pattern, hung in
  * MPI_Win_complete of the first epoch with the tree of 2026-11-26 ~15:40 (runtime/ampi/rma
  * with uncommitted edits over e88b4ce); it passes at 259e14d. Kept as a small check of that
- * path. The hang was gone with the direct path off (UCHARM_AMPI_RMA_DIRECT_MIN=0), with fence instead of PSCW (argument 2), with PSCW and no
- * Put (argument 1), and with both ranks on one PE (+vp 2 on -n 1). Not built by CMake:
+ * path. The hang was gone with the direct path off (UCHARM_AMPI_RMA_DIRECT_MIN=0), with
+ * fence instead of PSCW (argument 2), with PSCW and no Put (argument 1), and with both ranks
+ * on one PE (+vp 2 on -n 1). Not built by CMake:
  *   build/runtime/ampi/bin/ampicc -O1 -o /tmp/pscw tests/jacobi3d/repro/ampi_pscw_put.c
  *   build/tools/ucharmrun/ucharmrun -n 2 --timeout 15 /tmp/pscw 64 0     # "ok" twice (hung before)
  *   UCHARM_AMPI_RMA_DIRECT_MIN=0 build/tools/ucharmrun/ucharmrun -n 2 /tmp/pscw 64 0   # ok
