@@ -81,6 +81,22 @@ Peer::Peer() {
     ch.recv_enqueue(&host_word, sizeof host_word, nullptr);
     CkAbort("a recv_enqueue without CUDA was accepted");
   }
+#ifdef SO_HAVE_KERNELS
+  if (mode == "gpu") {
+    // Everything that may wait for the device happens here, before any stream of this PE
+    // waits for it (allocations, the kernels' module load: stream_ordered_kernels.h).
+    const int n = sotest::device_count();
+    if (n == 0) CkAbort("stream_ordered gpu needs a CUDA device; none is visible");
+    const char* fixed = std::getenv("SO_DEVICE");
+    sotest::set_device(fixed ? std::atoi(fixed) : CkMyPe() % n);
+    sotest::preload();
+    host_bufs = std::getenv("SO_HOSTBUF") != nullptr;  // pinned host buffers (kernels use them through UVA)
+    sbuf = static_cast<std::uint64_t*>(host_bufs ? sotest::host_alloc(kBig) : sotest::device_alloc(kBig));
+    rbuf = static_cast<std::uint64_t*>(host_bufs ? sotest::host_alloc(kBig) : sotest::device_alloc(kBig));
+    errors = static_cast<int*>(sotest::device_alloc(sizeof(int)));
+    stream = sotest::stream_create();
+  }
+#endif
   // The peer's channel setup message reaches this PE before the reduction's result does.
   contribute(ck::CkCallback::to<&Main::all_open>(*mainProxy));
 }
@@ -98,16 +114,6 @@ Peer::~Peer() {
 void Peer::run() {
 #ifdef SO_HAVE_KERNELS
   if (!ch.ready()) CkAbort("element %d: the channel is not ready after the reduction", thisIndex);
-  const int n = sotest::device_count();
-  if (n == 0) CkAbort("stream_ordered gpu needs a CUDA device; none is visible");
-  const char* fixed = std::getenv("SO_DEVICE");
-  sotest::set_device(fixed ? std::atoi(fixed) : CkMyPe() % n);
-  sotest::preload();  // before any stream waits for this PE (lazy loading; stream_ordered_kernels.h)
-  host_bufs = std::getenv("SO_HOSTBUF") != nullptr;  // pinned host buffers (kernels use them through UVA)
-  sbuf = static_cast<std::uint64_t*>(host_bufs ? sotest::host_alloc(kBig) : sotest::device_alloc(kBig));
-  rbuf = static_cast<std::uint64_t*>(host_bufs ? sotest::host_alloc(kBig) : sotest::device_alloc(kBig));
-  errors = static_cast<int*>(sotest::device_alloc(sizeof(int)));
-  stream = sotest::stream_create();
   const char* r = std::getenv("SO_ROUNDS");
   small_rounds = r ? std::atoi(r) : 1000;
   t0 = CkWallTimer();
