@@ -5,7 +5,8 @@
 #       passes when the job exits 0, its output matches REGEX, the PEs report 2 hosts and
 #       UCX chose TCP between the hosts and shared memory (or CMA) inside each
 #       (UCX_PROTO_INFO=y tables: "inter-node" ones must use tcp/mhnet only, "intra-node"
-#       ones sysv/posix/cma memory only, "self" ones memory ones; both hosts must show TCP
+#       ones sysv/posix/cma memory only, "self" ones memory ones (one-sided ones of both
+#       may also use TCP); both hosts must show TCP
 #       and shared memory must appear)
 #   check.sh kill -- program [args...]
 #       the program prints "rank R pid P ... ready" on every rank; then rank 3 (host 2) is
@@ -53,6 +54,10 @@ if [ "$mode" = job ]; then
     match($0, /\| ucharm [a-z-]+ cfg#/) {  # a table for one kind of peer: intra-node, inter-node, self
       k = substr($0, RSTART + 9, RLENGTH - 9); sub(/ cfg#$/, "", k); sub(/-node$/, "", k)
       kind[p] = k; next }
+    # One-sided tables (put/get/atomics) inside a host or to self: neither sysv nor posix
+    # reaches user memory and CMA is left out of multihost jobs, so UCX may use TCP there.
+    (p in kind) && kind[p] ~ /^(intra|self)$/ && /\| (remote memory|fetching atomic|posted atomic|atomic compare)/ {
+      kind[p] = kind[p] "-rma"; next }
     (p in kind) && /\|[^|]*\|[^|]*\|[^|]*\| *$/ {
       host = p; sub(/:.*/, "", host)
       # A row has exactly three cells; more: two processes wrote into one line (their
@@ -65,6 +70,7 @@ if [ "$mode" = job ]; then
   [ -n "$rows" ] || fail "no UCX_PROTO_INFO tables in the output"
   bad=$(echo "$rows" | awk '($2 == "inter" && $3 !~ /^tcp\/mhnet$/) ||
                             ($2 == "intra" && $3 !~ /^(sysv|posix|cma)\/memory$/) ||
+                            ($2 ~ /-rma$/ && $3 !~ /^((self|sysv|posix|cma)\/memory|tcp\/mhnet)$/) ||
                             ($2 == "self" && $3 !~ /^(self|sysv|posix|cma)\/memory$/)')
   [ -z "$bad" ] || fail "unexpected transports: $bad"
   echo "$rows" | grep -q " inter tcp/mhnet" || fail "no TCP between the hosts"
