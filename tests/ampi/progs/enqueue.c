@@ -84,6 +84,14 @@ static unsigned char value(int phase, int round) { return (unsigned char)(1 + (p
 
 static void gpu_checks(struct tctx* t, int ndev) {
   CUDA_OK(t, cudaSetDevice(t->rank % ndev));
+  /* Allocations may wait for the device: all before the collective below, so that no rank
+   * of this PE allocates while another's stream waits for the PE. */
+  unsigned char *dsend, *drecv, *hsend, *hrecv, *slots;
+  CUDA_OK(t, cudaMalloc((void**)&dsend, N));
+  CUDA_OK(t, cudaMalloc((void**)&drecv, N));
+  CUDA_OK(t, cudaMallocHost((void**)&hsend, N));
+  CUDA_OK(t, cudaMallocHost((void**)&hrecv, N));
+  CUDA_OK(t, cudaMallocHost((void**)&slots, (size_t)BATCH * N));
   cudaStream_t cs;
   CUDA_OK(t, cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
   MPI_Info info;
@@ -98,16 +106,11 @@ static void gpu_checks(struct tctx* t, int ndev) {
   const int peer = t->rank ^ 1;
   const int first = (t->rank & 1) == 0;
   if (peer >= t->size) { /* an odd rank count: the last rank has no partner */
+    CHECK_MPI(t, MPI_Barrier(MPI_COMM_WORLD));
     CHECK_MPI(t, MPI_Comm_free(&comm));
     CHECK_MPI(t, MPIX_Stream_free(&ms));
     return;
   }
-  unsigned char *dsend, *drecv, *hsend, *hrecv, *slots;
-  CUDA_OK(t, cudaMalloc((void**)&dsend, N));
-  CUDA_OK(t, cudaMalloc((void**)&drecv, N));
-  CUDA_OK(t, cudaMallocHost((void**)&hsend, N));
-  CUDA_OK(t, cudaMallocHost((void**)&hrecv, N));
-  CUDA_OK(t, cudaMallocHost((void**)&slots, (size_t)BATCH * N));
   for (int phase = 0; phase < 3; phase++) {
     t->section = phase == 0 ? "Send/Recv_enqueue" : phase == 1 ? "Isend/Irecv_enqueue + Waitall" : "host buffers";
     for (int b = 0; b < ROUNDS / BATCH; b++) {
@@ -165,6 +168,8 @@ static void gpu_checks(struct tctx* t, int ndev) {
     }
   }
   t->section = NULL;
+  /* Freeing waits for the device: only once every rank's stream is past its operations. */
+  CHECK_MPI(t, MPI_Barrier(MPI_COMM_WORLD));
   CHECK_MPI(t, MPI_Comm_free(&comm));
   CHECK_MPI(t, MPIX_Stream_free(&ms));
   cudaFree(dsend);
