@@ -3,7 +3,7 @@
 # $build/osu-ampi and $build/osu-ompi, with `cuda` for -d cuda): ucharm's AMPI under
 # ucharmrun against OpenMPI 4.1 (osc ucx over the same UCX), one rank per GPU (OSU picks
 # the GPU from the local-rank variables ucharmrun and mpirun export), alternated REPS
-# times in one run; medians and the OpenMPI/AMPI ratio per program and size.
+# times in one run (PROGS and SIZES choose); medians and the OpenMPI/AMPI ratio per program and size.
 #   On the GPU machine (with .device/ carried):  benchmarks/run_osu_onesided.sh [D|H]
 #   Here (host memory; $build defaults to ./build): MEM=H benchmarks/run_osu_onesided.sh H
 set -uo pipefail
@@ -23,7 +23,7 @@ dev=()
 [ "$mem" = D ] && dev=(-d cuda D D)
 med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 printf '%-22s %10s %12s %12s %8s\n' program bytes ampi_us openmpi_us ompi/ampi
-for prog in osu_put_latency osu_get_latency osu_acc_latency osu_fop_latency osu_cas_latency; do
+for prog in ${PROGS:-osu_put_latency osu_get_latency osu_acc_latency osu_fop_latency osu_cas_latency}; do
   for m in $sizes; do
     case $prog in osu_fop_latency|osu_cas_latency) [ "$m" = "8:8" ] || continue; m="" ;; esac
     a=() o=()
