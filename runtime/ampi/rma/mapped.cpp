@@ -12,6 +12,7 @@
 #include "pt2pt/pt2pt.h"
 
 #include <atomic>
+#include <sched.h>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -44,7 +45,7 @@ void* map_allocate(Win& w, std::size_t size, Member* me) {
   if (size == 0 || !me->host[0]) return nullptr;
   const int fd = memfd_create("ampi-rma-window", MFD_CLOEXEC);
   if (fd < 0) return nullptr;
-  const std::size_t len = page_round(size);
+  const std::size_t len = page_round(acc_lock_offset(static_cast<std::int64_t>(size)) + 64);
   void* p = ftruncate(fd, static_cast<off_t>(len)) == 0 ? mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
                                                          : MAP_FAILED;
   if (p == MAP_FAILED) {
@@ -76,7 +77,7 @@ void map_peers(Win& w) {
     std::snprintf(path, sizeof path, "/proc/%d/fd/%d", m.pid, m.memfd);
     const int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) continue;
-    const std::size_t len = page_round(static_cast<std::size_t>(m.size));
+    const std::size_t len = page_round(acc_lock_offset(m.size) + 64);
     void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (p == MAP_FAILED) continue;
@@ -96,6 +97,41 @@ void map_release_own(Win& w) {
   munmap(w.base, w.memfd_len);
   close(w.memfd);
   w.memfd = -1;
+}
+
+AccLock::AccLock(std::uint32_t* word) : word_(word) {
+  if (!word_) return;
+  std::atomic_ref<std::uint32_t> a(*word_);
+  for (int spins = 0; a.exchange(1, std::memory_order_acquire) != 0;) {
+    if (++spins == 64) {  // the holder may be off its core (more processes than cores)
+      sched_yield();
+      spins = 0;
+    }
+  }
+}
+AccLock::~AccLock() {
+  if (word_) std::atomic_ref<std::uint32_t>(*word_).store(0, std::memory_order_release);
+}
+
+void mapped_update(Win& w, int t, void* msg, void* result, int count, MPI_Datatype type) {
+  const Member& m = w.members[static_cast<std::size_t>(t)];
+  char* base = w.mapped[static_cast<std::size_t>(t)];
+  const Hdr& h = hdr(msg);
+  const bool answered = h.kind == kGetAcc || h.kind == kCas;
+  if (answered && w.answer.size() < h.bytes) w.answer.resize(h.bytes);
+  {
+    // Memory of another process: its lock word; memory of this process without one (not
+    // from Win_allocate's memfd): only this PE updates it, one message at a time.
+    AccLock guard(m.memfd >= 0 ? acc_lock_word(base, m.size) : nullptr);
+    execute(base + h.disp, false, msg, answered ? w.answer.data() : nullptr);
+  }
+  if (answered && h.bytes) {
+    TypeFacts f;
+    type_facts(type, f);
+    if (f.contiguous) pt2pt::copy_any(static_cast<char*>(result) + f.lb, w.answer.data(), h.bytes);
+    else type_unpack(w.answer.data(), h.bytes, result, count, type);
+  }
+  CmiFree(msg);
 }
 
 int mapped_op(Win& w, const char* fn, bool put, void* origin, int count, MPI_Datatype t, int target,

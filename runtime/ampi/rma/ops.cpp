@@ -159,18 +159,11 @@ std::vector<std::max_align_t>& acc_tmp() {
   return v;
 }
 
-void target_op(Win& w, void* msg) {
-  const Hdr h = hdr(msg);
+}  // namespace
+
+void execute(char* at, bool dev, void* msg, char* out) {
+  const Hdr& h = hdr(msg);
   const Run* runs = runs_of(msg);
-  std::int64_t lo = 0, hi = 0;
-  for (int i = 0; i < h.nruns; ++i) {
-    const std::int64_t ext = type_extent(runs[i].basic);
-    const std::int64_t span = runs[i].stride * static_cast<std::int64_t>(runs[i].reps - 1);
-    lo = std::min(lo, runs[i].off + std::min<std::int64_t>(0, span));
-    hi = std::max(hi, runs[i].off + std::max<std::int64_t>(0, span) + static_cast<std::int64_t>(runs[i].n) * ext);
-  }
-  bool dev = false;
-  char* at = target_at(w, h, lo, hi, &dev);
   const char* in = data_of(msg);
   switch (h.kind) {
     case kPut:
@@ -186,9 +179,7 @@ void target_op(Win& w, void* msg) {
       });
       break;
     case kGet:
-    case kGetAcc: {
-      void* r = reply_alloc(w, h.from, h.token, h.bytes);
-      char* out = CmiMsgPayload(r) + sizeof(Hdr);
+    case kGetAcc:
       for_blocks(at, runs, h.nruns, [&](char* b, std::size_t n, MPI_Datatype t) {
         load(out, b, n, t, dev);
         out += n * type_size(t);
@@ -197,22 +188,41 @@ void target_op(Win& w, void* msg) {
           in += n * type_size(t);
         }
       });
-      reply_send(w, h.from, r);
       break;
-    }
     case kCas: {
-      const auto t = static_cast<MPI_Datatype>(h.type);
-      const std::size_t s = type_size(t);
-      void* r = reply_alloc(w, h.from, h.token, s);
-      char* old = CmiMsgPayload(r) + sizeof(Hdr);
-      pt2pt::copy_any(old, at, s);
-      if (std::memcmp(old, in + s, s) == 0) pt2pt::copy_any(at, in, s);
-      reply_send(w, h.from, r);
+      const std::size_t s = type_size(h.type);
+      pt2pt::copy_any(out, at, s);
+      if (std::memcmp(out, in + s, s) == 0) pt2pt::copy_any(at, in, s);
       break;
     }
     default:
       break;
   }
+}
+
+namespace {
+
+void target_op(Win& w, void* msg) {
+  const Hdr& h = hdr(msg);
+  const Run* runs = runs_of(msg);
+  std::int64_t lo = 0, hi = 0;
+  for (int i = 0; i < h.nruns; ++i) {
+    const std::int64_t ext = type_extent(runs[i].basic);
+    const std::int64_t span = runs[i].stride * static_cast<std::int64_t>(runs[i].reps - 1);
+    lo = std::min(lo, runs[i].off + std::min<std::int64_t>(0, span));
+    hi = std::max(hi, runs[i].off + std::max<std::int64_t>(0, span) + static_cast<std::int64_t>(runs[i].n) * ext);
+  }
+  bool dev = false;
+  char* at = target_at(w, h, lo, hi, &dev);
+  const bool answered = h.kind == kGet || h.kind == kGetAcc || h.kind == kCas;
+  void* r = answered ? reply_alloc(w, h.from, h.token, h.kind == kCas ? type_size(h.type) : h.bytes) : nullptr;
+  {
+    // Memory other processes of the host update in place (mapped.cpp) is guarded by its lock.
+    AccLock guard(h.kind != kPut && h.kind != kGet && w.memfd >= 0 ? acc_lock_word(static_cast<char*>(w.base), w.size)
+                                                                   : nullptr);
+    execute(at, dev, msg, r ? CmiMsgPayload(r) + sizeof(Hdr) : nullptr);
+  }
+  if (r) reply_send(w, h.from, r);
 }
 
 // ---- the origin's side of answers ------------------------------------------------------------------
@@ -493,6 +503,11 @@ int issue(const Args& a) {
   } else if (sends_data && (rc = pack_origin(w, a.fn, a.origin, a.ocount, a.otype, out))) {
     CmiFree(msg);
     return rc;
+  }
+  if (a.kind != kPut && a.kind != kGet && !w->mapped.empty() && w->mapped[static_cast<std::size_t>(a.target)]) {
+    mapped_update(*w, a.target, msg, a.result, a.rcount, a.rtype);  // done at the target now
+    if (a.req) *a.req = new_request(*w, true);
+    return MPI_SUCCESS;
   }
   MPI_Request req = MPI_REQUEST_NULL;
   if (a.req) req = *a.req = new_request(*w, !answered);

@@ -110,6 +110,7 @@ struct Win {
   std::vector<std::size_t> mapped_len;  // peers' memory this process mapped (munmap at free)
   int memfd = -1;                       // Win_allocate memory shared with this host's processes
   std::size_t memfd_len = 0;
+  std::vector<char> answer;             // mapped_update's answers before they are unpacked
   std::size_t direct_min = 0;           // contiguous Put/Get this large go direct (0: never)
   // ---- target side
   bool exposure = false;                // Win_post .. Win_wait / Win_test
@@ -149,6 +150,9 @@ struct Run {
 // memory is CUDA device memory (types without gaps only).
 void store(char* dst, const char* src, std::size_t n, MPI_Datatype basic, bool dev);
 void load(char* dst, const char* src, std::size_t n, MPI_Datatype basic, bool dev);
+// Carries out data operation `msg` (Hdr, runs, data) on memory at `at`; an answer (Get,
+// Get_accumulate, Compare_and_swap) is written to `out`.
+void execute(char* at, bool dev, void* msg, char* out);
 // Message kinds (Hdr::kind).
 // kDone: a direct operation or flush completed here (Converse runs it; `from` names the target).
 enum Kind : std::uint8_t {
@@ -201,7 +205,28 @@ void win_wait(Win& w, Done&& done) {
   w.waiter = nullptr;
 }
 
-// ---- mapped.cpp --------------------------------------------------------------------------------------
+// ---- mapped.cpp -------------------------------------------------------------------------------------
+// Win_allocate memory shared by a host's processes ends with a lock word (at a 64-byte
+// boundary after the window's bytes): every accumulate applied to that memory, by the
+// target's PE or by another process in place, holds it.
+inline std::size_t acc_lock_offset(std::int64_t size) { return (static_cast<std::size_t>(size) + 63) / 64 * 64; }
+inline std::uint32_t* acc_lock_word(char* base, std::int64_t size) {
+  return reinterpret_cast<std::uint32_t*>(base + acc_lock_offset(size));
+}
+// Holds the lock word (nullptr: nothing) while it lives; spins, yielding the core now and then.
+class AccLock {
+ public:
+  explicit AccLock(std::uint32_t* word);
+  ~AccLock();
+  AccLock(const AccLock&) = delete;
+  AccLock& operator=(const AccLock&) = delete;
+
+ private:
+  std::uint32_t* word_;
+};
+// An accumulate-kind operation (`msg`, built for target t) carried out in place in t's
+// mapped memory; the answer unpacked into result (count x type). Takes msg.
+void mapped_update(Win& w, int t, void* msg, void* result, int count, MPI_Datatype type);
 // Win_allocate's memory: a memfd mapped here (other processes of the host map it too), or
 // nullptr (then the heap). Fills me's pid, memfd and host.
 void* map_allocate(Win& w, std::size_t size, Member* me);
