@@ -14,9 +14,10 @@
 //   }
 //   halo<<<1, 256, 0, s>>>(win.device_handle(), d_mine, n, iter);
 //
-// MEMORY ORDERING. signal(v) is a release store of v to the peer's flag at system scope
-// (cuda::atomic_ref, thread_scope_system), preceded by __threadfence_system(); wait(v) is
-// an acquire load of the local flag at system scope, repeated until the flag is >= v.
+// MEMORY ORDERING. signal(v) is __threadfence_system() (a release fence at system scope)
+// followed by a store of v to the peer's flag (cuda::atomic_ref, thread_scope_system);
+// wait(v) loads the local flag until it is >= v, then issues an acquire fence at system
+// scope (fence-to-fence synchronization: the same guarantee as release store/acquire load).
 // Hence: when wait(v) returns in thread T, every write that happened before the peer's
 // signal(v') with v' >= v -- the signalling thread's own writes, puts included, and
 // writes of other threads ordered before it (see below) -- is visible to T. Nothing is
@@ -168,8 +169,10 @@ __device__ inline void put(const DeviceWindowHandle& h, unsigned long long dst_o
 // Raises the peer's flag to `value` (one thread calls it; see MEMORY ORDERING).
 __device__ inline void signal(const DeviceWindowHandle& h, unsigned long long value) {
   detail::check(h, "signal");
+  // The system fence orders every earlier write before the flag; the store itself can then
+  // be relaxed (a release store would fence a second time).
   __threadfence_system();
-  detail::flag_ref(*h.remote_flag).store(value, cuda::memory_order_release);
+  detail::flag_ref(*h.remote_flag).store(value, cuda::memory_order_relaxed);
 }
 
 // Adds `inc` to the peer's flag (atomic, release, system scope): several signallers
@@ -195,8 +198,11 @@ __device__ inline void wait(const DeviceWindowHandle& h, unsigned long long valu
   detail::check(h, "wait");
   if (detail::group_leader<C>()) {
     detail::flag_ref f(*h.local_flag);
-    while (static_cast<long long>(f.load(cuda::memory_order_acquire) - value) < 0) {
+    // Poll with relaxed loads and fence once when the value is there: an acquire load at
+    // system scope on every poll costs a fence per iteration.
+    while (static_cast<long long>(f.load(cuda::memory_order_relaxed) - value) < 0) {
     }
+    cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
   }
   detail::group_sync<C>();
 }
