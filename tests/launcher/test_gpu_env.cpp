@@ -207,7 +207,9 @@ TEST(LauncherMps, BadModeIsAUsageError) {
 }
 
 // auto without a visible GPU, or with a GPU per PE: no daemon and not a word about MPS.
-TEST(LauncherMps, AutoStaysSilentWithoutSharedGpus) {
+// (Test names say GPU, not Gpu: ctest -R Gpu on the GPU machine selects the GPU tests, and
+// the launcher tests are not in its pack.)
+TEST(LauncherMps, AutoStaysSilentWithoutSharedGPUs) {
   struct Case {
     int gpus, n;
     std::vector<std::string> env;
@@ -235,7 +237,7 @@ TEST(LauncherMps, AutoStaysSilentWithoutSharedGpus) {
 }
 
 // More PEs than GPUs: the launcher starts a daemon of its own and stops it at the end.
-TEST(LauncherMps, AutoStartsAPrivateDaemonWhenPesShareAGpu) {
+TEST(LauncherMps, AutoStartsAPrivateDaemonWhenPesShareAGPU) {
   for (std::vector<std::string> env : {std::vector<std::string>{"CUDA_VISIBLE_DEVICES=0"},
                                        std::vector<std::string>{"CUDA_VISIBLE_DEVICES=0,7,1"}}) {
     TempDir tmp;
