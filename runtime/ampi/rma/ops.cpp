@@ -55,8 +55,6 @@ Layout encode(Win& w, int count, MPI_Datatype t) {
   return c.l;
 }
 
-const Run* runs_of(void* msg) { return reinterpret_cast<const Run*>(CmiMsgPayload(msg) + sizeof(Hdr)); }
-char* data_of(void* msg) { return CmiMsgPayload(msg) + sizeof(Hdr) + sizeof(Run) * static_cast<std::size_t>(hdr(msg).nruns); }
 
 // Sends or handles at once (a target on this PE).
 void deliver(int pe, void* msg, std::size_t payload) {
@@ -85,63 +83,9 @@ char* target_at(Win& w, const Hdr& h, std::int64_t lo, std::int64_t hi, bool* de
           win_label(w).c_str(), w.world[static_cast<std::size_t>(w.me)]);
 }
 
-// Calls fn(block, n, basic) for each block of the runs, in order.
-template <class Fn>
-void for_blocks(char* at, const Run* runs, int nruns, Fn&& fn) {
-  for (int i = 0; i < nruns; ++i)
-    for (std::uint64_t k = 0; k < runs[i].reps; ++k)
-      fn(at + runs[i].off + static_cast<std::int64_t>(k) * runs[i].stride, static_cast<std::size_t>(runs[i].n),
-         static_cast<MPI_Datatype>(runs[i].basic));
-}
-
 }  // namespace
 
-// n items of basic between packed bytes and memory (device memory: only types without gaps).
-void store(char* dst, const char* src, std::size_t n, MPI_Datatype basic, bool dev) {
-  const std::size_t len = n * type_size(basic);
-  if (static_cast<std::ptrdiff_t>(type_size(basic)) == type_extent(basic)) {
-    if (dev) pt2pt::copy_any(dst, src, len);
-    else std::memcpy(dst, src, len);
-  } else {
-    type_unpack(src, len, dst, static_cast<int>(n), basic);
-  }
-}
-void load(char* dst, const char* src, std::size_t n, MPI_Datatype basic, bool dev) {
-  const std::size_t len = n * type_size(basic);
-  if (static_cast<std::ptrdiff_t>(type_size(basic)) == type_extent(basic)) {
-    if (dev) pt2pt::copy_any(dst, src, len);
-    else std::memcpy(dst, src, len);
-  } else {
-    type_pack(src, static_cast<int>(n), basic, dst);
-  }
-}
-
 namespace {
-
-// An aligned scratch area of at least `bytes`, kept by the window between messages.
-char* scratch_area(std::vector<std::max_align_t>& v, std::size_t bytes) {
-  const std::size_t need = (bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
-  if (v.size() < need) v.resize(need);
-  return reinterpret_cast<char*>(v.data());
-}
-
-// block = in op block for n items (accumulate), through aligned copies: the packed data in
-// the message need not be aligned for the type, and device memory is updated on the host.
-void apply(char* block, const char* in, std::size_t n, MPI_Datatype basic, MPI_Op op, bool dev,
-           std::vector<std::max_align_t>& tmp) {
-  if (op == MPI_NO_OP || n == 0) return;
-  const std::size_t ext = static_cast<std::size_t>(type_extent(basic));
-  char* a = scratch_area(tmp, 2 * n * ext);
-  char* b = a + n * ext;
-  type_unpack(in, n * type_size(basic), a, static_cast<int>(n), basic);
-  if (!dev) {
-    op_apply(op, a, block, static_cast<int>(n), basic);
-    return;
-  }
-  pt2pt::copy_any(b, block, n * ext);
-  op_apply(op, a, b, static_cast<int>(n), basic);
-  pt2pt::copy_any(block, b, n * ext);
-}
 
 // An answer to origin `to`'s Pending slot `token` with `bytes` of data (filled by the caller).
 void* reply_alloc(Win& w, int to, std::int32_t token, std::size_t bytes) {
@@ -153,52 +97,7 @@ void reply_send(Win& w, int to, void* r) {
   deliver(w.members[static_cast<std::size_t>(to)].pe, r, sizeof(Hdr) + hdr(r).bytes);
 }
 
-std::vector<std::max_align_t>& acc_tmp() {
-  // Scratch for accumulates on this PE (one message at a time).
-  static std::vector<std::max_align_t> v;
-  return v;
-}
-
 }  // namespace
-
-void execute(char* at, bool dev, void* msg, char* out) {
-  const Hdr& h = hdr(msg);
-  const Run* runs = runs_of(msg);
-  const char* in = data_of(msg);
-  switch (h.kind) {
-    case kPut:
-      for_blocks(at, runs, h.nruns, [&](char* b, std::size_t n, MPI_Datatype t) {
-        store(b, in, n, t, dev);
-        in += n * type_size(t);
-      });
-      break;
-    case kAcc:
-      for_blocks(at, runs, h.nruns, [&](char* b, std::size_t n, MPI_Datatype t) {
-        apply(b, in, n, t, h.op, dev, acc_tmp());
-        in += n * type_size(t);
-      });
-      break;
-    case kGet:
-    case kGetAcc:
-      for_blocks(at, runs, h.nruns, [&](char* b, std::size_t n, MPI_Datatype t) {
-        load(out, b, n, t, dev);
-        out += n * type_size(t);
-        if (h.kind == kGetAcc && h.op != MPI_NO_OP) {
-          apply(b, in, n, t, h.op, dev, acc_tmp());
-          in += n * type_size(t);
-        }
-      });
-      break;
-    case kCas: {
-      const std::size_t s = type_size(h.type);
-      pt2pt::copy_any(out, at, s);
-      if (std::memcmp(out, in + s, s) == 0) pt2pt::copy_any(at, in, s);
-      break;
-    }
-    default:
-      break;
-  }
-}
 
 namespace {
 

@@ -11,6 +11,8 @@
 //               handle directory, names, info, group, attributes, error handlers
 //   ops.cpp     Put, Get, Accumulate, Get_accumulate, Fetch_and_op, Compare_and_swap and
 //               their request forms; the target's side of each (on_rma)
+//   execute.cpp the data work of an operation at the target's memory (store, load, accumulate)
+//   mapped.cpp  Put/Get/accumulates by loads and stores into memory this process maps
 //   sync.cpp    fence, post/start/complete/wait/test, locks, flush, sync
 //
 // A rank with an open window cannot move (its window memory and the PE others send to are
@@ -135,7 +137,7 @@ int win_error(Win* w, int code, const char* fn, const char* fmt, ...) __attribut
 // A name for messages: "window 3 (\"name\")".
 std::string win_label(const Win& w);
 
-// ---- ops.cpp ---------------------------------------------------------------------------------------
+// ---- the wire format of operations (ops.cpp) ---------------------------------------------------
 // A run of a target layout: `n` items of predefined type `basic`, `reps` times, `stride`
 // bytes apart, from `off` (bytes from the target address).
 struct Run {
@@ -146,6 +148,7 @@ struct Run {
   std::int32_t basic;
   std::int32_t pad;
 };
+// ---- execute.cpp: the target's data work (also done in place by mapped.cpp) ----
 // n items of basic from packed bytes into memory (store) and back (load); `dev`: the
 // memory is CUDA device memory (types without gaps only).
 void store(char* dst, const char* src, std::size_t n, MPI_Datatype basic, bool dev);
@@ -153,6 +156,7 @@ void load(char* dst, const char* src, std::size_t n, MPI_Datatype basic, bool de
 // Carries out data operation `msg` (Hdr, runs, data) on memory at `at`; an answer (Get,
 // Get_accumulate, Compare_and_swap) is written to `out`.
 void execute(char* at, bool dev, void* msg, char* out);
+// ---- ops.cpp (messages) ----
 // Message kinds (Hdr::kind).
 // kDone: a direct operation or flush completed here (Converse runs it; `from` names the target).
 enum Kind : std::uint8_t {
@@ -175,6 +179,11 @@ struct Hdr {
 // A message of `payload` bytes for on_rma, header filled by the caller.
 void* msg_alloc(std::size_t payload);
 inline Hdr& hdr(void* msg) { return *reinterpret_cast<Hdr*>(CmiMsgPayload(msg)); }
+// A data operation's runs and data, after its header.
+inline const Run* runs_of(void* msg) { return reinterpret_cast<const Run*>(CmiMsgPayload(msg) + sizeof(Hdr)); }
+inline char* data_of(void* msg) {
+  return CmiMsgPayload(msg) + sizeof(Hdr) + sizeof(Run) * static_cast<std::size_t>(hdr(msg).nruns);
+}
 // A kDone message for window w, target t and Pending slot `token` (-1: none); `op`: it
 // completes a direct operation (counted in direct_open), else a flush.
 void* done_msg(Win& w, int t, int token, bool op = false);
