@@ -29,6 +29,16 @@ struct Layout {
   std::uint64_t bytes = 0;
 };
 Layout encode(Win& w, int count, MPI_Datatype t) {
+  TypeFacts f;
+  // The common case, one run of a predefined type without gaps: no walk over the layout.
+  if (t > MPI_DATATYPE_NULL && t < UCHARM_MPI_PREDEFINED_TYPES && type_facts(t, f) && f.contiguous && f.lb == 0 &&
+      static_cast<std::ptrdiff_t>(f.size) == type_extent(t) && count > 0) {
+    const Run r{0, static_cast<std::uint64_t>(count), 1, 0, t, 0};
+    w.scratch.resize(sizeof r);
+    std::memcpy(w.scratch.data(), &r, sizeof r);
+    const auto bytes = static_cast<std::uint64_t>(count) * f.size;
+    return Layout{1, 0, static_cast<std::int64_t>(bytes), bytes};
+  }
   struct Ctx {
     Win* w;
     Layout l;
