@@ -33,6 +33,9 @@ void* device_alloc(std::size_t bytes) {
   void* p = nullptr;
   ok(cudaMalloc(&p, bytes), "cudaMalloc");
   ok(cudaMemset(p, 0, bytes), "cudaMemset");
+  // cudaMemset runs on the legacy stream, which does not order the non-blocking streams'
+  // work after it: wait for it here (before any stream waits for this PE).
+  ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   return p;
 }
 void* stream_create() {
@@ -81,6 +84,7 @@ double peer_chain_us(int dev_a, int dev_b, int iters, int warm) {
     ok(cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming), "cudaEventCreate");
     ok(cudaMalloc(&buf[i], 8), "cudaMalloc");
     ok(cudaMemset(buf[i], 0, 8), "cudaMemset");
+    ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // the memset is not ordered before s[i]'s work
   }
   ok(cudaSetDevice(dev_a), "cudaSetDevice");
   ok(cudaEventCreate(&t0), "cudaEventCreate");

@@ -63,6 +63,9 @@ void* device_alloc(std::size_t bytes) {
   void* p = nullptr;
   ok(cudaMalloc(&p, bytes), "cudaMalloc");
   ok(cudaMemset(p, 0, bytes), "cudaMemset");
+  // cudaMemset runs on the legacy stream, which does not order the non-blocking streams'
+  // work after it: wait for it here (before any stream waits for this PE).
+  ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   return p;
 }
 void device_free(void* p) { cudaFree(p); }
