@@ -35,25 +35,8 @@ using detail::DeviceWindowEnd;
 
 constexpr std::size_t kWordsBytes = 256;  // flag word 0; the rest spare (one allocation)
 
-struct EndKey {
-  std::uint64_t self_coll, peer_coll;
-  Index self_idx, peer_idx;
-  std::uint32_t sub;
-  bool operator==(const EndKey& o) const {
-    return self_coll == o.self_coll && peer_coll == o.peer_coll && self_idx == o.self_idx &&
-           peer_idx == o.peer_idx && sub == o.sub;
-  }
-};
-struct EndKeyHash {
-  std::size_t operator()(const EndKey& k) const {
-    detail::IndexHash ih;
-    std::uint64_t h = k.self_coll * 0x9E3779B97F4A7C15ull ^ k.peer_coll;
-    h = h * 0x9E3779B97F4A7C15ull ^ ih(k.self_idx);
-    h = h * 0x9E3779B97F4A7C15ull ^ ih(k.peer_idx);
-    h = h * 0x9E3779B97F4A7C15ull ^ k.sub;
-    return static_cast<std::size_t>(h ^ (h >> 31));
-  }
-};
+using detail::EndKey;
+using detail::EndKeyHash;
 
 // "The end (to, from, sub) is joined to this buffer and flag word of PE from_pe."
 struct WindowSetup {
