@@ -293,10 +293,13 @@ int take_slot(Win& w, const Pending& p) {
 // false for everything else. Counted in `pending` until its completion (kDone) has run;
 // puts need a flush (direct_dirty) before they count as done at the target.
 bool direct(Win& w, const Args& a, const Layout& l, std::uint64_t disp) {
-  if ((a.kind != kPut && a.kind != kGet) || w.direct_min == 0 || l.bytes < w.direct_min || l.nruns != 1) return false;
+  if ((a.kind != kPut && a.kind != kGet) || w.direct_min == 0 || l.nruns != 1) return false;
   const auto t = static_cast<std::size_t>(a.target);
   CmiRmaRemote* r = w.remotes.empty() ? nullptr : w.remotes[t];
   if (!r) return false;
+  // direct_min was measured on host memory; device memory at either end always goes
+  // through UCX (a message would cost a cudaMemcpy at the target).
+  if (l.bytes < w.direct_min && !w.members[t].device && !is_device(a.origin)) return false;
   Run run;
   std::memcpy(&run, w.scratch.data(), sizeof run);
   const auto basic = static_cast<MPI_Datatype>(run.basic);
