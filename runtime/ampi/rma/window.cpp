@@ -282,12 +282,16 @@ int PMPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint* size, int* disp_unit,
     return win_error(w, MPI_ERR_RANK, fn, "rank %d is not in the window (size %d)", rank, w->n);
   }
   const Member& m = w->members[static_cast<std::size_t>(r)];
-  // Ranks of one process share its address space: their memory is directly accessible.
-  if (m.pe != CmiMyPe() || w->flavor == MPI_WIN_FLAVOR_DYNAMIC)
-    return win_error(w, MPI_ERR_RMA_FLAVOR, fn, "rank %d's window memory is in another process", r);
-  *size = static_cast<MPI_Aint>(m.size);
+  // Memory this process can load and store: ranks of this process (one address space) and
+  // Win_allocate memory of this host mapped here (mapped.cpp). Any other: size 0 and a
+  // NULL base, as MPI 4.0 says for memory that is not shared.
+  char* at = w->flavor == MPI_WIN_FLAVOR_DYNAMIC ? nullptr
+             : m.pe == CmiMyPe()                ? reinterpret_cast<char*>(m.base)
+             : w->mapped.empty()                ? nullptr
+                                                : w->mapped[static_cast<std::size_t>(r)];
+  *size = at ? static_cast<MPI_Aint>(m.size) : 0;
   *disp_unit = m.disp_unit;
-  *static_cast<void**>(baseptr) = reinterpret_cast<void*>(m.base);
+  *static_cast<void**>(baseptr) = at;
   return MPI_SUCCESS;
 }
 
