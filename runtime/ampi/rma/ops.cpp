@@ -82,11 +82,21 @@ char* target_at(Win& w, const Hdr& h, std::int64_t lo, std::int64_t hi, bool* de
   }
   const std::uintptr_t a = static_cast<std::uintptr_t>(h.disp + static_cast<std::uint64_t>(lo));
   const std::uintptr_t b = static_cast<std::uintptr_t>(h.disp + static_cast<std::uint64_t>(hi));
-  for (const Win::Region& r : w.attached)
-    if (a >= r.lo && b <= r.hi) {
-      *dev = r.device;
-      return reinterpret_cast<char*>(h.disp);
-    }
+  // The range may span regions attached side by side (MPICH's tests do so). Operations of
+  // zero bytes never come here.
+  *dev = false;
+  for (std::uintptr_t at = a;;) {
+    const Win::Region* hit = nullptr;
+    for (const Win::Region& r : w.attached)
+      if (r.lo <= at && at < r.hi) {
+        hit = &r;
+        break;
+      }
+    if (!hit) break;
+    *dev = *dev || hit->device;
+    if (hit->hi >= b) return reinterpret_cast<char*>(h.disp);
+    at = hit->hi;
+  }
   CkAbort("AMPI RMA: rank %d accessed [%#lx, %#lx) of dynamic %s on rank %d, which is not attached there "
           "(MPI_ERR_RMA_RANGE)",
           w.world[static_cast<std::size_t>(h.from)], static_cast<unsigned long>(a), static_cast<unsigned long>(b),
