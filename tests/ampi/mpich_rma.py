@@ -39,6 +39,7 @@ CHOSEN = [
     ("linked_list_fop", 4, []), ("linked_list_lockall", 4, []), ("pscw_ordering", 4, []),
     ("mutex_bench", 4, []), ("acc_loc", 4, []), ("fetchandadd", 7, []),
     ("fetchandadd_am", 7, []), ("nullpscw", 7, []),
+    ("win_dynamic_rma_flush_get", 2, ["-count=9216", "-op=acc"]), ("win_shared_query", 4, ["-flavor=allocate"]),
 ]
 
 
