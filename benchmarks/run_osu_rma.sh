@@ -4,6 +4,7 @@
 # one run; prints the medians at a few sizes and their ratio (ours / OpenMPI) as rows of
 # docs/benchmarks.md's "MPI RMA (host)" table.
 #   benchmarks/run_osu_rma.sh OSU_SRC [outdir]
+# (Device memory on the GPU machine, from builds made here: benchmarks/run_osu_onesided.sh.)
 # OSU_SRC: a tree holding c/mpi/one-sided and c/util (OSU Micro-Benchmarks 7.x). OSU's
 # defaults: MPI_Win_allocate, MPI_Win_flush per operation (osu_put_bw: a window of 64 puts
 # per flush). Environment: REPS (default 5), SIZES (default "8 1024 65536"), AMPI_ARGS (e.g.
@@ -19,21 +20,11 @@ ampicc=${AMPICC:-$here/build/runtime/ampi/bin/ampicc}
 mpicc=${MPICC:-mpicc}
 mpirun=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
 benches=(osu_put_latency osu_get_latency osu_put_bw osu_acc_latency)
-mkdir -p "$out/ampi" "$out/ompi" "$out/stub"
-# Some OSU trees include the header of an optional CXL allocator unconditionally; only its
-# handle type is used without that option.
-[ -f "$out/stub/rapid.h" ] || echo 'typedef void* rapid_handle;' > "$out/stub/rapid.h"
-util=()
-for f in osu_util.c osu_util_mpi.c osu_util_graph.c osu_util_papi.c osu_util_validation.c; do
-  [ -f "$src/c/util/$f" ] && util+=("$src/c/util/$f")
-done
-for b in "${benches[@]}"; do
-  for v in ampi:"$ampicc" ompi:"$mpicc"; do
-    [ -x "$out/${v%%:*}/$b" ] && continue
-    ${v#*:} -O2 -I "$src/c/util" -I "$out/stub" -DFIELD_WIDTH=18 -DFLOAT_PRECISION=2 \
-      "$src/c/mpi/one-sided/$b.c" "${util[@]}" -o "$out/${v%%:*}/$b" -lm || { echo "build failed: $b (${v%%:*})"; exit 1; }
-  done
-done
+# One build recipe for OSU's programs (tools/osu/build.sh), for both MPIs.
+[ -x "$out/ampi/osu_put_latency" ] || "$here/tools/osu/build.sh" "$src" "$out/ampi" "$ampicc" > /dev/null ||
+  { echo "build failed (ampi)"; exit 1; }
+[ -x "$out/ompi/osu_put_latency" ] || "$here/tools/osu/build.sh" "$src" "$out/ompi" "$mpicc" > /dev/null ||
+  { echo "build failed (ompi)"; exit 1; }
 max=$(printf '%s\n' $sizes | sort -n | tail -1)
 min=$(printf '%s\n' $sizes | sort -n | head -1)
 # run IMPL BENCH REP: the OSU table rows "size value" of one run.
