@@ -184,8 +184,8 @@ int AMPI_Migrate(MPI_Info hints) {
       return error(MPI_COMM_WORLD, MPI_ERR_INFO_VALUE, "AMPI_Migrate",
                    "ampi_load_balance=%s: give sync, async or false", lb.c_str());
   }
+  rma_check_can_move(r, "AMPI_Migrate");  // the program's obstacle first: one it can remove
   if (dir[0] && !r->slice() && CkNumPes() > 1) no_migration("AMPI_Migrate (ampi_checkpoint)");
-  rma_check_can_move(r, "AMPI_Migrate");
   p2p_prepare_to_move(r->p2p());
   {
     Comm& world = *comm_get(MPI_COMM_WORLD);
@@ -217,11 +217,11 @@ int AMPI_Migrate_to_pe(int dest) {
     return error(MPI_COMM_WORLD, MPI_ERR_ARG, "AMPI_Migrate_to_pe", "PE %d is out of range [0, %d)", dest,
                  CkNumPes());
   if (dest == CkMyPe()) return MPI_SUCCESS;
+  rma_check_can_move(r, "AMPI_Migrate_to_pe");  // the program's obstacle first: one it can remove
   if (!r->slice()) no_migration("AMPI_Migrate_to_pe");
   if (!r->isMigratable())
     return error(MPI_COMM_WORLD, MPI_ERR_OTHER, "AMPI_Migrate_to_pe",
                  "rank %d is not migratable (AMPI_Set_migratable(0) was called)", r->world_rank());
-  rma_check_can_move(r, "AMPI_Migrate_to_pe");
   p2p_prepare_to_move(r->p2p());
   r->migrateMe(dest);
   r = wait_for(Rank::Waiting::Moving);
