@@ -5,6 +5,9 @@
 # C++ Converse ping-pong (1 MiB); medians of the repetitions and ratios.
 #   benchmarks/run_python_pingpong.sh [build-dir] [repeats]
 # PYTHON: the interpreter for ucharm (NumPy, greenlet; default: the project's .venv).
+# BASELINE: a folder holding an older built package (BASELINE/ucharm, e.g. a copy of
+# build/bindings/python/ucharm kept before a change): its proxy and Channel 8 B figures
+# are measured too, alternating with the current build's, for before/after ratios.
 # mpi4py goes into a virtualenv of its own, .venv-mpi4py, created on the first run.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,12 +39,15 @@ fi
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 # Column 2 of the ping-pong tables is the one-way latency (us), column 3 the bandwidth (MB/s).
-ours() {  # mode size column
-  "$run" -n 2 --timeout 120 "$py" "$bench/pingpong.py" --mode "$1" --min "$2" --max "$2" --iters "$iters" |
+ours() {  # mode size column [PYTHONPATH]
+  PYTHONPATH="${4:-$PYTHONPATH}" "$run" -n 2 --timeout 120 "$py" "$bench/pingpong.py" --mode "$1" --min "$2" --max "$2" --iters "$iters" |
     awk -v c="$3" '!/^#/ {print $c}'
 }
 proxy_8b() { ours proxy-bytes 8 2; }
 channel_8b() { ours channel-bytes 8 2; }
+baseline_path() { echo "$(cd "$BASELINE" && pwd)${PYTHONPATH#"$build/bindings/python"}"; }
+proxy_8b_base() { ours proxy-bytes 8 2 "$(baseline_path)"; }
+channel_8b_base() { ours channel-bytes 8 2 "$(baseline_path)"; }
 numpy_1m() { ours numpy 1M 3; }
 mpi4py_8b() {
   timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 "$venv/bin/python" "$bench/mpi4py_pingpong.py" \
@@ -53,6 +59,10 @@ echo "== machine: $(nproc) cores, $(uname -r); $("$py" --version); $(mpirun --ve
   "mpi4py $("$venv/bin/python" -c 'import mpi4py; print(mpi4py.__version__)')"
 echo "== $reps alternating repetitions; $iters round trips at 8 B, $((iters / 100 > 50 ? iters / 100 : 50)) at 1 MiB"
 names=(proxy_8b channel_8b mpi4py_8b numpy_1m converse_1m)
+if [ -n "${BASELINE:-}" ]; then
+  [ -f "$BASELINE/ucharm/__init__.py" ] || { echo "run_python_pingpong.sh: BASELINE=$BASELINE holds no ucharm package" >&2; exit 1; }
+  names=(proxy_8b_base proxy_8b channel_8b_base channel_8b mpi4py_8b numpy_1m converse_1m)
+fi
 declare -A runs med
 for ((i = 0; i < reps; i++)); do
   for n in "${names[@]}"; do
@@ -66,6 +76,8 @@ label() {
   case $1 in
     proxy_8b) echo "ucharm Python, bytes by proxy call, 8 B (us)" ;;
     channel_8b) echo "ucharm Python, bytes by Channel, 8 B (us)" ;;
+    proxy_8b_base) echo "BASELINE: bytes by proxy call, 8 B (us)" ;;
+    channel_8b_base) echo "BASELINE: bytes by Channel, 8 B (us)" ;;
     mpi4py_8b) echo "mpi4py pickled send/recv, 8 B (us)" ;;
     numpy_1m) echo "ucharm Python, NumPy by Channel, 1 MiB (MB/s)" ;;
     *) echo "ucharm Converse ping-pong, 1 MiB (MB/s)" ;;
@@ -82,4 +94,8 @@ ratio() {  # a b text -> "text a/b" when both medians exist
 }
 ratio proxy_8b mpi4py_8b "latency 8 B: proxy call / mpi4py"
 ratio channel_8b mpi4py_8b "latency 8 B: Channel / mpi4py"
+ratio proxy_8b proxy_8b_base "latency 8 B: proxy call / BASELINE's"
+ratio channel_8b channel_8b_base "latency 8 B: Channel / BASELINE's"
+ratio proxy_8b_base mpi4py_8b "latency 8 B: BASELINE's proxy call / mpi4py"
+ratio channel_8b_base mpi4py_8b "latency 8 B: BASELINE's Channel / mpi4py"
 ratio numpy_1m converse_1m "bandwidth 1 MiB: NumPy Channel / Converse"

@@ -40,6 +40,13 @@ cdef void _fatal(str where) noexcept:
     CkAbort("%s", b"a Python exception ended the job (traceback above)")
 
 
+cdef inline int check_thread_named(str name) except -1:
+    # check_thread for a proxy call: its message is made only when it fails
+    if _owner != 0 and PyThread_get_thread_ident() != _owner:
+        wrong_thread(f"{name}()")
+    return 0
+
+
 cdef void* h_construct(void* chare, const char* blob, size_t length) noexcept:
     try:
         obj = _py.construct(<uintptr_t>chare, PyBytes_FromStringAndSize(blob, length))
@@ -53,11 +60,14 @@ cdef void* h_construct(void* chare, const char* blob, size_t length) noexcept:
 
 cdef void h_invoke(void* obj, void* msg) noexcept:
     # The common case here (a plain entry method, no future, not a broadcast); anything
-    # else in charm.py's invoke_slow.
+    # else in charm.py's invoke_slow. Messages of the fast format: core_fastwire.pxi.
+    cdef uint64_t* words = <uint64_t*>raw_payload(msg)
+    if words[1] == FW_CALL:
+        fw_invoke_call(<object>obj, msg)
+        return
     cdef Message m = wrap(msg)
     cdef object o = <object>obj
     cdef tuple t
-    cdef uint64_t* words = <uint64_t*>raw_payload(msg)
     fn = None
     bufs = None
     try:

@@ -163,6 +163,9 @@ include "core_hooks.pxi"
 include "core_migrate.pxi"
 
 
+include "core_fastwire.pxi"
+
+
 # ---- the runtime ---------------------------------------------------------------------------
 def start(list argv):
     """Starts the runtime on this process's PE and runs the scheduler; never returns."""
@@ -242,25 +245,57 @@ cdef inline Index wire_index(object idx) except *:
     return to_index(idx)
 
 
+cdef extern from "Python.h":
+    ctypedef object (*vectorcallfunc)(object callable, PyObject* const* args, size_t nargsf, PyObject* kwnames)
+    Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
+    ctypedef struct PyTypeObject:
+        Py_ssize_t tp_vectorcall_offset
+        unsigned long tp_flags
+    unsigned long Py_TPFLAGS_HAVE_VECTORCALL
+
+
+cdef tuple tuple_from(PyObject* const* items, Py_ssize_t n):
+    cdef Py_ssize_t k
+    t = PyTuple_New(n)
+    for k in range(n):
+        Py_INCREF(<object>items[k])
+        PyTuple_SET_ITEM(t, k, <object>items[k])
+    return t
+
+
 cdef class BoundEntry:
     """proxy.method: call it (a message to the element, or a broadcast), or pass it as a
-    reduction target or callback. Plain calls to one element are built here, in C."""
+    reduction target or callback. A plain call to one element (no keyword) is built here,
+    in C, through vectorcall: no argument tuple or dict, and arguments the fast format
+    takes (core_fastwire.pxi) written straight into the message."""
+    cdef vectorcallfunc vc  # the type's vectorcall slot reads it (set up below the class)
     cdef readonly object proxy
     cdef readonly str name
+    cdef bytes name_b        # the name's UTF-8 and its hash, for the fast format
+    cdef uint32_t name_hash
     cdef CollectionRef ref
     cdef Index idx
     cdef bint element
 
+    def __cinit__(self, *args, **kwargs):
+        self.vc = be_vectorcall
+
     def __init__(self, proxy, str name):
         self.proxy = proxy
         self.name = name
+        self.name_b = name.encode()
+        self.name_hash = fw_hash(PyBytes_AS_STRING(self.name_b), PyBytes_GET_SIZE(self.name_b))
         self.ref = to_ref(proxy._ref)
         self.element = hasattr(proxy, "_idx")
         if self.element:
             self.idx = wire_index(proxy._idx)
 
     def __call__(self, *args, ret=False, awaitable=False, **kwargs):
-        check_thread(f"{self.name}()")
+        # Calls with keywords, and calls through PyObject_Call (f(*a, **k))
+        return self.call(args, kwargs, ret, awaitable)
+
+    cdef object call(self, tuple args, dict kwargs, object ret, object awaitable):
+        check_thread_named(self.name)
         if ret or awaitable or not self.element:
             # want: 2 the return value (ret=True), 1 completion only (awaitable=True: None)
             return self.proxy._ck_call(self.name, args, kwargs, 2 if ret else (1 if awaitable else 0))
@@ -281,6 +316,42 @@ cdef class BoundEntry:
 
     def __reduce__(self):
         return (BoundEntry, (self.proxy, self.name))
+
+
+cdef object be_vectorcall(object callable, PyObject* const* args, size_t nargsf, PyObject* kwnames):
+    cdef BoundEntry self = <BoundEntry>callable
+    cdef Py_ssize_t n = PyVectorcall_NARGS(nargsf)
+    cdef Py_ssize_t nk, k
+    cdef void* msg
+    if kwnames != NULL:  # keywords (ret=, awaitable= or the method's): the general path
+        nk = PyTuple_GET_SIZE(<object>kwnames)
+        kw = {}
+        for k in range(nk):
+            kw[<object>PyTuple_GET_ITEM(<object>kwnames, k)] = <object>args[n + k]
+        ret = kw.pop("ret", False)
+        awaitable = kw.pop("awaitable", False)
+        return self.call(tuple_from(args, n), kw, ret, awaitable)
+    if not self.element:
+        return self.call(tuple_from(args, n), {}, False, False)
+    check_thread_named(self.name)
+    if _ro_pending:
+        flush_readonlies()
+    msg = fw_build_call(self.name_b, self.name_hash, args, n)
+    if msg == NULL:  # an argument the fast format does not take: pickled
+        return self.call(tuple_from(args, n), {}, False, False)
+    c_send(self.ref, self.idx, msg)
+    return None
+
+
+# BoundEntry's instances are called through vectorcall (PEP 590): the slot's offset is that
+# of its `vc` field; tp_call (__call__) stays for PyObject_Call.
+cdef _setup_vectorcall():
+    cdef BoundEntry probe = BoundEntry.__new__(BoundEntry)
+    cdef PyTypeObject* tp = <PyTypeObject*>BoundEntry
+    tp.tp_vectorcall_offset = <Py_ssize_t>(<char*>&probe.vc - <char*><PyObject*>probe)
+    tp.tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL
+
+_setup_vectorcall()
 
 
 def broadcast(bytes ref, bytes head, list bufs):

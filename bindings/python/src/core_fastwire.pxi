@@ -1,0 +1,346 @@
+# Part of ucharm/_core.pyx (included there): the fast wire format of small calls and
+# channel messages, and the receiving side of both.
+#
+# Why: for a small argument, pickling the call's (kind, name, args, ...) tuple, copying the
+# pickle into the message and unpickling it on arrival cost more than the rest of the
+# message's trip (docs/architecture.md, "The Python bindings": the table). Values made only
+# of None, bool, int (64-bit), float, bytes, str and tuples of them are written straight
+# into the message, each behind a one-byte tag, and read back from it; anything else (a
+# NumPy array, a list, an instance, a keyword argument, a very large int) takes the pickle
+# format as before. Both formats round-trip exactly: the same types and values (what is not
+# kept: whether two arguments were the same object; they are immutable).
+#
+# A message of this format: word 0 = the bytes after the two words, word 1 = FW_CALL or
+# FW_CHAN (the pickle format's word 1 is a buffer count, far below these).
+from cpython.long cimport PyLong_FromLongLong, PyLong_AsLongLongAndOverflow
+from cpython.float cimport PyFloat_FromDouble, PyFloat_AS_DOUBLE
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.string cimport memcmp
+from libc.stdint cimport uint8_t, uint16_t
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except? NULL
+    object PyObject_Vectorcall(object callable, PyObject* const* args, size_t nargsf, PyObject* kwnames)
+
+cdef extern from *:
+    """
+    // A type's attribute version: changes whenever an attribute of it or of a base is
+    // set or deleted (0: none assigned, never cached on).
+    static inline unsigned int uc_type_version(PyObject* t) { return ((PyTypeObject*)t)->tp_version_tag; }
+    """
+    unsigned int uc_type_version(PyObject* t)
+
+cdef enum:
+    FW_NONE = 0
+    FW_TRUE = 1
+    FW_FALSE = 2
+    FW_INT = 3
+    FW_FLOAT = 4
+    FW_BYTES = 5
+    FW_STR = 6
+    FW_TUPLE = 7
+    FW_MAX_DEPTH = 8   # tuples nested deeper take the pickle format (and recursion cannot happen)
+    FW_MAX_ARGS = 16   # a fast call's arguments on the receiver's stack
+
+cdef uint64_t FW_CALL = 0xFA57CA1100000001ULL
+cdef uint64_t FW_CHAN = 0xFA57CA1100000002ULL
+
+
+cdef Py_ssize_t fw_size(object o, int depth) except -2:
+    """The bytes `o` takes in the fast format, or -1 when it cannot travel so."""
+    cdef Py_ssize_t n, s, total, k
+    cdef int overflow = 0
+    if o is None or o is True or o is False:
+        return 1
+    t = type(o)
+    if t is int:
+        PyLong_AsLongLongAndOverflow(o, &overflow)
+        return -1 if overflow else 9
+    if t is float:
+        return 9
+    if t is bytes:
+        n = PyBytes_GET_SIZE(o)
+        return 5 + n if n <= 0xFFFFFFFF else -1
+    if t is str:
+        try:
+            PyUnicode_AsUTF8AndSize(o, &n)  # cached in the str object
+        except UnicodeEncodeError:  # lone surrogates: pickle writes them
+            return -1
+        return 5 + n if n <= 0xFFFFFFFF else -1
+    if t is tuple:
+        if depth >= FW_MAX_DEPTH:
+            return -1
+        total = 5
+        for k in range(PyTuple_GET_SIZE(o)):
+            s = fw_size(<object>PyTuple_GET_ITEM(o, k), depth + 1)
+            if s < 0:
+                return -1
+            total += s
+        return total
+    return -1
+
+
+cdef inline char* fw_put32(char* p, uint32_t v) noexcept:
+    memcpy(p, &v, 4)
+    return p + 4
+
+
+cdef char* fw_write(object o, char* p) except NULL:
+    """Writes `o` (fw_size said it fits) at p; returns the end."""
+    cdef int64_t i
+    cdef double d
+    cdef Py_ssize_t n, k
+    cdef const char* s
+    if o is None:
+        p[0] = FW_NONE
+        return p + 1
+    if o is True:
+        p[0] = FW_TRUE
+        return p + 1
+    if o is False:
+        p[0] = FW_FALSE
+        return p + 1
+    t = type(o)
+    if t is int:
+        p[0] = FW_INT
+        i = o
+        memcpy(p + 1, &i, 8)
+        return p + 9
+    if t is float:
+        p[0] = FW_FLOAT
+        d = PyFloat_AS_DOUBLE(o)
+        memcpy(p + 1, &d, 8)
+        return p + 9
+    if t is bytes:
+        n = PyBytes_GET_SIZE(o)
+        p[0] = FW_BYTES
+        p = fw_put32(p + 1, <uint32_t>n)
+        memcpy(p, PyBytes_AS_STRING(o), n)
+        return p + n
+    if t is str:
+        s = PyUnicode_AsUTF8AndSize(o, &n)
+        p[0] = FW_STR
+        p = fw_put32(p + 1, <uint32_t>n)
+        memcpy(p, s, n)
+        return p + n
+    # a tuple
+    n = PyTuple_GET_SIZE(o)
+    p[0] = FW_TUPLE
+    p = fw_put32(p + 1, <uint32_t>n)
+    for k in range(n):
+        p = fw_write(<object>PyTuple_GET_ITEM(o, k), p)
+    return p
+
+
+cdef int fw_truncated() except -1:
+    raise ValueError("ucharm: a message of the fast format is truncated")
+
+
+cdef object fw_read(const char** pp, const char* end):
+    """The value at *pp (advanced past it)."""
+    cdef const char* p = pp[0]
+    cdef int64_t i
+    cdef double d
+    cdef uint32_t n, k
+    cdef object v
+    if p >= end:
+        fw_truncated()
+    cdef char tag = p[0]
+    p += 1
+    if tag == FW_NONE:
+        pp[0] = p
+        return None
+    if tag == FW_TRUE:
+        pp[0] = p
+        return True
+    if tag == FW_FALSE:
+        pp[0] = p
+        return False
+    if tag == FW_INT or tag == FW_FLOAT:
+        if end - p < 8:
+            fw_truncated()
+        pp[0] = p + 8
+        if tag == FW_INT:
+            memcpy(&i, p, 8)
+            return PyLong_FromLongLong(i)
+        memcpy(&d, p, 8)
+        return PyFloat_FromDouble(d)
+    if end - p < 4:
+        fw_truncated()
+    memcpy(&n, p, 4)
+    p += 4
+    if tag == FW_BYTES or tag == FW_STR:
+        if <size_t>(end - p) < n:
+            fw_truncated()
+        pp[0] = p + n
+        if tag == FW_BYTES:
+            return PyBytes_FromStringAndSize(p, n)
+        return PyUnicode_DecodeUTF8(p, n, NULL)
+    if tag != FW_TUPLE:
+        raise ValueError(f"ucharm: a message of the fast format holds an unknown tag {tag}")
+    t = PyTuple_New(n)
+    pp[0] = p
+    for k in range(n):
+        v = fw_read(pp, end)
+        Py_INCREF(v)
+        PyTuple_SET_ITEM(t, k, v)
+    return t
+
+
+cdef inline uint32_t fw_hash(const char* s, Py_ssize_t n) noexcept:
+    """FNV-1a of an entry method's name: where the receiver's cache looks first."""
+    cdef uint32_t h = 2166136261U
+    cdef Py_ssize_t k
+    for k in range(n):
+        h = (h ^ <uint8_t>s[k]) * 16777619U
+    return h
+
+
+# ---- a fast call: [u32 name hash][u16 name length][u16 argument count][name][arguments] ----
+cdef void* fw_build_call(bytes name, uint32_t h, PyObject* const* args, Py_ssize_t nargs) except? NULL:
+    """The message of a call whose arguments all fit the fast format; NULL (no error) when
+    one does not."""
+    cdef Py_ssize_t k, s
+    cdef Py_ssize_t nl = PyBytes_GET_SIZE(name)
+    cdef size_t size = 8 + nl
+    if nargs > FW_MAX_ARGS:
+        return NULL
+    for k in range(nargs):
+        s = fw_size(<object>args[k], 0)
+        if s < 0:
+            return NULL
+        size += s
+    cdef void* msg = raw_alloc(16 + size)
+    cdef char* p = raw_payload(msg)
+    cdef uint64_t* words = <uint64_t*>p
+    cdef uint16_t u16
+    words[0] = size
+    words[1] = FW_CALL
+    p = fw_put32(p + 16, h)
+    u16 = <uint16_t>nl
+    memcpy(p, &u16, 2)
+    u16 = <uint16_t>nargs
+    memcpy(p + 2, &u16, 2)
+    memcpy(p + 4, PyBytes_AS_STRING(name), nl)
+    p += 4 + nl
+    try:
+        for k in range(nargs):
+            p = fw_write(<object>args[k], p)
+    except BaseException:
+        CmiFree(msg)
+        raise
+    return msg
+
+
+# The receiver's cache of entry methods: direct-mapped by (class, name hash); an entry is
+# good while its class's attribute version is the one it was found under (a method set or
+# deleted on the class or a base changes the version).
+cdef struct CallSlot:
+    PyObject* cls      # a reference
+    PyObject* fn       # a reference
+    PyObject* name     # the name (str), a reference
+    PyObject* name_b   # its UTF-8 (bytes), a reference
+    uint32_t hash
+    unsigned int version
+    int kind           # _entry_kind's: 0 plain (called here), 1 the slow path
+
+cdef enum:
+    CALL_SLOTS = 256
+cdef CallSlot _call_cache[CALL_SLOTS]
+cdef CallSlot _miss_slot  # an uncached lookup's result (refilled each time)
+
+cdef extern from "Python.h":
+    void uc_xdecref "Py_XDECREF"(PyObject*)
+
+
+cdef inline CallSlot* call_slot(PyObject* cls, uint32_t h) noexcept:
+    return &_call_cache[(h ^ <uint32_t>(<uintptr_t>cls >> 4)) & (CALL_SLOTS - 1)]
+
+
+cdef CallSlot* call_lookup(object o, uint32_t h, const char* name, Py_ssize_t nl) except NULL:
+    """The cache slot of entry method `name` of o's class, filled when it was not there; its
+    fn is NULL for a name that is no entry method (the slow path reports it)."""
+    cdef object t = type(o)
+    cdef PyObject* cls = <PyObject*>t
+    cdef CallSlot* e = call_slot(cls, h)
+    cdef unsigned int version = uc_type_version(cls)
+    if (e.cls == cls and e.hash == h and version != 0 and e.version == version
+            and PyBytes_GET_SIZE(<object>e.name_b) == nl
+            and memcmp(PyBytes_AS_STRING(<object>e.name_b), name, nl) == 0):
+        return e
+    s = PyUnicode_DecodeUTF8(name, nl, NULL)
+    fn = getattr(<object>cls, s, None)
+    kind = _entry_kind.get(fn)
+    version = uc_type_version(cls)  # the lookup assigned one
+    if kind is None or version == 0:  # not seen yet (the slow path records it), or not cacheable
+        e = &_miss_slot
+        kind = 1
+    uc_xdecref(e.cls)
+    uc_xdecref(e.fn)
+    uc_xdecref(e.name)
+    uc_xdecref(e.name_b)
+    b = PyBytes_FromStringAndSize(name, nl)
+    e.cls = cls
+    e.fn = <PyObject*>fn
+    e.name = <PyObject*>s
+    e.name_b = <PyObject*>b
+    Py_INCREF(<object>cls)
+    Py_INCREF(fn)
+    Py_INCREF(s)
+    Py_INCREF(b)
+    e.hash = h
+    e.version = version
+    e.kind = kind
+    return e
+
+cdef void fw_invoke_call(object o, void* msg) noexcept:
+    """A fast call arrived for element o: decode it, free the message, call the method (a
+    plain one here, with the arguments on the C stack; others through charm.py)."""
+    cdef const char* p = raw_payload(msg)
+    cdef const char* end = p + 16 + (<uint64_t*>p)[0]
+    cdef uint32_t h
+    cdef uint16_t nl, nargs
+    cdef PyObject* stack[FW_MAX_ARGS + 1]
+    cdef Py_ssize_t k, filled = 0
+    cdef CallSlot* e
+    cdef int kind = 1
+    name = None
+    p += 16
+    memcpy(&h, p, 4)
+    memcpy(&nl, p + 4, 2)
+    memcpy(&nargs, p + 6, 2)
+    p += 8
+    try:
+        try:
+            if nargs > FW_MAX_ARGS or end - p < nl:
+                fw_truncated()
+            e = call_lookup(o, h, p, nl)
+            fn = <object>e.fn
+            kind = e.kind
+            name = <object>e.name
+            p += nl
+            stack[0] = <PyObject*>o
+            for k in range(nargs):
+                v = fw_read(&p, end)
+                Py_INCREF(v)
+                stack[1 + k] = <PyObject*>v
+                filled += 1
+        finally:
+            CmiFree(msg)  # everything is in Python objects now (or failed)
+        if kind == 0:
+            PyObject_Vectorcall(fn, stack, 1 + nargs, NULL)
+            if o._ck_when or o._ck_waiting or o._ck_when_by_value:
+                _py.after_entry(o)
+        else:
+            args = PyTuple_New(nargs)
+            for k in range(nargs):
+                Py_INCREF(<object>stack[1 + k])
+                PyTuple_SET_ITEM(args, k, <object>stack[1 + k])
+            _py.invoke_slow(o, None, (0, name, args, None, None, False), None)
+    except BaseException as ex:
+        if not _py.handle_exit(ex):
+            _fatal(f"in entry method {type(o).__name__}.{name}" if name is not None else "in an entry method")
+    finally:
+        for k in range(filled):
+            Py_DECREF(<object>stack[1 + k])
