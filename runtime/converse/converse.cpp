@@ -621,6 +621,7 @@ void ConverseInit(int argc, char** argv, void (*start)(int, char**), int usched,
   mo.eager_size = s.options.eager_size;
   mo.prepost = s.options.prepost;
   mo.flow_window = s.options.flow_window;
+  mo.large_fragment = s.options.large_fragment;
   mo.bind = s.options.bind;
   lrts::LrtsInit(mo, lrts::Hooks{hook_alloc, hook_deliver, hook_release, hook_peer_failed});
   s.my_pe = lrts::LrtsMyPe();

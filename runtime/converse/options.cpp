@@ -78,6 +78,11 @@ std::optional<std::string> apply(std::string_view name, std::optional<std::strin
   } else if (name == "flow-window") {
     return number(o.flow_window, true, 64 * 1024, std::size_t{1} << 32,
                   "a size in bytes from 64k to 4G (suffixes k, M, G)");
+  } else if (name == "large-fragment") {
+    constexpr const char* what = "0, or a multiple of 1k from 4k to 1G (suffixes k, M, G)";
+    if (auto err = number(o.large_fragment, true, 0, 1ull << 30, what)) return err;
+    if (o.large_fragment != 0 && (o.large_fragment < 4096 || o.large_fragment % 1024 != 0))
+      return bad(what, "not a multiple of 1k from 4k");
   } else if (name == "send-queue-limit") {
     return number(o.send_queue_limit, true, 64 * 1024, std::size_t{1} << 40,
                   "a size in bytes from 64k to 1024G (suffixes k, M, G)");
@@ -99,7 +104,7 @@ std::optional<std::string> apply(std::string_view name, std::optional<std::strin
     else o.verbose = on;
   } else {
     return fmt::format("{}: unknown runtime option '{}' (known: +eager-size=BYTES, +prepost=N, "
-                       "+flow-window=BYTES, +send-queue-limit=BYTES, +stacksize=BYTES, +idle-spin-us=N, +nobind, +verbose{})",
+                       "+flow-window=BYTES, +large-fragment=BYTES, +send-queue-limit=BYTES, +stacksize=BYTES, +idle-spin-us=N, +nobind, +verbose{})",
                        where, name, [] {
                          std::string more;
                          for (const auto& [n, v] : layer_options()) more += ", +" + n + (v ? " VALUE" : "");
@@ -130,7 +135,8 @@ std::optional<std::string> parse_runtime_options(int& argc, char** argv, Runtime
       {"UCHARM_EAGER_SIZE", "eager-size"}, {"UCHARM_PREPOST", "prepost"},
       {"UCHARM_STACKSIZE", "stacksize"},   {"UCHARM_IDLE_SPIN_US", "idle-spin-us"},
       {"UCHARM_BIND", "bind"},             {"UCHARM_VERBOSE", "verbose"},
-      {"UCHARM_FLOW_WINDOW", "flow-window"}, {"UCHARM_SEND_QUEUE_LIMIT", "send-queue-limit"}};
+      {"UCHARM_FLOW_WINDOW", "flow-window"}, {"UCHARM_SEND_QUEUE_LIMIT", "send-queue-limit"},
+      {"UCHARM_LARGE_FRAGMENT", "large-fragment"}};
   for (auto [key, name] : kEnv) {
     if (const char* v = env_value(key, envp))
       if (auto err = apply(name, std::string_view(v), out, fmt::format("environment {}", key)))

@@ -17,6 +17,9 @@ struct RuntimeOptions {
   // before it waits for credit, and bytes waiting for credit before a sender is held.
   std::size_t flow_window = 4u << 20;
   std::size_t send_queue_limit = 64u << 20;
+  // Large host messages between PEs of one host go in copied fragments of this size
+  // (0: one rendezvous each; see the machine layer's Options).
+  long long large_fragment = -1;  // -1: 128k, or 0 with more PEs than cores
   std::size_t stack_size = 1 << 20;
   // -1: chosen at start-up: 50, or 0 when this host has more PEs than cores (a PE that
   // polls there takes the core from the PE that has work).

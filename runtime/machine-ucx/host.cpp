@@ -42,6 +42,22 @@ namespace {
 
 constexpr std::int64_t cost_units(std::size_t bytes) { return static_cast<std::int64_t>((bytes + 511) >> 8); }
 
+// A large message's announcement: its size (low 40 bits) and the size of the fragments
+// its data comes in, in KiB (high 24 bits; 0: one piece). The sender chooses, so PEs need
+// not agree on +large-fragment.
+constexpr int kSizeBits = 40;
+constexpr std::uint64_t announce_word(std::size_t bytes, std::size_t fragment) {
+  return static_cast<std::uint64_t>(bytes) | (static_cast<std::uint64_t>(fragment >> 10) << kSizeBits);
+}
+
+// One fragment of a large message has been sent.
+void piece_sent(LargeSend* whole) {
+  Machine& m = M();
+  if (--whole->pieces_left > 0) return;
+  m.hooks.release(whole->msg);
+  m.large_sends.give(whole);
+}
+
 // ---- callbacks: record only -------------------------------------------------------
 
 void send_done(void* request, ucs_status_t status, void*) {
@@ -51,7 +67,8 @@ void send_done(void* request, ucs_status_t status, void*) {
   --m.pending_sends;
   if (r->slot) --m.own_waits;
   else --m.small_sends_open;
-  if (r->msg) m.hooks.release(r->msg);
+  if (r->kind == ReqKind::FragmentSend) piece_sent(static_cast<LargeSend*>(r->msg));
+  else if (r->msg) m.hooks.release(r->msg);
   ucp_request_free(request);
 }
 
@@ -79,8 +96,11 @@ void large_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t*, 
   Machine& m = M();
   unlink_recv(r);
   if (status == UCS_OK) {
-    static_cast<Held*>(r->msg)->ready = true;
-    m.large_done.push_back(r->pe);
+    auto* h = static_cast<Held*>(r->msg);
+    if (--h->pieces_left == 0) {
+      h->ready = true;
+      m.large_done.push_back(r->pe);
+    }
   } else if (status != UCS_ERR_CANCELED && !m.shutting_down) {
     fatal(fmt::format("receiving a large message from PE {} failed: {}", r->pe, ucs_status_string(status)));
   }
@@ -90,8 +110,8 @@ void large_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t*, 
 // ---- sending ----------------------------------------------------------------------
 
 // One UCX send of `bytes` at `buf` (released through the hooks once sent; null: nothing
-// to release).
-void post_send(int pe, void* buf, std::size_t bytes, tag::Tag t) {
+// to release). With `whole`, `buf` is a fragment of whole's message, released with the last.
+void post_send(int pe, void* buf, std::size_t bytes, tag::Tag t, LargeSend* whole = nullptr) {
   Machine& m = M();
   ucp_request_param_t p{};
   // FAST_CMPL: a host send only needs its buffer back, so UCX may pick copy protocols
@@ -101,23 +121,22 @@ void post_send(int pe, void* buf, std::size_t bytes, tag::Tag t) {
   p.cb.send = send_done;
   p.memory_type = UCS_MEMORY_TYPE_HOST;
   ucs_status_ptr_t sp = ucp_tag_send_nbx(endpoint(pe), buf, bytes, t, &p);
-  if (sp == nullptr) {
-    if (buf) m.hooks.release(buf);
-    return;
-  }
+  const auto finished = [&] {
+    if (whole) piece_sent(whole);
+    else if (buf) m.hooks.release(buf);
+  };
+  if (sp == nullptr) return finished();
   if (UCS_PTR_IS_ERR(sp)) {
-    if (m.shutting_down) {
-      if (buf) m.hooks.release(buf);
-      return;
-    }
+    if (m.shutting_down) return finished();
     peer_lost(pe, ucs_status_string(UCS_PTR_STATUS(sp)));
   }
   auto* r = static_cast<RequestState*>(sp);
-  r->kind = ReqKind::Send;
-  r->msg = buf;
+  r->kind = whole ? ReqKind::FragmentSend : ReqKind::Send;
+  r->msg = whole ? static_cast<void*>(whole) : buf;
   r->pe = pe;
-  // A large send (rendezvous) is a transfer of our own: it needs this PE's progress.
-  r->slot = bytes > m.opt.eager_size ? 1 : 0;
+  // A large send (rendezvous, or fragments filling the peer's FIFO) is a transfer of our
+  // own: it needs this PE's progress.
+  r->slot = (whole || bytes > m.opt.eager_size) ? 1 : 0;
   if (r->slot) ++m.own_waits;
   else ++m.small_sends_open;
   ++m.pending_sends;
@@ -135,10 +154,22 @@ void transmit(int pe, void* msg, std::size_t bytes) {
     post_send(pe, msg, bytes, tag::EagerTag::make(me, seq, false));
     return;
   }
+  // Fragments only between PEs of one host (shared-memory copies; a network's zero-copy
+  // rendezvous is the better protocol between hosts).
+  const std::size_t frag = m.large_fragment;
+  const bool pieces = frag > 0 && bytes > frag && m.boot->is_local(pe);
   auto* size = static_cast<std::uint64_t*>(m.hooks.alloc(sizeof(std::uint64_t)));
-  *size = bytes;
+  *size = announce_word(bytes, pieces ? frag : 0);
   post_send(pe, size, sizeof *size, tag::EagerTag::make(me, seq, true));
-  post_send(pe, msg, bytes, tag::LargeTag::make(me, seq));
+  const tag::Tag t = tag::LargeTag::make(me, seq);
+  if (!pieces) return post_send(pe, msg, bytes, t);
+  // Same tag for every piece: UCX matches one sender's messages in send order, so the
+  // receiver's receives (posted in offset order) take the pieces in order.
+  LargeSend* whole = m.large_sends.take();
+  *whole = LargeSend{msg, static_cast<std::uint32_t>((bytes + frag - 1) / frag), nullptr};
+  auto* base = static_cast<char*>(msg);
+  for (std::size_t off = 0; off < bytes; off += frag)
+    post_send(pe, base + off, std::min(frag, bytes - off), t, whole);
 }
 
 // Sends what waits on `pe`'s link while its window allows.
@@ -221,7 +252,7 @@ void deliver_held(int src) {
 // next expected number, so wrap-around sorts right).
 Held* hold(Link& l, std::uint32_t seq, void* msg, std::size_t bytes, bool ready) {
   Held* h = M().held_pool.take();
-  *h = Held{msg, bytes, seq, ready, nullptr, nullptr};
+  *h = Held{msg, bytes, seq, ready, 0, nullptr, nullptr};
   auto dist = [&](std::uint32_t s) { return (s - l.recv_seq) & tag::EagerTag::seq_mask; };
   Held** at = &l.held;
   while (*at && dist((*at)->seq) < dist(seq)) at = &(*at)->next;
@@ -230,25 +261,32 @@ Held* hold(Link& l, std::uint32_t seq, void* msg, std::size_t bytes, bool ready)
   return h;
 }
 
-// Posts the exact-tag receive for the data of an announced large message.
-void receive_large(int src, Held* h) {
+// Posts the exact-tag receives for the data of an announced large message: one, or one
+// per fragment of `frag` bytes, in offset order.
+void receive_large(int src, Held* h, std::size_t frag) {
   Machine& m = M();
   ucp_tag_recv_info_t tinfo{};
   ucp_request_param_t p = host_recv_params(large_done, &tinfo);
   const tag::Tag t = tag::LargeTag::make(static_cast<std::uint64_t>(src), h->seq);
-  ucs_status_ptr_t sp = ucp_tag_recv_nbx(m.worker, h->msg, h->bytes, t, tag::kFullMask, &p);
-  if (sp == nullptr) {
-    h->ready = true;
-    return;
+  const std::size_t piece = frag > 0 ? frag : h->bytes;
+  h->pieces_left = static_cast<std::uint32_t>((h->bytes + piece - 1) / piece);
+  auto* base = static_cast<char*>(h->msg);
+  for (std::size_t off = 0; off < h->bytes; off += piece) {
+    ucs_status_ptr_t sp = ucp_tag_recv_nbx(m.worker, base + off, std::min(piece, h->bytes - off), t,
+                                           tag::kFullMask, &p);
+    if (sp == nullptr) {
+      if (--h->pieces_left == 0) h->ready = true;
+      continue;
+    }
+    if (UCS_PTR_IS_ERR(sp))
+      fatal(fmt::format("receiving a large message ({} bytes) from PE {} failed: {}", h->bytes, src,
+                        ucs_status_string(UCS_PTR_STATUS(sp))));
+    auto* r = static_cast<RequestState*>(sp);
+    r->kind = ReqKind::Large;
+    r->msg = h;
+    r->pe = src;
+    link_recv(r);
   }
-  if (UCS_PTR_IS_ERR(sp))
-    fatal(fmt::format("receiving a large message ({} bytes) from PE {} failed: {}", h->bytes, src,
-                      ucs_status_string(UCS_PTR_STATUS(sp))));
-  auto* r = static_cast<RequestState*>(sp);
-  r->kind = ReqKind::Large;
-  r->msg = h;
-  r->pe = src;
-  link_recv(r);
 }
 
 // One eager receive has completed in slot `i`: deliver it, or hold it until the link's
@@ -274,10 +312,11 @@ void take_eager(int i, std::size_t bytes, tag::Tag t) {
     return;
   }
   if (tag::EagerTag::announce(t)) {
-    std::uint64_t size;
-    std::memcpy(&size, slot.buf, sizeof size);
+    std::uint64_t word;
+    std::memcpy(&word, slot.buf, sizeof word);
+    const std::size_t size = word & ((std::uint64_t{1} << kSizeBits) - 1);
     Held* h = hold(l, seq, m.hooks.alloc(size), size, false);
-    receive_large(src, h);
+    receive_large(src, h, static_cast<std::size_t>(word >> kSizeBits) << 10);
     deliver_held(src);
     return;
   }
@@ -360,6 +399,9 @@ void post_host_receives() {
   Machine& m = M();
   m.links.assign(static_cast<std::size_t>(m.info.num_pes), Link{});
   m.window_units = cost_units(m.opt.flow_window);
+  constexpr std::size_t kDefaultFragment = 128 * 1024;  // FAST_CMPL copies up to it (measured)
+  m.large_fragment = m.opt.large_fragment >= 0 ? static_cast<std::size_t>(m.opt.large_fragment)
+                                               : (m.info.oversubscribed ? 0 : kDefaultFragment);
   m.completed.reserve(static_cast<std::size_t>(m.opt.prepost));
   m.repost.reserve(static_cast<std::size_t>(m.opt.prepost));
   m.large_done.reserve(64);

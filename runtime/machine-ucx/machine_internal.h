@@ -21,12 +21,13 @@ namespace ucharm::machine::detail {
 
 inline constexpr const char* kAddressKey = "ucharm.ucp.addr";
 
-enum class ReqKind : std::uint8_t { Send, Eager, Large, OpSend, DeviceRecv, ChannelRecv };
+enum class ReqKind : std::uint8_t { Send, FragmentSend, Eager, Large, OpSend, DeviceRecv, ChannelRecv };
 
 // Per-request state lives in the space UCX reserves in front of each request
 // (ucp_params_t::request_size): nothing is allocated per message.
 struct RequestState {
-  void* msg;     // the send buffer (null for a credit), or a Large receive's Held record
+  void* msg;     // the send buffer (null for a credit), a fragment's LargeSend, or a
+                 // Large receive's Held record
   int pe;        // destination of a send (for error reports); source of a Large receive
   int slot;      // pre-posted receive slot (Eager)
   ReqKind kind;
@@ -97,8 +98,17 @@ struct Held {
   std::size_t bytes;
   std::uint32_t seq;
   bool ready;        // the data is in
+  std::uint32_t pieces_left;  // fragments of a large message still coming in
   Held* next;        // the source's held messages, in sequence order
   Held* next_free;
+};
+
+// A large host message sent in fragments: its buffer is released when the last is sent
+// (UCX does not promise that sends complete in order). Pooled.
+struct LargeSend {
+  void* msg;
+  std::uint32_t pieces_left;
+  LargeSend* next_free;
 };
 
 // A host message waiting for flow-control credit (the link's window is full).
@@ -156,6 +166,8 @@ struct Machine {
   std::size_t backlog_bytes = 0;         // bytes waiting for credit, all links
   ChunkPool<Held> held_pool;
   ChunkPool<Backlogged> backlog_pool;
+  ChunkPool<LargeSend> large_sends;
+  std::size_t large_fragment = 0;        // Options::large_fragment resolved (0: no fragments)
   std::vector<int> large_done;           // sources whose large receive completed
   bool credit_on_delivery = false;  // LrtsCreditOnDelivery
   bool shutting_down = false;  // after the exit fence: no more credit, errors expected

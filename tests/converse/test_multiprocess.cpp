@@ -164,6 +164,13 @@ TEST_P(ConverseJob, MessagesBetweenTwoPesArriveInSendOrderAtEverySize) {
   expect_ok(r, "order ok");
   Result small = job(n(), {"order", "+eager-size=1k"}, 90);
   expect_ok(small, "order ok");
+  // Both large-message protocols at every PE count (the default picks one by whether the
+  // host is oversubscribed): many small fragments with a short last one, and one
+  // rendezvous per message.
+  Result pieces = job(n(), {"order", "+large-fragment=5k"}, 90);
+  expect_ok(pieces, "order ok");
+  Result whole = job(n(), {"order", "+large-fragment=0"}, 90);
+  expect_ok(whole, "order ok");
 }
 
 // Peak resident memory of the largest PE, from the flood mode's report.

@@ -41,6 +41,10 @@ TEST(RuntimeOptions, ParsesAndRemovesPlusOptions) {
   EXPECT_TRUE(o.verbose);
   EXPECT_EQ(o.stack_size, 2u << 20);
   EXPECT_EQ(o.idle_spin_us, 0);
+  EXPECT_EQ(o.large_fragment, -1);  // chosen at start-up
+  Args b({"prog", "+large-fragment=64k"});
+  EXPECT_FALSE(parse(b, o));
+  EXPECT_EQ(o.large_fragment, 64 * 1024);
 }
 
 TEST(RuntimeOptions, EnvironmentFromTheLauncherThenCommandLineWins) {
@@ -63,6 +67,9 @@ TEST(RuntimeOptions, ErrorsNameTheOptionAndTheProblem) {
       {"+prepost=-3", "bad value '-3' for 'prepost'"},
       {"+stacksize=1", "bad value '1' for 'stacksize'"},
       {"+nobind=maybe", "expected 0 or 1"},
+      {"+large-fragment=3k", "not a multiple of 1k from 4k"},
+      {"+large-fragment=5000", "not a multiple of 1k from 4k"},
+      {"+large-fragment=2G", "(out of range)"},
       {"+frobnicate", "unknown runtime option 'frobnicate'"},
   };
   for (const Case& c : cases) {
