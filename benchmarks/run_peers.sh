@@ -34,8 +34,9 @@ port=$((20000 + RANDOM % 20000))
 export PYTHONPATH="$build/bindings/python${PYTHONPATH:+:$PYTHONPATH}"
 
 # Iterations: full mode as the other scripts; QUICK a fifth.
-if [ "$quick" = 1 ]; then pp_iters=2000 py_iters=4000 rate_iters=200000 bw_iters=40; else
-  pp_iters=10000 py_iters=20000 rate_iters=1000000 bw_iters=200; fi
+# rate_mib: timed bytes per size of the streaming sweeps (Converse and tag_bw alike).
+if [ "$quick" = 1 ]; then pp_iters=2000 py_iters=4000 rate_iters=200000 rate_mib=32 bw_iters=40; else
+  pp_iters=10000 py_iters=20000 rate_iters=1000000 rate_mib=128 bw_iters=200; fi
 pes_list=(1 2 4 8 16)
 sizes=()
 for ((s = 8; s <= 4194304; s *= 2)); do sizes+=("$s"); done
@@ -114,20 +115,26 @@ for s in "${sizes[@]}"; do
   n=$((s >= 262144 ? 500 : (s >= 16384 ? 5000 : 20000)))
   [ "$quick" = 1 ] && n=$((n / 4))
   echo "lat$s -t tag_lat -s $s -n $n -w $((n / 10))" >>"$out/tag_lat.batch"
-  # as converse_rate: rate_iters messages, a tenth from 64 KiB, a hundredth from 1 MiB, <= 256 MiB
+  # as converse_rate: rate_iters messages, a tenth from 64 KiB, a hundredth from 1 MiB, <= rate_mib
   m=$((s >= 1048576 ? rate_iters / 100 : (s >= 65536 ? rate_iters / 10 : rate_iters)))
-  cap=$((268435456 / s))
+  cap=$((rate_mib * 1048576 / s))
   m=$((m < cap ? m : cap))
   echo "bw$s -t tag_bw -s $s -n $m -w $((m / 10 > 64 ? m / 10 : 64))" >>"$out/tag_bw.batch"
 done
 
-conv_lat() { "$run" -n 2 --timeout 120 "$bench/converse_pingpong" --min 8 --max 4M --iters "$pp_iters" --warmup $((pp_iters / 10)) | record "$1" converse lat; }
+# Ping-pong sweeps in two runs: the warm-up (a tenth of the iterations) up to 32 KiB, 20
+# round trips from 64 KiB (a slow layer's 1000 warm-up trips of 4 MiB would take a minute).
+pp_sweep() {  # cmd... -> the table 8 B - 4 MiB
+  "$@" --min 8 --max 32k --iters "$pp_iters" --warmup $((pp_iters / 10))
+  "$@" --min 64k --max 4M --iters "$pp_iters" --warmup 20 | grep -v '^#'
+}
+conv_lat() { pp_sweep "$run" -n 2 --timeout 120 "$bench/converse_pingpong" | record "$1" converse lat; }
 raw_lat() {
   perftest_batch "$out/tag_lat.batch" | paste -d' ' <(printf '%s\n' "${sizes[@]}") - | awk '{print $1, $6}' | record "$1" raw lat
 }
 core_lat() {
   local t
-  t=$("$run" -n 2 --timeout 120 "$bench/core_pingpong" --min 8 --max 4M --iters "$pp_iters" --warmup $((pp_iters / 10)))
+  t=$(pp_sweep "$run" -n 2 --timeout 120 "$bench/core_pingpong")
   awk '{print $1, $2}' <<<"$t" | record "$1" group lat
   awk '{print $1, $3}' <<<"$t" | record "$1" array lat
 }
@@ -140,13 +147,14 @@ py_one() {  # mode -> "8 us"
 }
 py_proxy() { py_one proxy-bytes | record "$1" py_proxy lat; }
 py_channel() { py_one channel-bytes | record "$1" py_channel lat; }
+# as the OSU runs: bound, not --oversubscribe (which makes OpenMPI yield when idle)
 mpi4py_lat() {
-  timeout 120 "${mpirun_[@]}" --oversubscribe -np 2 "$venv/bin/python" "$root/benchmarks/python/mpi4py_pingpong.py" \
+  timeout 120 "${mpirun_[@]}" -np 2 --bind-to core "$venv/bin/python" "$root/benchmarks/python/mpi4py_pingpong.py" \
     --mode pickle --min 8 --max 8 --iters "$py_iters" | awk '$1 == 8 {print $1, $2}' | record "$1" mpi4py lat
 }
 conv_rate() {
   local t
-  t=$("$run" -n 2 --timeout 120 "$bench/converse_rate" --min 8 --max 4M --iters "$rate_iters")
+  t=$("$run" -n 2 --timeout 120 "$bench/converse_rate" --min 8 --max 4M --iters "$rate_iters" --max-bytes "${rate_mib}M")
   awk '{print $1, $2}' <<<"$t" | record "$1" converse rate
   awk '{print $1, $3}' <<<"$t" | record "$1" converse bw
 }

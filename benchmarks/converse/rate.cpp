@@ -4,6 +4,7 @@
 // next window when the ack arrives. Rate = messages / time after the warm-up windows;
 // bandwidth = bytes / time (MB = 1e6 bytes).
 //   ucharmrun -n 2 converse_rate [--min 8] [--max 8] [--window 64] [--iters 1000000] [--warmup 64]
+//                                [--max-bytes 256M]
 //   ucharmrun -n 2 converse_rate --idle 2   # no traffic: PEs sit idle 2 s (for RSS readings)
 #include <ucharm/converse.h>
 
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -24,6 +26,7 @@ namespace {
 struct Bench {
   std::size_t min = 8, max = 8, size = 0;
   int window = 64, iters = 1000000, warmup = 64;  // iters: messages per small size
+  std::size_t max_bytes = std::size_t{256} << 20;  // timed bytes per size at most
   double idle = 0;
   int windows_left = 0, windows_timed = 0, received = 0;
   double t0 = 0;
@@ -40,9 +43,9 @@ void send_window() {
 void start_size() {
   b.msg.assign(CmiMsgHeaderSizeBytes + b.size, 1);
   CmiSetHandler(b.msg.data(), b.h_data);
-  // Large sizes: fewer messages (as the ping-pong does) and at most ~256 MiB timed, at
+  // Large sizes: fewer messages (as the ping-pong does) and at most --max-bytes timed, at
   // least 2 windows; the warm-up at most a quarter of the timed windows.
-  std::size_t cap = (std::size_t{256} << 20) / std::max<std::size_t>(b.size, 1);
+  std::size_t cap = b.max_bytes / std::max<std::size_t>(b.size, 1);
   std::size_t msgs = std::min<std::size_t>(ucharm::bench::iterations_for(b.size, b.iters), cap);
   b.windows_timed = std::max(2, static_cast<int>(msgs / b.window));
   b.windows_left = b.windows_timed + std::min(b.warmup, std::max(1, b.windows_timed / 4));
@@ -92,11 +95,18 @@ void start(int argc, char** argv) {
   app.add_option("--iters", b.iters, "messages per small size (fewer from 64 KiB, as the ping-pong)")
       ->check(CLI::PositiveNumber);
   app.add_option("--warmup", b.warmup, "windows before timing")->check(CLI::NonNegativeNumber);
+  std::string max_bytes = "256M";
+  app.add_option("--max-bytes", max_bytes, "timed bytes per size at most (suffix k or M)");
   app.add_option("--idle", b.idle, "send nothing: stay idle this many seconds, then exit")
       ->check(CLI::NonNegativeNumber);
   try {
     app.parse(argc, argv);
     sizes.parse(b.min, b.max);
+    try {
+      b.max_bytes = ucharm::bench::parse_bytes(max_bytes);
+    } catch (const std::exception&) {
+      throw std::invalid_argument("bad --max-bytes '" + max_bytes + "'");
+    }
   } catch (const CLI::ParseError& e) {
     std::exit(CmiMyPe() == 0 ? app.exit(e) : 2);
   } catch (const std::exception& e) {
