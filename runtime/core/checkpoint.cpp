@@ -233,6 +233,9 @@ void check_writable(ChareBase* obj) {
     CkAbort("checkpoint: %s %s has a threaded entry method suspended; checkpoint where no threaded entry "
             "method waits (its stack cannot be saved)",
             demangle(typeid(*obj).name()).c_str(), obj->ckIndex().str().c_str());
+  if (const std::string why = task_obstacle(obj); !why.empty())  // coroutine entries (tasks.cpp)
+    CkAbort("checkpoint: %s %s cannot be written: %s", demangle(typeid(*obj).name()).c_str(),
+            obj->ckIndex().str().c_str(), why.c_str());
 }
 
 std::uint32_t ctor_for(const std::type_info& cls) {

@@ -1,6 +1,7 @@
-// Message dispatch and entry invocation (plain and threaded), sending, callbacks,
+// Message dispatch and entry invocation (plain, threaded, awaited), sending, callbacks,
 // readonly distribution and start-up.
 #include "internal.h"
+#include "task_internal.h"
 
 #include <cstdarg>
 #include <cstdio>
@@ -17,12 +18,19 @@ void run_entry(ChareBase* obj, std::uint32_t entry, void* msg) {
   core_entries()[entry].invoke(obj, p);
 }
 
-void run_entry_with(ChareBase* obj, std::uint32_t entry, void* msg, const std::vector<CkDeviceBuffer>* dests) {
+void run_entry_body(ChareBase* obj, std::uint32_t entry, void* msg, const std::vector<CkDeviceBuffer>* dests) {
   Core& k = core();
   k.unpack_dests = dests;
   k.unpack_next = 0;
   run_entry(obj, entry, msg);
   k.unpack_dests = nullptr;
+}
+
+// Threaded entries and GPU Messaging entries once their buffers are in; an awaited entry's
+// message goes to its coroutine instead (its body runs when the co_await takes it).
+void run_entry_with(ChareBase* obj, std::uint32_t entry, void* msg, const std::vector<CkDeviceBuffer>* dests) {
+  if (core_entries()[entry].awaited) return task_arrived(obj, entry, msg, dests);
+  run_entry_body(obj, entry, msg, dests);
 }
 
 std::string raw_sig_names() { return "a raw message"; }
@@ -56,6 +64,8 @@ void call_entry_now(Collection& c, ChareBase* obj, void* msg) {
     CmiReference(msg);
     ++ElementAccess::rt(obj).threads;  // a suspended thread pins the element here
     CthAwaken(CthCreate(thread_body, new ThreadCall{obj, e.entry, msg, {}}));
+  } else if (info.awaited) {  // for a coroutine's co_await ck::next (tasks.cpp)
+    task_arrived(obj, e.entry, msg, nullptr);
   } else {
     run_entry(obj, e.entry, msg);
   }

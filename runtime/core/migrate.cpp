@@ -63,6 +63,9 @@ void migrate_out(Collection& c, ChareBase* obj, int to, bool by_balancer) {
     CkAbort("element %s of %s cannot migrate while %d threaded entry method(s) of it are suspended: call "
             "migrateMe after they return",
             obj->ckIndex().str().c_str(), demangle(typeid(*obj).name()).c_str(), rt.threads);
+  if (const std::string why = task_obstacle(obj); !why.empty())  // coroutine entries (tasks.cpp)
+    CkAbort("element %s of %s cannot migrate: %s", obj->ckIndex().str().c_str(),
+            demangle(typeid(*obj).name()).c_str(), why.c_str());
   const std::uint32_t ctor = migration_ctor(obj);
   rt.leaving_to = to;  // ckAboutToMigrate may ask where it goes (ckLeavingTo)
   obj->ckAboutToMigrate();

@@ -23,6 +23,7 @@
 //   chare.h          ChareBase, Chare, MainChare, Group, ArrayElement, readonly
 //   section.h        SectionProxy, CkSectionInfo (sections of chare arrays)
 //   channel.h        CkChannel (Channel API)
+//   task.h           ck::task<>: coroutine entry methods (co_await futures, callbacks, channels, messages)
 //   start.h          start_qd, ck::start<Main>
 //   checkpoint.h     start_checkpoint / CkStartCheckpoint, +restart
 #pragma once
@@ -38,6 +39,7 @@
 #include <ucharm/charm/chare.h>
 #include <ucharm/charm/section.h>
 #include <ucharm/charm/channel.h>
+#include <ucharm/charm/task.h>
 #include <ucharm/charm/window.h>
 #include <ucharm/charm/device_window.h>
 #include <ucharm/charm/start.h>

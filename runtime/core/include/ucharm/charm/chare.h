@@ -9,6 +9,10 @@
 namespace ck {
 
 namespace detail {
+struct TaskState;  // tasks.cpp: the element's suspended coroutines and kept messages
+struct TaskStateFree {
+  void operator()(TaskState* t) const noexcept;  // frees suspended frames (with a warning)
+};
 // What the runtime keeps per element; it travels with the element when it migrates.
 struct ElementRuntime {
   std::uint32_t moves = 0;        // migrations so far (orders location updates)
@@ -21,6 +25,7 @@ struct ElementRuntime {
   std::vector<void*> early;       // arrived ahead of an earlier message from the same sender
   int threads = 0;                // threaded entries of this element not finished
   int leaving_to = -1;            // migrateMe(pe) called, not done yet
+  std::unique_ptr<TaskState, TaskStateFree> tasks;  // coroutine entries (task.h); made on first use
 };
 struct ElementAccess;
 }  // namespace detail

@@ -1,5 +1,6 @@
 // Entry methods without a code generator: member-pointer traits, argument signatures,
-// registration of entries, constructors, functions and maps, threaded and post entries.
+// registration of entries, constructors, functions and maps, threaded, post, coroutine
+// and awaited entries.
 // Part of <ucharm/charm.h>, the header to include.
 #pragma once
 
@@ -26,7 +27,9 @@ struct member_traits;
 template <class C, class R, class... A>
 struct member_traits<R (C::*)(A...)> {
   using cls = C;
+  using ret = R;
   using args = std::tuple<std::decay_t<A>...>;
+  using params = std::tuple<A...>;  // as declared (coroutine entries check them)
   static constexpr std::size_t arity = sizeof...(A);
 };
 template <class R, class... A>
@@ -76,6 +79,7 @@ using Invoker = void (*)(ChareBase* obj, PUP::er& args);
 using PostInvoker = void (*)(ChareBase* obj, PUP::er& args, std::vector<CkDeviceBuffer>& out);
 using Constructor = ChareBase* (*)(PUP::er& args);
 using RawInvoker = void (*)(ChareBase* obj, void* msg);
+using RefOf = std::int64_t (*)(PUP::er& args);  // an awaited entry's reference number (1st argument)
 struct EntryInfo {
   const char* name;
   Invoker invoke;
@@ -87,6 +91,8 @@ struct EntryInfo {
   int device_params = 0;        // CkDeviceBuffer parameters (GPU Messaging API)
   PostInvoker post = nullptr;   // their post entry method
   RawInvoker raw = nullptr;     // a raw entry (ck::RawEntry): gets the message itself
+  bool awaited = false;         // kept for a coroutine's co_await ck::next<&C::f> (task.h)
+  RefOf ref_of = nullptr;       // awaited, integral first parameter: that argument
 };
 void register_entry(const EntryInfo& info, std::uint32_t* slot);
 void register_ctor(const char* name, Constructor c, const std::type_info* cls, std::uint32_t* slot);
@@ -134,6 +140,12 @@ struct EntryList {
 };
 template <auto... Eps>
 inline constexpr EntryList<Eps...> entries{};
+
+// Coroutine entry methods return ck::task<> (task.h); an awaited entry's messages wait for
+// a coroutine's co_await ck::next<&C::f>(ref), listed like threaded entries:
+//   static constexpr auto awaited_entries() { return ck::entries<&Block::halo>; }
+template <class T>
+class task;
 
 namespace detail {
 
@@ -215,12 +227,50 @@ constexpr bool is_threaded() {
     return false;
 }
 
+// A coroutine entry's promise reads the entry's name from here (for its error messages).
+void set_task_starting(const char* entry_name);
+
 template <auto Ep>
 void invoke_entry(ChareBase* obj, PUP::er& p) {
   using T = member_traits<decltype(Ep)>;
   auto args = unpack_args<typename T::args>(p);
   auto* self = static_cast<typename T::cls*>(obj);
+  if constexpr (std::is_same_v<typename T::ret, task<void>>) set_task_starting(name_of<Ep>());
   std::apply([&](auto&... a) { (self->*Ep)(std::move(a)...); }, args);
+}
+
+template <class C, auto Ep>
+constexpr bool is_awaited_entry() {
+  if constexpr (requires { C::awaited_entries(); })
+    return std::remove_cvref_t<decltype(C::awaited_entries())>::template contains<Ep>();
+  else
+    return false;
+}
+template <class T>
+struct is_span : std::false_type {};
+template <class T, std::size_t E>
+struct is_span<std::span<T, E>> : std::true_type {};
+// Coroutine entry parameters live in the frame: by value only (a reference would name the
+// unpacked arguments, a span the message, both gone at the first co_await).
+template <class... A>
+constexpr bool coroutine_params_ok(std::tuple<A...>*) {
+  return ((!std::is_reference_v<A> && !is_span<std::remove_cv_t<A>>::value) && ...);
+}
+template <auto Ep>
+std::int64_t ref_of_entry(PUP::er& p) {
+  std::tuple_element_t<0, typename member_traits<decltype(Ep)>::args> r{};
+  p | r;
+  return static_cast<std::int64_t>(r);
+}
+template <auto Ep>
+constexpr RefOf ref_of() {
+  using T = member_traits<decltype(Ep)>;
+  if constexpr (T::arity >= 1) {
+    if constexpr (std::is_integral_v<std::tuple_element_t<0, typename T::args>>) return &ref_of_entry<Ep>;
+    else return nullptr;
+  } else {
+    return nullptr;
+  }
 }
 
 template <class C>
@@ -242,9 +292,23 @@ const bool Entry<Ep>::registered = [] {
                   "static constexpr auto post_entries() { return ck::post_list<ck::post<&C::f, &C::f_post>>{}; }");
     if constexpr (!std::is_same_v<decltype(post_fn), std::nullptr_t>) post = &invoke_post<Ep, post_fn>;
   }
+  constexpr bool threaded = is_threaded<typename T::cls, Ep>();
+  constexpr bool awaited = is_awaited_entry<typename T::cls, Ep>();
+  if constexpr (std::is_same_v<typename T::ret, task<void>>) {
+    static_assert(!threaded, "a coroutine entry method (returning ck::task<>) needs no thread: remove it from "
+                             "threaded_entries()");
+    static_assert(coroutine_params_ok(static_cast<typename T::params*>(nullptr)),
+                  "a coroutine entry method (returning ck::task<>) takes its parameters by value: they live in "
+                  "its frame, while references and std::span would point into a message gone at the first "
+                  "co_await (take a std::vector instead of a span)");
+  }
+  static_assert(!awaited || std::is_void_v<typename T::ret>,
+                "an awaited entry method (awaited_entries()) returns void: its body runs inside the co_await");
+  static_assert(!(awaited && threaded), "an entry method cannot be both threaded and awaited");
   register_entry({name_of<Ep>(), &invoke_entry<Ep>, &typeid(typename T::cls),
                   sig_of<typename T::args>::hash(), &sig_of<typename T::args>::names,
-                  is_threaded<typename T::cls, Ep>(), &accepts<typename T::cls>, device, post},
+                  threaded, &accepts<typename T::cls>, device, post, nullptr, awaited,
+                  awaited ? ref_of<Ep>() : nullptr},
                  &Entry<Ep>::index);
   return true;
 }();

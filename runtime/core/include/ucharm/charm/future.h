@@ -76,6 +76,8 @@ class Future {
   }
   bool ready() const { return pe_ == CkMyPe() && detail::future_ready(id_); }
   CkCallback callback() const { return CkCallback::future(pe_, id_); }
+  int pe() const { return pe_; }             // the PE that owns it (co_await reads these)
+  std::uint32_t id() const { return id_; }
   void pup(PUP::er& p) { p | pe_; p | id_; }
 
  private:
