@@ -65,6 +65,9 @@ cdef void h_invoke(void* obj, void* msg) noexcept:
     if words[1] == FW_CALL:
         fw_invoke_call(<object>obj, msg)
         return
+    if words[1] == FW_CHAN:
+        fw_channel_message(<object>obj, msg)
+        return
     cdef Message m = wrap(msg)
     cdef object o = <object>obj
     cdef tuple t

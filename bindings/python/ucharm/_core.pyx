@@ -456,5 +456,6 @@ def restart_info():
 
 
 include "core_channels.pxi"
+include "core_fastchan.pxi"
 include "core_streams.pxi"
 include "core_windows.pxi"

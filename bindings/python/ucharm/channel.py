@@ -14,6 +14,7 @@ send/receive pairs are (the n-th isend lands in the n-th irecv of the peer).
 """
 import pickle
 import sys
+import weakref
 
 from greenlet import getcurrent
 
@@ -80,6 +81,7 @@ class _SendHandle:
 
 
 _NO_OPS = _SendHandle([])
+_core.set_channel_no_ops(_NO_OPS)
 
 
 def _cannot_change(m):
@@ -114,7 +116,7 @@ _NTH_BITS = 23        # the n-th channel to a peer: its core sub-id wraps after 
 _RAW_SUB = 1 << 31    # the sub-id bit of the buffer forms' core end (isend/irecv)
 
 
-class Channel:
+class Channel(_core.ChannelCore):
     """A two-way, in-order stream of objects between two chares: both create it,
     Channel(self, remote=proxy_of_the_other); send(*objs) and recv() (in a coroutine);
     close() (or dropping the last reference) frees it. Host objects travel in messages
@@ -122,7 +124,9 @@ class Channel:
     state). CuPy arrays (anything with __cuda_array_interface__) among the objects go GPU
     to GPU over the Channel API; large host buffers whose memory cannot change go
     zero-copy the same way, except in arrays created with useAtSync=True (the balancer
-    moves their elements). Either pins both elements to their home PEs."""
+    moves their elements). Either pins both elements to their home PEs.
+    send() and recv() are ChannelCore's (src/core_fastchan.pxi): objects that take the
+    fast wire format travel in C; the others through _send_slow and _recv_slow here."""
 
     def __init__(self, chare, remote, port=0):
         self._link = None  # the core's end for send/recv's device and zero-copy data
@@ -152,11 +156,20 @@ class Channel:
         self._direct = False  # the core's channel end was opened: the element is pinned
         self._send_seq = 0
         self._recv_seq = 0
-        self._inbox = {}  # seq -> (message head tuple, [payload, buffers...])
+        self._inbox = {}  # seq -> (message head tuple, [payload, buffers...]) or (None, value)
         self._init_local()
         chare._ck_channels[self._peer_key] = self  # a weak reference (WeakValueDictionary)
+        self._register_fast()
         for seq, item in chare._ck_early.pop(self._peer_key, {}).items():
             self._inbox[seq] = item
+
+    def _register_fast(self):
+        # The fast path: sends carry this end's key in the fast format; the peer's messages
+        # carry its key, under which the element finds this channel (a weak reference).
+        self._fast_setup(_core.fw_dumps(self._key), self._remote._ref, self._remote._idx)
+        self._peer_wire = _core.fw_dumps(self._peer_key)
+        if self._peer_wire is not None:
+            self._chare._ck_chan_wire[self._peer_wire] = weakref.ref(self)
 
     def _init_local(self, moved=False):
         self._waiter = None
@@ -170,7 +183,7 @@ class Channel:
         if self._link is not None or self._raw is not None or self._direct:
             raise RuntimeError(f"the channel to {self._remote!r} has carried device arrays or zero-copy buffers: "
                                "its core end stays on this PE")
-        inbox = {seq: (t, [pickle.PickleBuffer(p) for p in parts]) for seq, (t, parts) in self._inbox.items()}
+        inbox = {seq: _freeze(item) for seq, item in self._inbox.items()}
         return (self._chare, self._remote, self._key, self._peer_key, self._sub, self._closed,
                 self._send_seq, self._recv_seq, inbox)
 
@@ -183,6 +196,7 @@ class Channel:
         self._init_local(moved=True)
         if not self._closed:  # migration.arrived made the element's runtime fields first
             self._chare._ck_channels[self._peer_key] = self
+            self._register_fast()
 
     def _open_core(self, what, sub):
         """A core channel end, opened on first use; it exists only on the element's home
@@ -227,6 +241,11 @@ class Channel:
         chans = self._chare._ck_channels
         if chans.get(self._peer_key) is self:
             del chans[self._peer_key]
+        wire = getattr(self, "_peer_wire", None)
+        if wire is not None:
+            r = self._chare._ck_chan_wire.get(wire)
+            if r is not None and r() is self:
+                del self._chare._ck_chan_wire[wire]
         if self._waiter is not None:  # a recv waiting in another coroutine: it raises
             w, self._waiter = self._waiter, None
             coroutines.resume(w)
@@ -255,8 +274,8 @@ class Channel:
         if self._closed:
             raise RuntimeError(f"Channel.{what} on a closed channel (to {self._remote!r})")
 
-    # -- sending
-    def send(self, *objs, stream=None):
+    # -- sending (send() is ChannelCore's: objects it cannot send in C come here)
+    def _send_slow(self, *objs, stream=None):
         self._check_open("send")
         dev = None
         for o in objs:
@@ -319,11 +338,8 @@ class Channel:
         # (get() in a coroutine), as does any later message from the receiver.
         return _SendHandle(ops)
 
-    # -- receiving
-    def recv(self, *bufs, stream=None):
-        """The next objects sent (one, or a tuple of several). Device arrays among them go
-        into `bufs` (in order) or into new CuPy arrays. An error leaves the channel as it
-        was: nothing is taken from it and no receive is posted."""
+    # -- receiving (recv() is ChannelCore's: a pickled message, or buffers given, come here)
+    def _recv_slow(self, *bufs, stream=None):
         self._check_open("recv")
         sptr = stream.ptr if stream is not None and hasattr(stream, "ptr") else (stream or 0)
         infos = []
@@ -341,6 +357,13 @@ class Channel:
                 self._waiter = None
             self._check_open("recv")
         t, parts = self._inbox[seq]
+        if t is None:  # a fast-format message: its value
+            if bufs:
+                raise ValueError(f"Channel.recv: {len(bufs)} device buffer(s) given, but the message holds "
+                                 "no device array")
+            del self._inbox[seq]
+            self._recv_seq += 1
+            return parts
         _, _, _, layout, descs, nobjs = t
         # Everything is checked before the message is taken and before any receive is
         # posted: a transfer posted into a wrong buffer would be truncated (fatal) or
@@ -487,12 +510,14 @@ class Channel:
 
     def _direct_pending(self):
         """A message here whose data follows over the core's channel."""
-        return any(t[4] or (t[3] and any(size >= 0 for size in t[3])) for t, _ in self._inbox.values())
+        return any(t is not None and (t[4] or (t[3] and any(size >= 0 for size in t[3])))
+                   for t, _ in self._inbox.values())
 
-    def _arrived(self, t, parts):
-        if not self._direct and (t[4] or (t[3] and any(size >= 0 for size in t[3]))):
+    def _arrived(self, seq, item):
+        t = item[0]
+        if t is not None and not self._direct and (t[4] or (t[3] and any(size >= 0 for size in t[3]))):
             _pin(self._chare)  # a transfer over the core's channel follows: stay here for it
-        self._inbox[t[2]] = (t, parts)
+        self._inbox[seq] = item
         if self._waiter is not None:
             w, self._waiter = self._waiter, None
             coroutines.resume(w)
@@ -507,22 +532,36 @@ def _close_collected():
 
 
 def channel_message(obj, t, parts):
-    """A channel message for element `obj`: `parts` are its payload and buffers (views
-    of the message, which they keep alive)."""
-    key = t[1]  # the sender's (collection, index, port, n): our name for the channel
+    """A pickled channel message for element `obj`: `parts` are its payload and buffers
+    (views of the message, which they keep alive)."""
+    _deliver(obj, t[1], t[2], (t, parts))  # t[1]: the sender's (collection, index, port, n)
+
+
+def channel_fast(obj, wire, seq, value):
+    """A fast-format channel message that _core found no open channel for."""
+    _deliver(obj, _core.fw_loads(wire), seq, (None, value))
+
+
+def _deliver(obj, key, seq, item):
     ch = obj._ck_channels.get(key)
     if ch is None:
         if key[3] < obj._ck_chan_count.get(key[:3], 0):
             return  # for a channel this end has closed: dropped
-        obj._ck_early.setdefault(key, {})[t[2]] = (t, parts)  # before this end opens
+        obj._ck_early.setdefault(key, {})[seq] = item  # before this end opens
         return
-    ch._arrived(t, parts)
+    ch._arrived(seq, item)
+
+
+def _freeze(item):
+    t, parts = item
+    if t is None:  # a fast message's value: picklable as it is
+        return item
+    return t, [pickle.PickleBuffer(p) for p in parts]
 
 
 def freeze_early(early):
     """The messages of channels not opened yet, picklable (they travel with the element)."""
-    return {key: {seq: (t, [pickle.PickleBuffer(p) for p in parts]) for seq, (t, parts) in q.items()}
-            for key, q in early.items()}
+    return {key: {seq: _freeze(item) for seq, item in q.items()} for key, q in early.items()}
 
 
 def pinned(obj):

@@ -318,6 +318,7 @@ class _Hooks:
     map_pe = staticmethod(chare._map_pe)
     flush_readonlies = staticmethod(readonly.flush)
     channel_message = staticmethod(channel.channel_message)
+    channel_fast = staticmethod(channel.channel_fast)
     entry_kind = _invoke.entry_kind
     combine = staticmethod(reduction.combine)
     handle_exit = staticmethod(_invoke.handle_exit)
