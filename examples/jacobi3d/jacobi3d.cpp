@@ -89,6 +89,9 @@ std::uint64_t cell_hash(std::uint64_t position, double v) {
 
 struct Block : ck::ArrayElement<Block, 3> {
   static constexpr auto post_entries() { return ck::post_list<ck::post<&Block::halo_dev, &Block::halo_dev_post>>{}; }
+  // Halo messages wait for the iteration loop's co_await ck::next<&Block::halo_host>(it) (their
+  // first argument, the iteration, is the reference number); see iterate().
+  static constexpr auto awaited_entries() { return ck::entries<&Block::halo_host, &Block::halo_dev>; }
 
   Shape shape;
   bool gpu = false;
@@ -102,13 +105,11 @@ struct Block : ck::ArrayElement<Block, 3> {
   Buffer send_buf[2][kFaces], recv_buf[2][kFaces];
   Buffer stage[kFaces];                // staging: pinned host copies of the packed faces
   std::array<ck::CkChannel, kFaces> ch;
-  std::array<ck::CkCallback, kFaces> chan_cb;
+  std::array<ck::ResumeCallback<std::size_t>, kFaces> chan_recv;  // this iteration's channel receives
   Box interior;
   std::array<Box, kFaces> shell{};
   int cur = 0, target = 0;
-  int got[2] = {0, 0};
-  bool waiting = false;
-  double wait_start = 0, comm = 0, kernel_cpu = 0;
+  double comm = 0, kernel_cpu = 0;
   int reps = 1;                        // kernel repetitions per iteration (--imbalance)
   std::unique_ptr<DeviceHalo> dev;     // --mode device
 
@@ -181,9 +182,6 @@ struct Block : ck::ArrayElement<Block, 3> {
       if (gpu && c.mode == Mode::Staging) stage[f] = Buffer(face_n[f], Buffer::Kind::Pinned);
       if (c.mode == Mode::Channel) ch[f] = ck::CkChannel(self(), neighbour(f));
     }
-    chan_cb = {ck::CkCallback::to<&Block::chan_got<0>>(self()), ck::CkCallback::to<&Block::chan_got<1>>(self()),
-               ck::CkCallback::to<&Block::chan_got<2>>(self()), ck::CkCallback::to<&Block::chan_got<3>>(self()),
-               ck::CkCallback::to<&Block::chan_got<4>>(self()), ck::CkCallback::to<&Block::chan_got<5>>(self())};
     interior = interior_box(shape);
     shell = boundary_boxes(shape);
     if (c.mode == Mode::Device) {
@@ -244,22 +242,40 @@ struct Block : ck::ArrayElement<Block, 3> {
   void run(int n) {
     target = cur + n;
     if (dev) return dev->run(target, ck::CkCallback::to<&Block::device_done>(self()));
-    advance(true);
+    iterate();
   }
   void device_done() { cur = target, finish_run(); }  // --mode device: the GPU is at `target`
 
-  // Starts iterations while their halos are in; returns when one must wait for halos.
-  void advance(bool starting) {
-    for (;;) {
-      if (starting) {
-        if (cur == target) return finish_run();
-        begin_iteration();
+  // The iterations up to `target` as one loop: each waits for its halos in co_await, its
+  // frame is all the state between arrivals. It ends at a load-balancing sync (a block with
+  // a suspended coroutine cannot migrate; no halo is in flight there) and ResumeFromSync
+  // starts a new one.
+  ck::task<> iterate() {
+    while (cur < target) {
+      begin_iteration();
+      const double wait_start = CkWallTimer();
+      const Mode mode = cfg->mode;
+      const int it = cur, p = cur % 2;
+      if (mode == Mode::Channel) {
+        for (int f = 0; f < kFaces; ++f) {
+          if (!nb[f]) continue;
+          co_await chan_recv[f];
+          unpack(it, f, recv_buf[p][f].data());
+        }
+      } else {  // a neighbour may be one iteration ahead: its next halos wait, kept by iteration
+        for (int k = 0; k < neighbours; ++k) {
+          if (mode == Mode::Staging) co_await ck::next<&Block::halo_host>(it);
+          else co_await ck::next<&Block::halo_dev>(it);
+        }
       }
-      if (got[cur % 2] < neighbours) return;  // a halo arrival calls advance(false)
+      comm += CkWallTimer() - wait_start;
       end_iteration();
-      if (sync_due()) return AtSync();       // ResumeFromSync goes on
-      starting = true;
+      if (sync_due()) {
+        AtSync();  // ResumeFromSync goes on
+        co_return;
+      }
     }
+    finish_run();
   }
 
   // Balance after every lb_period-th iteration, except after the last one.
@@ -267,7 +283,7 @@ struct Block : ck::ArrayElement<Block, 3> {
     const int p = cfg->lb_period;
     return p > 0 && cur % p == 0 && cur < cfg->warmup + cfg->iters;
   }
-  void ResumeFromSync() override { advance(true); }
+  void ResumeFromSync() override { iterate(); }
 
   void begin_iteration() {
     const int p = cur % 2;
@@ -277,7 +293,7 @@ struct Block : ck::ArrayElement<Block, 3> {
     // could send this iteration's halos: so the receives need no stream ordering.
     if (mode == Mode::Channel)
       for (int f = 0; f < kFaces; ++f)
-        if (nb[f]) ch[f].recv(recv_buf[p][f].data(), recv_buf[p][f].bytes(), chan_cb[f]);
+        if (nb[f]) chan_recv[f] = ck::recv(ch[f], recv_buf[p][f].data(), recv_buf[p][f].bytes());
     for (int f = 0; f < kFaces; ++f)
       if (nb[f]) pack(f, send_buf[p][f].data());
     if (mode == Mode::Staging) send_staged(p);
@@ -285,13 +301,11 @@ struct Block : ck::ArrayElement<Block, 3> {
       if (!nb[f]) continue;
       // The send names the stream: the data leaves once the pack kernel has run.
       if (mode == Mode::GpuMsg)
-        neighbour(f).send<&Block::halo_dev>(opposite(f), cur, ck::CkDeviceBuffer(send_buf[p][f].data(), send_buf[p][f].bytes(), stream));
+        neighbour(f).send<&Block::halo_dev>(cur, opposite(f), ck::CkDeviceBuffer(send_buf[p][f].data(), send_buf[p][f].bytes(), stream));
       else
         ch[f].send(send_buf[p][f].data(), send_buf[p][f].bytes(), ck::CkCallback::ignore(), stream);
     }
     update(interior);  // overlaps with the halo exchange
-    waiting = true;
-    wait_start = CkWallTimer();
   }
 
   void send_staged(int p) {
@@ -301,15 +315,11 @@ struct Block : ck::ArrayElement<Block, 3> {
     for (int f = 0; f < kFaces; ++f) {
       if (!nb[f]) continue;
       const double* h = gpu ? stage[f].data() : send_buf[p][f].data();
-      neighbour(f).send<&Block::halo_host>(opposite(f), cur, std::span<const double>(h, face_n[f]));
+      neighbour(f).send<&Block::halo_host>(cur, opposite(f), std::span<const double>(h, face_n[f]));
     }
   }
 
   void end_iteration() {
-    const double now = CkWallTimer();
-    if (waiting && now > wait_start) comm += now - wait_start;
-    waiting = false;
-    got[cur % 2] = 0;
     for (const Box& b : shell) update(b);
     ++cur;
   }
@@ -321,34 +331,19 @@ struct Block : ck::ArrayElement<Block, 3> {
     contribute(v, ck::Reducer::sum, on_run_done());
   }
 
-  // A halo for iteration `it` has been unpacked (or its unpack queued on the stream).
-  void halo_in(int it) {
-    ++got[it % 2];
-    if (it == cur && waiting && got[cur % 2] == neighbours) advance(false);
-  }
-
-  // ---- arrivals, one entry per mode ----
-  void halo_host(int f, int it, std::span<const double> data) {
+  // ---- halo arrivals (awaited entries: their bodies run inside iterate()'s co_await) ----
+  void halo_host(int it, int f, std::span<const double> data) {
     if (gpu) {  // staging: host to GPU, then unpack there
       double* d = recv_buf[it % 2][f].data();
       cuda::copy_to_device(d, data.data(), data.size_bytes(), stream);
-      cuda::synchronize(stream);  // the message buffer goes when this entry returns
+      cuda::synchronize(stream);  // the message buffer goes when this body returns
       unpack(it, f, d);
     } else {
       unpack(it, f, data.data());
     }
-    halo_in(it);
   }
-  void halo_dev_post(int f, int it, ck::CkDeviceBuffer& b) { b.ptr = recv_buf[it % 2][f].data(); }
-  void halo_dev(int f, int it, ck::CkDeviceBuffer b) {
-    unpack(it, f, static_cast<const double*>(b.ptr));
-    halo_in(it);
-  }
-  template <int F>
-  void chan_got(std::size_t) {
-    unpack(cur, F, recv_buf[cur % 2][F].data());  // channel receives are posted in the iteration they serve
-    halo_in(cur);
-  }
+  void halo_dev_post(int it, int f, ck::CkDeviceBuffer& b) { b.ptr = recv_buf[it % 2][f].data(); }
+  void halo_dev(int it, int f, ck::CkDeviceBuffer b) { unpack(it, f, static_cast<const double*>(b.ptr)); }
 
   // ---- result ----
   std::vector<double> grid_on_host() {
