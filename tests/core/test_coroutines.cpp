@@ -32,6 +32,14 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(1, 2, 4)),
     [](const auto& info) { return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "pe"; });
 
+TEST(CoroutineExamples, TutorialRing) {  // docs/programming-guide.md shows this program
+  for (int n : {1, 2, 4}) {
+    Result r = run({UCHARMRUN_PATH, "-n", std::to_string(n), "--timeout", "50", TUTORIAL_COROUTINES_PATH}, 60);
+    EXPECT_EQ(r.code, 0) << describe(r);
+    EXPECT_TRUE(has(r.out, "mean after 10 steps: 3.500000 (it stays 3.500000)")) << describe(r);
+  }
+}
+
 TEST(CoroutineErrors, DestroyingAChareWithSuspendedCoroutinesWarns) {
   Result r = job(2, "destroy");
   EXPECT_EQ(r.code, 0) << describe(r);
