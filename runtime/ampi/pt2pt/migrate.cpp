@@ -106,6 +106,7 @@ void pup_p2p_state(PUP::er& p, P2p& q) {
     if (q.tasks) not_ready("nonblocking-collective tasks running");
     if (q.direct_out || q.direct_in) not_ready("direct transfers pending");
     if (q.any_waiter || q.probe_waiter || q.move_waiter) not_ready("a thread waiting");
+    q.spill_solo();  // the lone posted receive and unexpected message travel in the table
   }
   // the request table, by handle
   std::uint64_t n = q.n_reqs_;
@@ -134,6 +135,13 @@ void pup_p2p_state(PUP::er& p, P2p& q) {
     p(u.prev, 4);
   }
   p | q.unexp_free_;
+  if (p.isUnpacking()) {
+    q.solo_ = 0;
+    q.unexp_solo_ = 0;
+    q.posted_in_table_ = q.posted_by_pattern_[0] + q.posted_by_pattern_[1] + q.posted_by_pattern_[2] + q.posted_by_pattern_[3];
+    q.n_unexp_ = 0;
+    for (const Unexpected& u : q.unexpected_) q.n_unexp_ += u.msg ? 1 : 0;
+  }
   // completed requests, the last scanned array (an address in the program)
   pup_all(p, q.ready_.head, q.ready_.tail, q.parked_.head, q.parked_.tail);
   pup_bits(p, q.wait_set.reqs);

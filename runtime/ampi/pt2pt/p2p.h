@@ -150,7 +150,12 @@ class P2p {
   void complete(MPI_Request h);       // complete; wakes the thread waiting for it, or for any
   void deactivate(MPI_Request h);     // a persistent request waited for: inactive, off the lists
 
-  // posted receives: each gets the rank's next sequence number
+  // posted receives: each gets the rank's next sequence number. The one receive posted
+  // while no other is (a blocking receive, the common case) stays out of the hash table
+  // (`solo_`): an arrival compares it directly, no hashing; a second post puts it in the
+  // table first, in its place. Likewise the one unexpected message held while no other is
+  // (`unexp_solo_`). Only an order-free shortcut: each is the head of every list it would
+  // be in. Packing (migrate.cpp) spills both first.
   void post(MPI_Request h);
   void unpost(MPI_Request h);  // a posted receive taken back (MPI_Cancel)
   // The first-posted receive matching a message, taken off its queue; 0 when none.
@@ -161,6 +166,7 @@ class P2p {
   // The first unexpected message matching (src, tag may be wildcards); -1 when none.
   // take_unexpected removes it.
   std::int32_t find_unexpected(std::uint32_t context, int src, int tag);
+  bool any_unexpected() const { return n_unexp_ != 0; }
   void* unexpected_msg(std::int32_t i) const { return unexpected_[static_cast<std::size_t>(i)].msg; }
   void* take_unexpected(std::int32_t i);
 
@@ -223,6 +229,14 @@ class P2p {
   QueueTable queues_;  // posted and unexpected lists
   std::uint64_t post_seq_ = 0;
   int posted_by_pattern_[4] = {0, 0, 0, 0};  // posted receives of each pattern: skips empty lookups
+  int posted_in_table_ = 0;                   // their sum
+  MPI_Request solo_ = 0;                      // the only posted receive, not in the table; 0: none
+  std::int32_t unexp_solo_ = 0;               // the only unexpected message's id, not in the table; 0: none
+  std::int32_t n_unexp_ = 0;                  // unexpected messages held
+  void spill_solo();                          // both solos into the table (a second one comes; packing)
+  void table_post(MPI_Request h);
+  void table_unpost(MPI_Request h);
+  void link_unexpected(std::int32_t id);
   std::vector<Unexpected> unexpected_;  // nodes; a free list through next[0]
   std::int32_t unexp_free_ = 0;         // unexpected id; 0: none
   struct RList {

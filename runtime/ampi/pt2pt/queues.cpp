@@ -236,25 +236,58 @@ void P2p::complete(MPI_Request h) {
 }
 
 // ---- posted receives -------------------------------------------------------------------------------
-void P2p::post(MPI_Request h) {
+void P2p::table_post(MPI_Request h) {
   Request& q = req(h);
-  q.seq = ++post_seq_;
-  q.pattern = static_cast<std::uint8_t>(pattern_of(q.peer, q.tag));
   ++posted_by_pattern_[q.pattern];
+  ++posted_in_table_;
   list_append<&Request::prev, &Request::next>(*this, queues_.get(key_of(q.context, q.peer, q.tag, q.pattern)), h);
 }
 
-void P2p::unpost(MPI_Request h) {
+void P2p::table_unpost(MPI_Request h) {
   Request& q = req(h);
   const QueueKey k = key_of(q.context, q.peer, q.tag, q.pattern);
   QueueEnds* l = queues_.find(k);
   if (!l || (!q.prev && l->head != h)) return;  // not posted
   list_remove<&Request::prev, &Request::next>(*this, *l, h);
   --posted_by_pattern_[q.pattern];
+  --posted_in_table_;
   if (!l->head) queues_.erase(k);
 }
 
+void P2p::spill_solo() {
+  if (MPI_Request h = std::exchange(solo_, 0)) table_post(h);
+  if (std::int32_t id = std::exchange(unexp_solo_, 0)) link_unexpected(id);
+}
+
+void P2p::post(MPI_Request h) {
+  Request& q = req(h);
+  q.seq = ++post_seq_;
+  q.pattern = static_cast<std::uint8_t>(pattern_of(q.peer, q.tag));
+  q.prev = q.next = 0;
+  if (!solo_ && !posted_in_table_) {
+    solo_ = h;
+    return;
+  }
+  if (solo_) table_post(std::exchange(solo_, 0));  // posted first: first in its list
+  table_post(h);
+}
+
+void P2p::unpost(MPI_Request h) {
+  if (h == solo_) {
+    solo_ = 0;
+    return;
+  }
+  table_unpost(h);
+}
+
 MPI_Request P2p::take_posted(std::uint32_t context, int src, int tag) {
+  if (solo_) {  // the only posted receive
+    const Request& q = req(solo_);
+    if (q.context == context && (q.peer == MPI_ANY_SOURCE || q.peer == src) && (q.tag == MPI_ANY_TAG || q.tag == tag))
+      return std::exchange(solo_, 0);
+    return 0;
+  }
+  if (!posted_in_table_) return 0;
   MPI_Request best = 0;
   std::uint64_t best_seq = 0;
   for (std::uint32_t pat = 0; pat < 4; ++pat) {
@@ -264,23 +297,14 @@ MPI_Request P2p::take_posted(std::uint32_t context, int src, int tag) {
     const std::uint64_t s = req(l->head).seq;
     if (!best || s < best_seq) best = l->head, best_seq = s;
   }
-  if (best) unpost(best);
+  if (best) table_unpost(best);
   return best;
 }
 
 // ---- unexpected messages ---------------------------------------------------------------------------
-void P2p::push_unexpected(void* msg) {
-  std::int32_t id;
-  if (unexp_free_) {
-    id = unexp_free_;
-    unexp_free_ = unexpected_[static_cast<std::size_t>(id - 1)].next[0];
-  } else {
-    unexpected_.emplace_back();
-    id = static_cast<std::int32_t>(unexpected_.size());
-  }
+void P2p::link_unexpected(std::int32_t id) {
   Unexpected& u = unexpected_[static_cast<std::size_t>(id - 1)];
-  u.msg = msg;
-  const WireHeader& h = wire(msg);
+  const WireHeader& h = wire(u.msg);
   for (std::uint32_t pat = 0; pat < 4; ++pat) {
     QueueEnds& l = queues_.get(key_of(h.context, h.src, h.tag, kUnexpected | pat));
     u.prev[pat] = l.tail;
@@ -291,7 +315,30 @@ void P2p::push_unexpected(void* msg) {
   }
 }
 
+void P2p::push_unexpected(void* msg) {
+  std::int32_t id;
+  if (unexp_free_) {
+    id = unexp_free_;
+    unexp_free_ = unexpected_[static_cast<std::size_t>(id - 1)].next[0];
+  } else {
+    unexpected_.emplace_back();
+    id = static_cast<std::int32_t>(unexpected_.size());
+  }
+  unexpected_[static_cast<std::size_t>(id - 1)].msg = msg;
+  if (n_unexp_++ == 0) {  // the only one: out of the table
+    unexp_solo_ = id;
+    return;
+  }
+  if (unexp_solo_) link_unexpected(std::exchange(unexp_solo_, 0));  // it came first
+  link_unexpected(id);
+}
+
 std::int32_t P2p::find_unexpected(std::uint32_t context, int src, int tag) {
+  if (!n_unexp_) return -1;
+  if (unexp_solo_) {
+    const std::int32_t i = unexp_solo_ - 1;
+    return matches(wire(unexpected_[static_cast<std::size_t>(i)].msg), context, src, tag) ? i : -1;
+  }
   const QueueEnds* l = queues_.find(key_of(context, src, tag, kUnexpected | pattern_of(src, tag)));
   return l ? l->head - 1 : -1;
 }
@@ -299,16 +346,21 @@ std::int32_t P2p::find_unexpected(std::uint32_t context, int src, int tag) {
 void* P2p::take_unexpected(std::int32_t i) {
   const std::int32_t id = i + 1;
   Unexpected& u = unexpected_[static_cast<std::size_t>(i)];
-  const WireHeader& h = wire(u.msg);
-  for (std::uint32_t pat = 0; pat < 4; ++pat) {
-    const QueueKey k = key_of(h.context, h.src, h.tag, kUnexpected | pat);
-    QueueEnds* l = queues_.find(k);
-    if (u.prev[pat]) unexpected_[static_cast<std::size_t>(u.prev[pat] - 1)].next[pat] = u.next[pat];
-    else l->head = u.next[pat];
-    if (u.next[pat]) unexpected_[static_cast<std::size_t>(u.next[pat] - 1)].prev[pat] = u.prev[pat];
-    else l->tail = u.prev[pat];
-    if (!l->head) queues_.erase(k);
+  if (id == unexp_solo_) {
+    unexp_solo_ = 0;
+  } else {
+    const WireHeader& h = wire(u.msg);
+    for (std::uint32_t pat = 0; pat < 4; ++pat) {
+      const QueueKey k = key_of(h.context, h.src, h.tag, kUnexpected | pat);
+      QueueEnds* l = queues_.find(k);
+      if (u.prev[pat]) unexpected_[static_cast<std::size_t>(u.prev[pat] - 1)].next[pat] = u.next[pat];
+      else l->head = u.next[pat];
+      if (u.next[pat]) unexpected_[static_cast<std::size_t>(u.next[pat] - 1)].prev[pat] = u.prev[pat];
+      else l->tail = u.prev[pat];
+      if (!l->head) queues_.erase(k);
+    }
   }
+  --n_unexp_;
   void* m = u.msg;
   u.msg = nullptr;
   u.next[0] = unexp_free_;
