@@ -170,10 +170,11 @@ ompi_ucx_bw() { both_bw timeout 120 "${ompi_ucx[@]}" "$bench/mpi/osu_mpi_ompi" |
 ompi_ob1_bw() { both_bw timeout 120 "${ompi_ob1[@]}" "$bench/mpi/osu_mpi_ompi" | record "$1" ompi_ob1 bw; }
 
 descendants() { local c; for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do echo "$c"; descendants "$c"; done; }
-# rss_of comm cmd...: starts cmd, waits for its "idle" line, prints "2 <mean VmRSS MiB of the
-# processes named comm under it>" (size column 2: the PE count), lets it end.
+# rss_of comm cmd...: starts cmd, waits for its "idle" line, prints "FIELD 2 MiB" for VmRSS and
+# its parts RssAnon, RssFile (libraries), RssShmem: the mean over the processes named comm
+# under it (2: their count, the size column), then lets it end.
 rss_of() {
-  local comm=$1 log pid p kb sum=0 n=0 t
+  local comm=$1 log pid p t
   shift
   log=$(mktemp)
   "$@" >"$log" 2>&1 &
@@ -181,16 +182,20 @@ rss_of() {
   for ((t = 0; t < 200; t++)); do grep -q '^idle' "$log" && break; sleep 0.05; done
   sleep 0.3
   for p in $(descendants "$pid"); do
-    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$comm" ] || continue
-    kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null) || continue
-    [ -n "$kb" ] && { sum=$((sum + kb)); n=$((n + 1)); }
-  done
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$comm" ] && cat "/proc/$p/status" 2>/dev/null
+  done | awk '$1 ~ /^(VmRSS|RssAnon|RssFile|RssShmem):$/ { k = substr($1, 1, length($1) - 1); s[k] += $2; n[k]++ }
+    END { for (k in s) printf "%s %d %.2f\n", k, n[k], s[k] / n[k] / 1024 }'
   wait "$pid" >/dev/null 2>&1
   rm -f "$log"
-  [ "$n" -gt 0 ] && awk -v s="$sum" -v n="$n" 'BEGIN { printf "%d %.2f\n", n, s / n / 1024 }'
 }
-rss_ucharm() { rss_of converse_rate "$run" -n 2 --timeout 60 "$bench/converse_rate" --idle 1.5 | record "$1" ucharm rss; }
-rss_ompi() { rss_of mpi_peer timeout 60 "${ompi_ob1[@]}" "$mpi_peer" idle 1.5 | record "$1" ompi_ob1 rss; }
+rss_record() {  # rep layer: "FIELD n MiB" lines -> tests rss, rss_anon, rss_file, rss_shmem
+  local f n v
+  while read -r f n v; do
+    case $f in VmRSS) echo "$n $v" | record "$1" "$2" rss ;; *) echo "$n $v" | record "$1" "$2" "rss_$(tr 'A-Z' 'a-z' <<<"${f#Rss}")" ;; esac
+  done
+}
+rss_ucharm() { rss_of converse_rate "$run" -n 2 --timeout 60 "$bench/converse_rate" --idle 1.5 | rss_record "$1" ucharm; }
+rss_ompi() { rss_of mpi_peer timeout 60 "${ompi_ob1[@]}" "$mpi_peer" idle 1.5 | rss_record "$1" ompi_ob1; }
 wall() {  # cmd... -> seconds of wall time (empty if it failed)
   local t0 t1
   t0=$(date +%s.%N)
@@ -248,20 +253,24 @@ echo "$machine" >"$out/machine.txt"
 echo "== machine: $machine"
 echo "== $reps alternating repetitions (QUICK=$quick), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 start_s=$SECONDS
+loads=""
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/machine.txt"
 for ((i = 1; i <= reps; i++)); do
   for j in "${jobs[@]}"; do
     t0=$SECONDS
     $j "$i" 2>>"$out/stderr.txt" || note "$j: failed in repetition $i (see $out/stderr.txt)"
     printf '%s\t%s\t%s\n' "$i" "$j" "$((SECONDS - t0))" >>"$out/jobs.tsv"  # seconds per job
   done
-  echo "   repetition $i done after $((SECONDS - start_s)) s (load $(cut -d' ' -f1 /proc/loadavg))"
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  loads+="$load "
+  echo "   repetition $i done after $((SECONDS - start_s)) s (load $load)"
 done
-echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg); $((SECONDS - start_s)) s" >>"$out/machine.txt"
+echo "load average (1 min) after each repetition: $loads; $((SECONDS - start_s)) s in all" >>"$out/machine.txt"
 
 # ---- medians, the table ----
-python3 - "$out" "$reps" "$quick" <<'EOF'
-import collections, statistics, sys
-out, reps, quick = sys.argv[1], sys.argv[2], sys.argv[3]
+python3 - "$out" "$reps" "$quick" "$loads" <<'EOF'
+import collections, os, statistics, sys
+out, reps, quick, loads = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split()
 vals = collections.defaultdict(list)
 with open(f'{out}/raw.tsv') as f:
     next(f)
@@ -311,6 +320,9 @@ row('Python Channel vs mpi4py pickled (µs)', '8 B', g('py_channel', 'lat', 8), 
 m = lambda v: None if v is None else v / 1e6
 row('message rate, window 64, vs raw `tag_bw` (M msg/s)', '8 B', m(g('converse', 'rate', 8)), m(g('raw', 'rate', 8)), 0.9, ge=True)
 row('idle RSS per PE, 2 PEs, vs OpenMPI ob1 (MiB)', '2 PEs', g('ucharm', 'rss', 2), g('ompi_ob1', 'rss', 2), 1.0)
+part = lambda l: ' / '.join(num(g(l, f'rss_{k}', 2)) for k in ('anon', 'file', 'shmem'))
+rows.append(('idle RSS parts: anon / file (libraries) / shmem (MiB)', '2 PEs', part('ucharm'), part('ompi_ob1'),
+             '-', '-', 'info'))
 for n in (1, 2, 4, 8, 16):
     row('start-up, hello vs `mpirun` MPI hello (s)', f'{n} PEs', g('ucharm', 'start', n), g('ompi', 'start', n), 0.7)
 if g('coawait', 'lat', 0) is not None:
@@ -325,7 +337,8 @@ lines += ['| ' + ' | '.join(r) + ' |' for r in rows]
 npass = sum(r[-1] == 'PASS' for r in rows)
 nmiss = sum(r[-1] == 'MISS' for r in rows)
 lines.append('')
-lines.append(f'Medians of {reps} alternating repetitions (QUICK={quick}); {npass} PASS, {nmiss} MISS.')
+lines.append(f'Medians of {reps} alternating repetitions (QUICK={quick}); {npass} PASS, {nmiss} MISS; '
+             f'load average after each repetition: {", ".join(loads)} (on {os.cpu_count()} cores).')
 text = '\n'.join(lines)
 open(f'{out}/table.md', 'w').write(text + '\n')
 print(text)
