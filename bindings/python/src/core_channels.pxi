@@ -80,22 +80,67 @@ def set_coroutines(after_entry):
     _after_entry = after_entry
 
 
+# greenlet's C API (its capsule greenlet._C_API; the table's slots 4, 6 and 7 are
+# GetCurrent, Switch and SetParent in every greenlet since 0.4): a channel wait's switches
+# without a Python attribute lookup or bound method per switch.
+cdef extern from *:
+    """
+    static void** uc_greenlet_api = NULL;
+    static int uc_greenlet_import(void) {
+      uc_greenlet_api = (void**)PyCapsule_Import("greenlet._C_API", 0);
+      return uc_greenlet_api ? 0 : -1;
+    }
+    static PyObject* uc_gr_current(void) { return ((PyObject* (*)(void))uc_greenlet_api[4])(); }
+    static PyObject* uc_gr_switch(PyObject* g) {
+      return ((PyObject* (*)(PyObject*, PyObject*, PyObject*))uc_greenlet_api[6])(g, NULL, NULL);
+    }
+    static int uc_gr_set_parent(PyObject* g, PyObject* parent) {
+      return ((int (*)(PyObject*, PyObject*))uc_greenlet_api[7])(g, parent);
+    }
+    // slot 11, greenlet 3 (pyproject's floor): a new reference, or NULL at the top
+    static PyObject* uc_gr_parent(PyObject* g) { return ((PyObject* (*)(PyObject*))uc_greenlet_api[11])(g); }
+    """
+    int uc_greenlet_import() except -1
+    object uc_gr_current()
+    object uc_gr_switch(object g)
+    int uc_gr_set_parent(object g, object parent) except -1
+    PyObject* uc_gr_parent(object g)
+
+uc_greenlet_import()
+
+
+cdef inline bint needs_after_entry(object obj) except -1:
+    # Whether a chare's state change may release something: @when calls held, coroutines
+    # in Chare.wait. (Read by getattr: reading its __dict__ would make CPython keep the
+    # object's attributes in a dict, slowing every other attribute access of the chare.)
+    return obj._ck_when or obj._ck_waiting or obj._ck_when_by_value
+
+
 # coroutines.suspend and resume, without their Python frames (a channel wait's hot path).
 cdef int suspend_current(str what) except -1:
-    g = _getcurrent()
+    g = uc_gr_current()
     if not getattr(g, "_ck_coro", False):
         raise RuntimeError(f"{what} would block outside a coroutine: call it from the main function or "
                            "from an entry method decorated with @coro")
-    g.parent.switch()
+    return suspend_coroutine(g)
+
+cdef int suspend_coroutine(object g) except -1:
+    """Switches from coroutine g (the current greenlet) to its parent."""
+    cdef PyObject* parent = uc_gr_parent(g)
+    if parent == NULL:
+        raise RuntimeError("ucharm: a coroutine has no greenlet to return to")
+    p = <object>parent
+    Py_DECREF(p)  # uc_gr_parent's reference: `p` holds one
+    uc_gr_switch(p)
     return 0
 
 cdef int resume_waiter(object g) except -1:
-    g.parent = _getcurrent()  # back here when it waits again or ends
-    g.switch()
+    uc_gr_set_parent(g, uc_gr_current())  # back here when it waits again or ends
+    uc_gr_switch(g)
     # The coroutine ran on: @when calls held for its chare and Chare.wait conditions are
     # checked again (as coroutines.resume does).
     obj = g._ck_obj
-    if obj is not None and (obj._ck_when or obj._ck_waiting or obj._ck_when_by_value):
+    if obj is not None and needs_after_entry(obj):
         _after_entry(obj)
     return 0
 

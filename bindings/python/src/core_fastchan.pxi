@@ -8,9 +8,20 @@
 # A fast channel message: [size][FW_CHAN][u32 key length][the sender's key, in the fast
 # format: (collection id, index, port, n), the receiver's name of the channel][u64 sequence
 # number][u32 object count][the objects]. On arrival the receiving element's
-# `_ck_chan_wire` (key bytes -> weak reference to its Channel) finds the channel; the
-# value goes into its inbox as (None, value) and a coroutine waiting in recv() is resumed.
+# `_ck_chan_wire` (a 64-bit hash of the key -> weak reference to its Channel, checked
+# against the channel's own copy of the key) finds the channel; the value goes into its
+# inbox as (None, value) and a coroutine waiting in recv() is resumed.
 from cpython.dict cimport PyDict_GetItem
+from cpython.long cimport PyLong_FromUnsignedLongLong
+
+
+cdef inline uint64_t fw_hash64(const char* s, Py_ssize_t n) noexcept:
+    """FNV-1a, 64 bits: a channel key's name in its element's _ck_chan_wire."""
+    cdef uint64_t h = 14695981039346656037ULL
+    cdef Py_ssize_t k
+    for k in range(n):
+        h = (h ^ <uint8_t>s[k]) * 1099511628211ULL
+    return h
 
 cdef object _chan_no_ops = None  # channel.py's _NO_OPS: what send() returns without transfers
 
@@ -44,20 +55,31 @@ cdef class ChannelCore:
     cdef public long long _recv_seq
     cdef public object _waiter      # the coroutine waiting in recv() (or charm.iwait)
     cdef bytes _wire                # this end's key, as the peer names the channel
+    cdef public bytes _peer_wire    # the peer's key, which its messages carry
     cdef CollectionRef _peer_ref
     cdef Index _peer_idx
     cdef bint _fast                 # _fast_setup found the key and peer fit the fast path
 
-    def _fast_setup(self, bytes wire, bytes peer_ref, object peer_idx):
-        """wire: fw_dumps of this end's key (None: no fast sends)."""
+    def _fast_setup(self, bytes wire, bytes peer_wire, bytes peer_ref, object peer_idx):
+        """wire, peer_wire: fw_dumps of this end's key and of the peer's (None: no fast
+        sends; no fast messages come). Returns the name of this channel in its element's
+        _ck_chan_wire, or None."""
         self._fast = False
+        self._peer_wire = peer_wire
+        key = None
+        if peer_wire is not None:
+            key = PyLong_FromUnsignedLongLong(fw_hash64(PyBytes_AS_STRING(peer_wire), PyBytes_GET_SIZE(peer_wire)))
         if wire is None:
-            return
+            return key
         self._wire = wire
         self._peer_ref = to_ref(peer_ref)
         self._peer_idx = wire_index(peer_idx)
         self._fast = True
+        return key
 
+    # binding(False): a method descriptor, called with one argument tuple (a cyfunction
+    # would slice `self` off it into a second one)
+    @cython.binding(False)
     def send(self, *objs, stream=None):
         """Sends the objects (one or several; recv() returns one, or a tuple of several).
         Host objects travel in a message, device arrays (CuPy or anything with
@@ -76,6 +98,7 @@ cdef class ChannelCore:
                 return _chan_no_ops
         return self._send_slow(*objs, stream=stream)
 
+    @cython.binding(False)
     def recv(self, *bufs, stream=None):
         """The next objects sent (one, or a tuple of several), waiting for them in a
         coroutine. Device arrays among them go into `bufs` (in order) or into new CuPy
@@ -88,12 +111,12 @@ cdef class ChannelCore:
             seq = self._recv_seq
             item = PyDict_GetItem(self._inbox, seq)
             if item == NULL:
-                g = _getcurrent()
+                g = uc_gr_current()
                 if not getattr(g, "_ck_coro", False):
                     break  # the slow path raises the error
                 self._waiter = g
                 try:
-                    suspend_current("Channel.recv()")
+                    suspend_coroutine(g)
                 finally:
                     self._waiter = None
                 continue
@@ -146,6 +169,7 @@ cdef void fw_channel_message(object o, void* msg) noexcept:
     cdef uint64_t seq
     cdef ChannelCore ch
     cdef PyObject* ref
+    cdef const char* kp = NULL
     try:
         try:
             p += 16
@@ -155,7 +179,7 @@ cdef void fw_channel_message(object o, void* msg) noexcept:
             p += 4
             if <size_t>(end - p) < <size_t>wl + 12:
                 fw_truncated()
-            key = PyBytes_FromStringAndSize(p, wl)
+            kp = p
             p += wl
             memcpy(&seq, p, 8)
             memcpy(&n, p + 8, 4)
@@ -171,12 +195,17 @@ cdef void fw_channel_message(object o, void* msg) noexcept:
         finally:
             CmiFree(msg)
         chans = getattr(o, "_ck_chan_wire", None)
-        ref = PyDict_GetItem(chans, key) if chans is not None else NULL
+        ref = NULL
+        if chans is not None:
+            ref = PyDict_GetItem(chans, PyLong_FromUnsignedLongLong(fw_hash64(kp, wl)))
         target = None
         if ref != NULL:
             target = <object>PyWeakref_GetObject(<object>ref)
-        if not isinstance(target, ChannelCore):  # not open yet, or closed: channel.py
-            _py.channel_fast(o, key, seq, value)
+        if (not isinstance(target, ChannelCore) or (<ChannelCore>target)._peer_wire is None
+                or PyBytes_GET_SIZE((<ChannelCore>target)._peer_wire) != wl
+                or memcmp(PyBytes_AS_STRING((<ChannelCore>target)._peer_wire), kp, wl) != 0):
+            # not open yet, closed, or another channel's key of the same hash: channel.py
+            _py.channel_fast(o, PyBytes_FromStringAndSize(kp, wl), seq, value)
             return
         ch = <ChannelCore>target
         ch._inbox[seq] = (None, value)

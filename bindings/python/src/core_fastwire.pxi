@@ -330,7 +330,7 @@ cdef void fw_invoke_call(object o, void* msg) noexcept:
             CmiFree(msg)  # everything is in Python objects now (or failed)
         if kind == 0:
             PyObject_Vectorcall(fn, stack, 1 + nargs, NULL)
-            if o._ck_when or o._ck_waiting or o._ck_when_by_value:
+            if needs_after_entry(o):
                 _py.after_entry(o)
         else:
             args = PyTuple_New(nargs)

@@ -166,10 +166,11 @@ class Channel(_core.ChannelCore):
     def _register_fast(self):
         # The fast path: sends carry this end's key in the fast format; the peer's messages
         # carry its key, under which the element finds this channel (a weak reference).
-        self._fast_setup(_core.fw_dumps(self._key), self._remote._ref, self._remote._idx)
-        self._peer_wire = _core.fw_dumps(self._peer_key)
-        if self._peer_wire is not None:
-            self._chare._ck_chan_wire[self._peer_wire] = weakref.ref(self)
+        name = self._fast_setup(_core.fw_dumps(self._key), _core.fw_dumps(self._peer_key),
+                                self._remote._ref, self._remote._idx)
+        self._wire_name = name
+        if name is not None:
+            self._chare._ck_chan_wire[name] = weakref.ref(self)
 
     def _init_local(self, moved=False):
         self._waiter = None
@@ -241,11 +242,10 @@ class Channel(_core.ChannelCore):
         chans = self._chare._ck_channels
         if chans.get(self._peer_key) is self:
             del chans[self._peer_key]
-        wire = getattr(self, "_peer_wire", None)
-        if wire is not None:
-            r = self._chare._ck_chan_wire.get(wire)
-            if r is not None and r() is self:
-                del self._chare._ck_chan_wire[wire]
+        name = getattr(self, "_wire_name", None)
+        r = self._chare._ck_chan_wire.get(name)
+        if r is not None and r() is self:
+            del self._chare._ck_chan_wire[name]
         if self._waiter is not None:  # a recv waiting in another coroutine: it raises
             w, self._waiter = self._waiter, None
             coroutines.resume(w)

@@ -338,7 +338,7 @@ def init_runtime(obj, ptr):
     obj._ck_waiting = []
     obj._ck_busy = False
     obj._ck_channels = weakref.WeakValueDictionary()  # open channels: closed when collected
-    obj._ck_chan_wire = {}  # the same channels by their key's fast-format bytes (weak references)
+    obj._ck_chan_wire = {}  # the same channels by a hash of their key (weak references): core_fastchan.pxi
     obj._ck_chan_count = {}
     obj._ck_early = {}
     obj._ck_suspended = []  # coroutines of this object that waited (coroutines.spawn)
