@@ -6,7 +6,8 @@
 //   callback  the same, PE 1 answering through a CkCallback into a ck::ResumeCallback
 // The variants alternate, --runs times; printed: each run's round trip, the medians and
 // the ratios to the plain ping-pong's median.
-//   ucharmrun -n 2 core_coawait [--iters 100000] [--runs 7] [--bytes 8]
+//   ucharmrun -n 2 core_coawait [--iters 100000] [--runs 7] [--bytes 8] [--only co_await]
+// --only runs one variant (for instruction counts: callgrind at two --iters, the difference).
 #include <ucharm/charm.h>
 
 #include <CLI/CLI.hpp>
@@ -76,7 +77,7 @@ struct Main : ck::MainChare<Main> {
   int iters = 100000, warmup = 1000, runs = 7;
   std::size_t bytes = 8;
   ck::GroupProxy<PP> g;
-  int run = 0, variant = 0;
+  int run = 0, variant = 0, only = -1;
   std::vector<double> us[kVariants];
 
   explicit Main(ck::MainArgs args) {
@@ -85,11 +86,15 @@ struct Main : ck::MainChare<Main> {
     app.add_option("--warmup", warmup, "untimed round trips first")->check(CLI::NonNegativeNumber);
     app.add_option("--runs", runs, "alternating runs of every variant")->check(CLI::PositiveNumber);
     app.add_option("--bytes", bytes, "payload bytes");
+    std::string only_name;
+    app.add_option("--only", only_name, "run one variant")->check(CLI::IsMember({"plain", "co_await", "callback"}));
     try {
       app.parse(args.argc, args.argv);
     } catch (const CLI::ParseError& e) {
       std::exit(app.exit(e));
     }
+    for (int v = 0; v < kVariants; ++v)
+      if (only_name == kNames[v]) only = v;
     if (CkNumPes() < 2) CkAbort("core_coawait needs at least 2 PEs (ucharmrun -n 2 ...)");
     mainProxy = thisProxy;
     g = ck::GroupProxy<PP>::create();
@@ -97,6 +102,7 @@ struct Main : ck::MainChare<Main> {
     CkPrintf("# co_await round trip vs plain entry ping-pong, PE 0 <-> PE 1, %zu B, %d round trips x %d runs\n",
              bytes, iters, runs);
     CkPrintf("# %-4s %12s %12s %12s   (round trip, us)\n", "run", kNames[0], kNames[1], kNames[2]);
+    variant = only < 0 ? 0 : only;
     next();
   }
   void next() {
@@ -106,6 +112,11 @@ struct Main : ck::MainChare<Main> {
   }
   void result(int v, double seconds) {
     us[v].push_back(seconds * 1e6 / iters);
+    if (only >= 0) {
+      CkPrintf("%s round trip: %.4f us\n", kNames[v], us[v].back());
+      if (++run < runs) return next();
+      CkExit(0);
+    }
     if (++variant < kVariants) return next();
     CkPrintf("  %-4d %12.4f %12.4f %12.4f\n", run, us[0].back(), us[1].back(), us[2].back());
     variant = 0;

@@ -114,6 +114,7 @@ void on_value(std::uint32_t id, void* msg) {
     w->linked = false;
     if (w->owner) unlink(*w);
     w->msg = msg;
+    w->owned = true;
     w->h.resume();
     return;
   }
@@ -169,6 +170,7 @@ bool entry_wait(WaitNode& n) {
   for (auto it = t.inbox.begin(); it != t.inbox.end(); ++it) {
     if (it->entry != n.entry || (!n.any_ref && it->ref != n.ref)) continue;
     n.msg = it->msg;
+    n.owned = true;
     n.device = it->device;
     n.dests = std::move(it->dests);
     t.inbox.erase(it);
@@ -180,36 +182,36 @@ bool entry_wait(WaitNode& n) {
 }
 
 void entry_handover(WaitNode& n) {
-  struct Free {  // the message goes even if the body throws
+  struct Free {  // a kept message goes even if the body throws
     void* m;
-    ~Free() { CmiFree(m); }
-  } f{n.msg};
+    ~Free() {
+      if (m) CmiFree(m);
+    }
+  } f{n.owned ? n.msg : nullptr};
+  void* msg = n.msg;
   n.msg = nullptr;
-  run_entry_body(n.obj, n.entry, f.m, n.device ? &n.dests : nullptr);
+  n.owned = false;
+  run_entry_body(n.obj, n.entry, msg, n.lent_dests ? n.lent_dests : n.device ? &n.dests : nullptr);
+  n.lent_dests = nullptr;
 }
 
 void task_arrived(ChareBase* obj, std::uint32_t entry, void* msg, const std::vector<CkDeviceBuffer>* dests) {
   const EntryInfo& info = core_entries()[entry];
   std::int64_t ref = 0;
-  if (info.ref_of) {
-    PUP::er p = PUP::er::unpacker(args_of(msg), args_len(msg));
-    p.set_context(info.name);
-    ref = info.ref_of(p);
-  }
-  CmiReference(msg);  // the caller frees its own reference
+  if (info.ref_of && !info.ref_of(args_of(msg), args_len(msg), ref))
+    CkAbort("a message for awaited entry %s is too short to hold its reference number (malformed)",
+            entry_name(info.name).c_str());
   TaskState& t = state_of(obj);
   for (WaitNode* w = t.head; w; w = w->next) {
     if (w->slot || w->entry != entry || (!w->any_ref && w->ref != ref)) continue;
     unlink(*w);
     w->linked = false;
-    w->msg = msg;
-    if (dests) {
-      w->device = true;
-      w->dests = *dests;
-    }
+    w->msg = msg;  // lent: the caller frees it after this returns, and the body runs before
+    w->lent_dests = dests;
     w->h.resume();
     return;
   }
+  CmiReference(msg);  // kept: the caller frees only its own reference
   t.inbox.push_back(Kept{msg, entry, ref, dests != nullptr, dests ? *dests : std::vector<CkDeviceBuffer>{}});
 }
 
@@ -282,6 +284,7 @@ bool slot_ready(const ValueSlot* s) { return s->head < s->values.size(); }
 bool slot_wait(ValueSlot* s, WaitNode& n) {
   if (s->head < s->values.size()) {
     n.msg = s->values[s->head++];
+    n.owned = true;
     if (s->head == s->values.size()) {
       s->values.clear();
       s->head = 0;
@@ -306,10 +309,8 @@ void WaitNode::wait_cancel(WaitNode& n) {
     if (n.owner) unlink(n);
     n.linked = false;
   }
-  if (n.msg) {
-    CmiFree(n.msg);
-    n.msg = nullptr;
-  }
+  if (n.msg && n.owned) CmiFree(n.msg);
+  n.msg = nullptr;
 }
 
 // ---- the element goes ---------------------------------------------------------------------------

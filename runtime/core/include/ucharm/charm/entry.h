@@ -79,7 +79,9 @@ using Invoker = void (*)(ChareBase* obj, PUP::er& args);
 using PostInvoker = void (*)(ChareBase* obj, PUP::er& args, std::vector<CkDeviceBuffer>& out);
 using Constructor = ChareBase* (*)(PUP::er& args);
 using RawInvoker = void (*)(ChareBase* obj, void* msg);
-using RefOf = std::int64_t (*)(PUP::er& args);  // an awaited entry's reference number (1st argument)
+// An awaited entry's reference number: its first argument, an integer, which PUP packs as
+// its bytes at the start of the arguments (read without an unpacker; false: too short).
+using RefOf = bool (*)(const char* args, std::size_t len, std::int64_t& ref);
 struct EntryInfo {
   const char* name;
   Invoker invoke;
@@ -257,16 +259,19 @@ constexpr bool coroutine_params_ok(std::tuple<A...>*) {
   return ((!std::is_reference_v<A> && !is_span<std::remove_cv_t<A>>::value) && ...);
 }
 template <auto Ep>
-std::int64_t ref_of_entry(PUP::er& p) {
+bool ref_of_entry(const char* args, std::size_t len, std::int64_t& ref) {
   std::tuple_element_t<0, typename member_traits<decltype(Ep)>::args> r{};
-  p | r;
-  return static_cast<std::int64_t>(r);
+  if (len < sizeof r) return false;
+  std::memcpy(&r, args, sizeof r);
+  ref = static_cast<std::int64_t>(r);
+  return true;
 }
 template <auto Ep>
 constexpr RefOf ref_of() {
   using T = member_traits<decltype(Ep)>;
   if constexpr (T::arity >= 1) {
-    if constexpr (std::is_integral_v<std::tuple_element_t<0, typename T::args>>) return &ref_of_entry<Ep>;
+    using R = std::tuple_element_t<0, typename T::args>;
+    if constexpr (std::is_integral_v<R> && !std::is_same_v<R, bool>) return &ref_of_entry<Ep>;
     else return nullptr;
   } else {
     return nullptr;

@@ -45,15 +45,18 @@ struct WaitNode {
   bool any_ref = false;        // next<&C::E>(): any reference number
   bool linked = false;         // registered with its source (element list or slot)
   bool device = false;         // msg came with device buffers (dests)
+  bool owned = false;          // msg is ours to free (kept, or a value); else the dispatcher's,
+                               // valid while it resumes this coroutine
   std::int64_t ref = 0;
   void* msg = nullptr;         // handed over: the message (entry) or value
-  std::vector<CkDeviceBuffer> dests;  // GPU Messaging: where the device arguments landed
+  std::vector<CkDeviceBuffer> dests;  // GPU Messaging: where the device arguments landed (kept)
+  const std::vector<CkDeviceBuffer>* lent_dests = nullptr;  // the same, lent with msg
 
   WaitNode() = default;
   WaitNode(const WaitNode&) = delete;
   WaitNode& operator=(const WaitNode&) = delete;
   ~WaitNode() {
-    if (linked || msg) wait_cancel(*this);  // the frame is destroyed while waiting
+    if (linked || (msg && owned)) wait_cancel(*this);  // the frame is destroyed while waiting
   }
   static void wait_cancel(WaitNode& n);
 };
@@ -239,7 +242,8 @@ detail::EntryAwaiter next(std::int64_t ref) {
   using T = detail::member_traits<decltype(Ep)>;
   static_assert(detail::is_awaited_entry<typename T::cls, Ep>(),
                 "ck::next<&C::f>: list f in static constexpr auto awaited_entries() { return ck::entries<&C::f>; }");
-  static_assert(T::arity >= 1 && std::is_integral_v<std::tuple_element_t<0, typename T::args>>,
+  static_assert(T::arity >= 1 && std::is_integral_v<std::tuple_element_t<0, typename T::args>> &&
+                    !std::is_same_v<std::tuple_element_t<0, typename T::args>, bool>,
                 "ck::next<&C::f>(ref): f's first parameter is its reference number, an integer "
                 "(await any message of f with ck::next<&C::f>())");
   return detail::EntryAwaiter(detail::Entry<Ep>::id(), ref, false);
