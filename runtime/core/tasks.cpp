@@ -52,8 +52,9 @@ struct TaskCore {
   std::vector<ValueSlot*> pool;    // one-shot slots free for reuse
 };
 TaskCore& tc() {
-  static TaskCore t;
-  return t;
+  // Never destroyed: elements and their frames may still be around while the process exits.
+  static TaskCore* t = new TaskCore;
+  return *t;
 }
 
 TaskState& state_of(ChareBase* obj) {
