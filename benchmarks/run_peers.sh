@@ -13,7 +13,7 @@
 # pickled send/recv; Converse message rate (converse_rate, 8 B, window 64) vs `tag_bw`; idle
 # RSS per PE (converse_rate --idle at 2 PEs vs an MPI_Init + barrier + sleep program on ob1);
 # start-up of a hello at 1-16 PEs vs mpirun of an MPI hello; co_await round trip vs a plain
-# entry ping-pong when build-dir/benchmarks/core_coawait exists. Streaming sweeps (Converse
+# entry ping-pong (core_coawait, when built). Streaming sweeps (Converse
 # rate, tag_bw, osu bw on AMPI and both OpenMPI pmls) feed the LogGOPS fit only.
 # The small MPI peer program (hello / idle) is compiled from this script with mpicc.
 set -uo pipefail
@@ -210,13 +210,15 @@ startup() {  # ucharm hello and the MPI hello, alternating per PE count
     echo "$n $(wall timeout 120 "${mpirun_[@]}" --oversubscribe -np "$n" "$mpi_peer" hello)" | record "$1" ompi start
   done
 }
-# core_coawait (another part of issue 20): expected to print a line whose first word contains
-# "await" and one whose first word contains "plain", each ending in the same unit (us).
+# core_coawait (issue 20 part 2): plain, co_await and callback round trips alternate inside
+# it; its line "median round trip (us): plain P, co_await C, callback B" gives the figures.
 coawait() {
-  local t
-  t=$("$run" -n 2 --timeout 120 "$bench/core_coawait")
-  awk '!/^#/ && tolower($1) ~ /await/ && $NF ~ /^[0-9.]+$/ {print 0, $NF}' <<<"$t" | record "$1" coawait lat
-  awk '!/^#/ && tolower($1) ~ /plain/ && $NF ~ /^[0-9.]+$/ {print 0, $NF}' <<<"$t" | record "$1" plain lat
+  local runs=$([ "$quick" = 1 ] && echo 1 || echo 3)
+  "$run" -n 2 --timeout 120 "$bench/core_coawait" --iters $((pp_iters * 10)) --runs "$runs" |
+    sed -n 's/^median round trip (us): plain \([0-9.]*\), co_await \([0-9.]*\).*/\1 \2/p' >"$out/coawait.tmp"
+  awk '{print 0, $2}' "$out/coawait.tmp" | record "$1" coawait lat
+  awk '{print 0, $1}' "$out/coawait.tmp" | record "$1" plain lat
+  rm -f "$out/coawait.tmp"
 }
 
 # ---- which jobs can run here ----
@@ -326,7 +328,7 @@ rows.append(('idle RSS parts: anon / file (libraries) / shmem (MiB)', '2 PEs', p
 for n in (1, 2, 4, 8, 16):
     row('start-up, hello vs `mpirun` MPI hello (s)', f'{n} PEs', g('ucharm', 'start', n), g('ompi', 'start', n), 0.7)
 if g('coawait', 'lat', 0) is not None:
-    row('`co_await` round trip vs plain entry ping-pong (µs)', '-', g('coawait', 'lat', 0), g('plain', 'lat', 0), 1.2)
+    row('`co_await` round trip vs plain entry ping-pong (µs, round trip)', '8 B', g('coawait', 'lat', 0), g('plain', 'lat', 0), 1.2)
 else:
     rows.append(('`co_await` round trip vs plain entry ping-pong', '-', '-', '-', '-', '≤ 1.2x',
                  'skipped (no build/benchmarks/core_coawait)'))
