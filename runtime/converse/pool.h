@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
-#include <vector>
 
 namespace ucharm::converse {
 
@@ -43,39 +42,47 @@ class MsgPool {
   MsgPool(const MsgPool&) = delete;
   MsgPool& operator=(const MsgPool&) = delete;
   ~MsgPool() {
-    for (auto& list : free_)
-      for (void* b : list) std::free(b);
+    for (FreeList& f : free_)
+      while (BlockPrefix* b = f.head) {
+        f.head = next_of(b);
+        std::free(b);
+      }
   }
 
+  // The common cases (a block of a class on its free list; a block going back to it) are
+  // a few instructions each: free lists are intrusive (the link lives in the free block's
+  // payload) and the growth paths stay out of line.
   void* alloc(std::size_t bytes) {
-    int cls = class_of(bytes);
-    BlockPrefix* b = nullptr;
-    if (cls >= 0 && !free_[cls].empty()) {
-      b = static_cast<BlockPrefix*>(free_[cls].back());
-      free_[cls].pop_back();
-      kept_ -= b->capacity;
-    } else {
-      std::size_t cap = cls >= 0 ? (std::size_t{1} << (cls + kMinShift)) : bytes;
-      b = static_cast<BlockPrefix*>(std::malloc(sizeof(BlockPrefix) + cap));
-      if (!b) throw std::bad_alloc();
-      b->size_class = static_cast<std::int16_t>(cls);
-      b->capacity = static_cast<std::uint32_t>(cap);
+    const int cls = class_of(bytes);
+    if (cls >= 0) [[likely]] {
+      FreeList& f = free_[static_cast<std::size_t>(cls)];
+      if (BlockPrefix* b = f.head) [[likely]] {
+        f.head = next_of(b);
+        --f.count;
+        kept_ -= b->capacity;
+        b->refcount = 1;
+        b->link_src = -1;
+        return b + 1;
+      }
     }
-    b->refcount = 1;
-    b->link_src = -1;
-    return b + 1;
+    return alloc_new(bytes, cls);
   }
 
   void release(void* msg) {
     BlockPrefix* b = prefix_of(msg);
     if (--b->refcount > 0) return;
-    if (b->size_class >= 0 && free_[b->size_class].size() < keep_limit(b->size_class) &&
-        kept_ + b->capacity <= kKeepTotal) {
-      free_[b->size_class].push_back(b);
-      kept_ += b->capacity;
-    } else {
-      std::free(b);
+    const int cls = b->size_class;
+    if (cls >= 0) [[likely]] {
+      FreeList& f = free_[static_cast<std::size_t>(cls)];
+      if (f.count < kKeep[static_cast<std::size_t>(cls)] && kept_ + b->capacity <= kKeepTotal) [[likely]] {
+        next_of(b) = f.head;
+        f.head = b;
+        ++f.count;
+        kept_ += b->capacity;
+        return;
+      }
     }
+    std::free(b);
   }
 
   static int class_of(std::size_t bytes) {
@@ -85,7 +92,34 @@ class MsgPool {
   }
 
  private:
-  std::array<std::vector<void*>, kMaxShift - kMinShift + 1> free_;
+  static constexpr std::size_t kClasses = kMaxShift - kMinShift + 1;
+  struct FreeList {
+    BlockPrefix* head = nullptr;
+    std::uint32_t count = 0;
+  };
+  static constexpr std::array<std::uint32_t, kClasses> kKeep = [] {
+    std::array<std::uint32_t, kClasses> k{};
+    for (std::size_t c = 0; c < kClasses; ++c) {
+      const std::size_t n = (std::size_t{32} << 20) >> (c + kMinShift);  // as keep_limit
+      k[c] = static_cast<std::uint32_t>(n < 2 ? 2 : (n > 4096 ? 4096 : n));
+    }
+    return k;
+  }();
+  // A free block's payload (at least 64 bytes) holds the link to the next free block.
+  static BlockPrefix*& next_of(BlockPrefix* b) { return *reinterpret_cast<BlockPrefix**>(b + 1); }
+
+  [[gnu::noinline]] void* alloc_new(std::size_t bytes, int cls) {
+    const std::size_t cap = cls >= 0 ? (std::size_t{1} << (cls + kMinShift)) : bytes;
+    auto* b = static_cast<BlockPrefix*>(std::malloc(sizeof(BlockPrefix) + cap));
+    if (!b) throw std::bad_alloc();
+    b->size_class = static_cast<std::int16_t>(cls);
+    b->capacity = static_cast<std::uint32_t>(cap);
+    b->refcount = 1;
+    b->link_src = -1;
+    return b + 1;
+  }
+
+  std::array<FreeList, kClasses> free_{};
   std::size_t kept_ = 0;  // bytes on the free lists
 };
 

@@ -46,7 +46,7 @@ void bind_to_core(Machine& m) {
   hwloc_topology_destroy(topo);
 }
 
-ucp_ep_h endpoint(int pe) {
+ucp_ep_h connect(int pe) {
   Machine& m = M();
   ucp_ep_h& ep = m.eps[pe];
   if (ep) return ep;

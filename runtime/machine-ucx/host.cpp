@@ -113,14 +113,7 @@ void large_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t*, 
 // to release). With `whole`, `buf` is a fragment of whole's message, released with the last.
 void post_send(int pe, void* buf, std::size_t bytes, tag::Tag t, LargeSend* whole = nullptr) {
   Machine& m = M();
-  ucp_request_param_t p{};
-  // FAST_CMPL: a host send only needs its buffer back, so UCX may pick copy protocols
-  // up to 256 KiB over shared memory instead of a CMA rendezvous (measured: 16 KiB
-  // one-way 4.7 -> 3.3 us, 64 KiB 12.5 -> 7.9 us; small and large sizes unchanged).
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FLAG_FAST_CMPL;
-  p.cb.send = send_done;
-  p.memory_type = UCS_MEMORY_TYPE_HOST;
-  ucs_status_ptr_t sp = ucp_tag_send_nbx(endpoint(pe), buf, bytes, t, &p);
+  ucs_status_ptr_t sp = ucp_tag_send_nbx(endpoint(pe), buf, bytes, t, &m.host_send_params);
   const auto finished = [&] {
     if (whole) piece_sent(whole);
     else if (buf) m.hooks.release(buf);
@@ -337,12 +330,12 @@ void post_eager(int i) {
   for (;;) {
     EagerSlot& slot = m.slots[static_cast<std::size_t>(i)];
     if (!slot.buf) slot.buf = m.hooks.alloc(m.opt.eager_size);
-    ucp_tag_recv_info_t tinfo{};
-    ucp_request_param_t p = host_recv_params(eager_done, &tinfo);
     ucs_status_ptr_t sp = ucp_tag_recv_nbx(m.worker, slot.buf, m.opt.eager_size,
-                                           tag::host_tag(tag::MsgType::Eager), tag::kTypeMask, &p);
+                                           tag::host_tag(tag::MsgType::Eager), tag::kTypeMask,
+                                           &m.eager_recv_params);
     if (sp == nullptr) {  // completed in place
-      take_eager(i, tinfo.length, tinfo.sender_tag);
+      const ucp_tag_recv_info_t info = m.eager_recv_info;
+      take_eager(i, info.length, info.sender_tag);
       continue;
     }
     if (UCS_PTR_IS_ERR(sp))
@@ -399,6 +392,14 @@ void post_host_receives() {
   Machine& m = M();
   m.links.assign(static_cast<std::size_t>(m.info.num_pes), Link{});
   m.window_units = cost_units(m.opt.flow_window);
+  ucp_request_param_t& p = m.host_send_params;
+  // FAST_CMPL: a host send only needs its buffer back, so UCX may pick copy protocols
+  // up to 256 KiB over shared memory instead of a CMA rendezvous (measured: 16 KiB
+  // one-way 4.7 -> 3.3 us, 64 KiB 12.5 -> 7.9 us; small and large sizes unchanged).
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FLAG_FAST_CMPL;
+  p.cb.send = send_done;
+  p.memory_type = UCS_MEMORY_TYPE_HOST;
+  m.eager_recv_params = host_recv_params(eager_done, &m.eager_recv_info);
   constexpr std::size_t kDefaultFragment = 128 * 1024;  // FAST_CMPL copies up to it (measured)
   m.large_fragment = m.opt.large_fragment >= 0 ? static_cast<std::size_t>(m.opt.large_fragment)
                                                : (m.info.oversubscribed ? 0 : kDefaultFragment);

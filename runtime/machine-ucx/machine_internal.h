@@ -187,6 +187,11 @@ struct Machine {
   std::size_t rma_open = 0;  // one-sided operations and flushes open (rma.cpp): short sleeps only
   std::vector<char> my_address;        // for the endpoint to self (device data to self)
   bool trace_ops = false;              // UCHARM_TRACE_OPS=1: one stderr line per device/channel op
+  // Host sends' parameters, the same for every send (set once: the hot path does not
+  // rebuild a 100-byte struct per message).
+  ucp_request_param_t host_send_params{};
+  ucp_request_param_t eager_recv_params{};  // its recv_info points at eager_recv_info
+  ucp_tag_recv_info_t eager_recv_info{};
   bool force_callbacks = false;        // UCHARM_TEST_SEND_CALLBACKS=1: host buffers take the
                                        // device path (callback always), so CI covers it
 };
@@ -222,7 +227,12 @@ void rma_release_all();
 void rma_idle_wait();
 // endpoints.cpp
 void bind_to_core(Machine& m);
-ucp_ep_h endpoint(int pe);
+ucp_ep_h connect(int pe);  // creates the endpoint to `pe` (first use)
+// The endpoint to `pe`: the send path's lookup is inline, its first-use creation is not.
+inline ucp_ep_h endpoint(int pe) {
+  ucp_ep_h ep = M().eps[static_cast<std::size_t>(pe)];
+  return ep ? ep : connect(pe);
+}
 void wait_request(ucs_status_ptr_t sp, const char* what);
 
 }  // namespace ucharm::machine::detail
