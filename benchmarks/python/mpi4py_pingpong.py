@@ -1,6 +1,7 @@
 """The mpi4py peer of pingpong.py: ranks 0 and 1, the same table (size, one-way latency,
 bandwidth) and the same round-trip counts. Modes:
-  pickle  comm.send/comm.recv of a bytes object (pickled, as a Python object travels)
+  pickle  comm.send/comm.recv of a bytes object (pickled, as a Python object travels);
+          --payload list: a one-element list holding it
   buffer  comm.Send/comm.Recv of a NumPy array (the buffer itself, no pickling)
     mpirun -np 2 python3 mpi4py_pingpong.py --mode pickle [--min 1] [--max 4M] [--iters 1000]
 """
@@ -15,12 +16,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 
-def round_trips(comm, mode, size, count):
+def round_trips(comm, mode, size, count, payload='bytes'):
     """count ping-pongs; the seconds they took (rank 0's view)."""
     rank = comm.Get_rank()
     other = 1 - rank
     if mode == 'pickle':
-        data = b'\1' * size
+        data = [b'\1' * size] if payload == 'list' else b'\1' * size
     else:
         import numpy  # only here: the pickle mode needs no NumPy
         data = numpy.ones(size, dtype=numpy.uint8)
@@ -45,6 +46,7 @@ def round_trips(comm, mode, size, count):
 def main():
     p = argparse.ArgumentParser(prog='mpi4py_pingpong.py', description='mpi4py ping-pong between ranks 0 and 1')
     p.add_argument('--mode', choices=['pickle', 'buffer'], default='pickle')
+    p.add_argument('--payload', choices=['bytes', 'list'], default='bytes')
     common.add_size_options(p)
     a = p.parse_args()
     comm = MPI.COMM_WORLD
@@ -60,8 +62,8 @@ def main():
     for size in common.sizes(a.min, a.max):
         n = common.iterations_for(size, a.iters)
         if a.warmup:
-            round_trips(pair, a.mode, size, a.warmup)
-        seconds = round_trips(pair, a.mode, size, n)
+            round_trips(pair, a.mode, size, a.warmup, a.payload)
+        seconds = round_trips(pair, a.mode, size, n, a.payload)
         if pair.Get_rank() == 0:
             common.row(size, n, seconds)
 

@@ -7,6 +7,10 @@ Modes, by what travels:
   cupy-direct   a CuPy array through a Channel, device to device, into a posted buffer
   cupy-staging  a CuPy array copied to host, sent as NumPy, copied to the GPU on arrival
 Each side sends back what it received: no copy or allocation beyond the transport's.
+--payload list (proxy-bytes, channel-bytes): a one-element list holding the bytes, which
+ucharm pickles (the bytes alone take its fast wire format), as mpi4py pickles either.
+The host modes call the channel in the timed loop directly, as mpi4py_pingpong.py calls
+comm.send/recv.
     PYTHONPATH=build/bindings/python ucharmrun -n 2 python3 pingpong.py --mode channel-bytes [--min 1] [--max 4M]
 """
 import argparse
@@ -25,8 +29,9 @@ MODES = ['proxy-bytes', 'channel-bytes', 'numpy', 'cupy-direct', 'cupy-staging']
 class Peer(Chare):
     """One per PE (a Group); only those on PEs 0 and 1 play."""
 
-    def __init__(self, mode, max_size):
+    def __init__(self, mode, max_size, payload='bytes'):
         self.mode = mode
+        self.payload_kind = payload
         if self.thisIndex > 1:
             return
         self.ch = Channel(self, remote=self.thisProxy[1 - self.thisIndex])
@@ -43,7 +48,7 @@ class Peer(Chare):
 
     def payload(self, size):
         if self.mode in ('proxy-bytes', 'channel-bytes'):
-            return b'\1' * size
+            return [b'\1' * size] if self.payload_kind == 'list' else b'\1' * size
         if self.mode == 'numpy':
             import numpy
             return numpy.ones(size, dtype=numpy.uint8)
@@ -82,6 +87,17 @@ class Peer(Chare):
             t0 = time.perf_counter()
             self.thisProxy[1].ping(data)
             self.done.get()
+            return time.perf_counter() - t0
+        if self.mode in ('channel-bytes', 'numpy'):  # host objects: the channel itself, no wrapper
+            ch = self.ch
+            t0 = time.perf_counter()
+            if self.thisIndex == 0:
+                for _ in range(round_trips):
+                    ch.send(data)
+                    data = ch.recv()
+            else:
+                for _ in range(round_trips):
+                    ch.send(ch.recv())
             return time.perf_counter() - t0
         t0 = time.perf_counter()
         if self.thisIndex == 0:
@@ -131,6 +147,8 @@ def main(args):
     p.add_argument('--test', choices=['lat', 'bw'], default='lat',
                    help='lat: ping-pong; bw: windows of back-to-back sends, then an ack (channel modes)')
     p.add_argument('--window', type=int, default=64, help='messages per window in the bw test')
+    p.add_argument('--payload', choices=['bytes', 'list'], default='bytes',
+                   help='proxy-bytes/channel-bytes: the bytes, or a list holding them (pickled)')
     common.add_size_options(p)
     try:
         a = p.parse_args(args[1:])
@@ -141,7 +159,7 @@ def main(args):
         print('pingpong.py needs 2 PEs (ucharmrun -n 2 ...)', file=sys.stderr)
         charm.exit(1)
         return
-    peers = Group(Peer, args=[a.mode, a.max])
+    peers = Group(Peer, args=[a.mode, a.max, a.payload])
     charm.awaitCreation(peers)
     common.header(f'ucharm Python ping-pong, mode {a.mode}, PE 0 <-> PE 1, {charm.numPes()} PEs')
     if a.test == 'bw' and a.mode == 'proxy-bytes':

@@ -7,7 +7,9 @@
 #
 # A fast channel message: [size][FW_CHAN][u32 key length][the sender's key, in the fast
 # format: (collection id, index, port, n), the receiver's name of the channel][u64 sequence
-# number][u32 object count][the objects]. On arrival the receiving element's
+# number][u32 object count][the objects] (count | FW_CHAN_PICKLED: the tuple of objects
+# follows as one pickle, for objects the tags do not take, without out-of-band buffers or
+# device arrays). On arrival the receiving element's
 # `_ck_chan_wire` (a 64-bit hash of the key -> weak reference to its Channel, checked
 # against the channel's own copy of the key) finds the channel; the value goes into its
 # inbox as (None, value) and a coroutine waiting in recv() is resumed.
@@ -24,6 +26,19 @@ cdef inline uint64_t fw_hash64(const char* s, Py_ssize_t n) noexcept:
     return h
 
 cdef object _chan_no_ops = None  # channel.py's _NO_OPS: what send() returns without transfers
+cdef uint32_t FW_CHAN_PICKLED = 0x80000000U
+
+# Builtin types whose instances cannot carry a __cuda_array_interface__ attribute: a send
+# of them needs no look for one (the slow path sends device arrays over the core's channel).
+_host_only_types = frozenset((list, dict, set, frozenset, bytearray, complex, int, float, str, bytes,
+                              tuple, bool, type(None)))
+
+
+cdef bint may_be_device(tuple objs) except -1:
+    for o in objs:
+        if type(o) not in _host_only_types and hasattr(o, "__cuda_array_interface__"):
+            return True
+    return False
 
 
 def set_channel_no_ops(obj):
@@ -89,7 +104,11 @@ cdef class ChannelCore:
         cdef void* msg
         if stream is None and self._fast and not self._closed:
             check_thread("Channel.send")
-            msg = fw_build_chan(self._wire, self._send_seq, objs)
+            msg = fw_build_chan(self._wire, self._send_seq, objs, None)
+            if msg == NULL and not may_be_device(objs):
+                blob = dumps_in_band(objs)  # None: out-of-band buffers, the slow path
+                if blob is not None:
+                    msg = fw_build_chan(self._wire, self._send_seq, objs, blob)
             if msg != NULL:
                 if _ro_pending:
                     flush_readonlies()
@@ -129,15 +148,17 @@ cdef class ChannelCore:
         return self._recv_slow(*bufs, stream=stream)
 
 
-cdef void* fw_build_chan(bytes wire, long long seq, tuple objs) except? NULL:
+cdef void* fw_build_chan(bytes wire, long long seq, tuple objs, bytes pickled) except? NULL:
     """The message of a channel send whose objects all take the fast format; NULL (no
-    error) when one does not."""
+    error) when one does not. `pickled` (not None): the pickle of `objs` instead."""
     cdef Py_ssize_t k, s
     cdef Py_ssize_t n = PyTuple_GET_SIZE(objs)
     cdef Py_ssize_t wl = PyBytes_GET_SIZE(wire)
     cdef size_t size = 4 + wl + 8 + 4
     cdef uint64_t u64 = <uint64_t>seq
-    for k in range(n):
+    if pickled is not None:
+        size += PyBytes_GET_SIZE(pickled)
+    for k in range(n if pickled is None else 0):
         s = fw_size(<object>PyTuple_GET_ITEM(objs, k), 0)
         if s < 0:
             return NULL
@@ -151,6 +172,10 @@ cdef void* fw_build_chan(bytes wire, long long seq, tuple objs) except? NULL:
     memcpy(p, PyBytes_AS_STRING(wire), wl)
     p += wl
     memcpy(p, &u64, 8)
+    if pickled is not None:
+        p = fw_put32(p + 8, <uint32_t>n | FW_CHAN_PICKLED)
+        memcpy(p, PyBytes_AS_STRING(pickled), PyBytes_GET_SIZE(pickled))
+        return msg
     p = fw_put32(p + 8, <uint32_t>n)
     try:
         for k in range(n):
@@ -184,7 +209,11 @@ cdef void fw_channel_message(object o, void* msg) noexcept:
             memcpy(&seq, p, 8)
             memcpy(&n, p + 8, 4)
             p += 12
-            if n == 1:
+            if n & FW_CHAN_PICKLED:
+                value = _loads(PyBytes_FromStringAndSize(p, end - p))
+                if n == (1 | FW_CHAN_PICKLED):
+                    value = value[0]
+            elif n == 1:
                 value = fw_read(&p, end)
             else:
                 value = PyTuple_New(n)

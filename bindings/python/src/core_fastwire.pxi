@@ -42,6 +42,7 @@ cdef enum:
     FW_TUPLE = 7
     FW_MAX_DEPTH = 8   # tuples nested deeper take the pickle format (and recursion cannot happen)
     FW_MAX_ARGS = 16   # a fast call's arguments on the receiver's stack
+    FW_PICKLED = 0xFFFF  # argument count of a call whose arguments follow as one pickle
 
 cdef uint64_t FW_CALL = 0xFA57CA1100000001ULL
 cdef uint64_t FW_CHAN = 0xFA57CA1100000002ULL
@@ -197,16 +198,38 @@ cdef inline uint32_t fw_hash(const char* s, Py_ssize_t n) noexcept:
     return h
 
 
+# Pickling without out-of-band buffers: the fast format's frame around a pickle (arguments
+# the tags do not take). A pickle that would put a buffer out of band (a NumPy array: zero
+# copy on arrival) takes the general format instead; this list notices it (reentrant:
+# only what one dumps appended counts).
+cdef list _oob = []
+cdef object _oob_append = _oob.append
+
+cdef bytes dumps_in_band(object obj):
+    """obj pickled (protocol 5), or None when a buffer would go out of band."""
+    cdef Py_ssize_t n0 = len(_oob)
+    blob = _dumps(obj, _PROTO, buffer_callback=_oob_append)
+    if len(_oob) > n0:
+        del _oob[n0:]
+        return None
+    return blob
+
+
 # ---- a fast call: [u32 name hash][u16 name length][u16 argument count][name][arguments] ----
-cdef void* fw_build_call(bytes name, uint32_t h, PyObject* const* args, Py_ssize_t nargs) except? NULL:
+# (argument count FW_PICKLED: the argument tuple follows as one pickle)
+cdef void* fw_build_call(bytes name, uint32_t h, PyObject* const* args, Py_ssize_t nargs,
+                         bytes pickled) except? NULL:
     """The message of a call whose arguments all fit the fast format; NULL (no error) when
-    one does not."""
+    one does not. `pickled` (not None): the pickle of the argument tuple instead."""
     cdef Py_ssize_t k, s
     cdef Py_ssize_t nl = PyBytes_GET_SIZE(name)
     cdef size_t size = 8 + nl
-    if nargs > FW_MAX_ARGS:
+    if pickled is not None:
+        size += PyBytes_GET_SIZE(pickled)
+        nargs = FW_PICKLED
+    elif nargs > FW_MAX_ARGS:
         return NULL
-    for k in range(nargs):
+    for k in range(nargs if pickled is None else 0):
         s = fw_size(<object>args[k], 0)
         if s < 0:
             return NULL
@@ -224,6 +247,9 @@ cdef void* fw_build_call(bytes name, uint32_t h, PyObject* const* args, Py_ssize
     memcpy(p + 2, &u16, 2)
     memcpy(p + 4, PyBytes_AS_STRING(name), nl)
     p += 4 + nl
+    if pickled is not None:
+        memcpy(p, PyBytes_AS_STRING(pickled), PyBytes_GET_SIZE(pickled))
+        return msg
     try:
         for k in range(nargs):
             p = fw_write(<object>args[k], p)
@@ -311,9 +337,10 @@ cdef void fw_invoke_call(object o, void* msg) noexcept:
     memcpy(&nl, p + 4, 2)
     memcpy(&nargs, p + 6, 2)
     p += 8
+    args = None
     try:
         try:
-            if nargs > FW_MAX_ARGS or end - p < nl:
+            if (nargs > FW_MAX_ARGS and nargs != FW_PICKLED) or end - p < nl:
                 fw_truncated()
             e = call_lookup(o, h, p, nl)
             fn = <object>e.fn
@@ -321,6 +348,9 @@ cdef void fw_invoke_call(object o, void* msg) noexcept:
             name = <object>e.name
             p += nl
             stack[0] = <PyObject*>o
+            if nargs == FW_PICKLED:
+                args = _loads(PyBytes_FromStringAndSize(p, end - p))
+                nargs = 0
             for k in range(nargs):
                 v = fw_read(&p, end)
                 Py_INCREF(v)
@@ -329,9 +359,14 @@ cdef void fw_invoke_call(object o, void* msg) noexcept:
         finally:
             CmiFree(msg)  # everything is in Python objects now (or failed)
         if kind == 0:
-            PyObject_Vectorcall(fn, stack, 1 + nargs, NULL)
+            if args is not None:
+                fn(o, *args)
+            else:
+                PyObject_Vectorcall(fn, stack, 1 + nargs, NULL)
             if needs_after_entry(o):
                 _py.after_entry(o)
+        elif args is not None:
+            _py.invoke_slow(o, None, (0, name, args, None, None, False), None)
         else:
             args = PyTuple_New(nargs)
             for k in range(nargs):

@@ -336,9 +336,16 @@ cdef object be_vectorcall(object callable, PyObject* const* args, size_t nargsf,
     check_thread_named(self.name)
     if _ro_pending:
         flush_readonlies()
-    msg = fw_build_call(self.name_b, self.name_hash, args, n)
-    if msg == NULL:  # an argument the fast format does not take: pickled
-        return self.call(tuple_from(args, n), {}, False, False)
+    msg = fw_build_call(self.name_b, self.name_hash, args, n, None)
+    if msg == NULL:  # an argument the tags do not take: the argument tuple pickled
+        t = tuple_from(args, n)
+        try:
+            blob = dumps_in_band(t)
+        except Exception as e:
+            raise TypeError(f"{self.proxy._cls.__name__}.{self.name}: an argument cannot be pickled: {e}") from e
+        if blob is None:  # out-of-band buffers (NumPy): the general format
+            return self.call(t, {}, False, False)
+        msg = fw_build_call(self.name_b, self.name_hash, args, n, blob)
     c_send(self.ref, self.idx, msg)
     return None
 
