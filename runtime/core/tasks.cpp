@@ -331,10 +331,8 @@ void TaskStateFree::operator()(TaskState* t) const noexcept {
   if (t->suspended > 0) {
     std::fprintf(stderr, "ucharm: warning: %s was destroyed with %d coroutine(s) suspended in co_await: their "
                          "frames are destroyed without resuming\n", where(t->cls, t->idx).c_str(), t->suspended);
-    while (WaitNode* w = t->head) {
-      w->h.destroy();  // its awaiter's WaitNode unlinks itself
-      if (t->head == w) unlink(*w);  // (it always does; never loop)
-    }
+    // Destroying a frame destroys its awaiter, whose WaitNode unlinks itself from the list.
+    for (int n = t->suspended; n > 0 && t->head; --n) t->head->h.destroy();
   }
   if (!t->inbox.empty())
     std::fprintf(stderr, "ucharm: warning: %s was destroyed with %zu message(s) for awaited entries never awaited\n",

@@ -69,7 +69,7 @@ const char* task_starting();  // set_task_starting (entry.h) names it
 // An awaited entry's message: take a kept one now (false: do not suspend), or register n
 // with the element (true: suspend until one arrives).
 bool entry_wait(WaitNode& n);
-// Runs the entry's body on the message handed over, then frees it.
+// Runs the entry's body on the message handed over (then frees it when it was kept).
 void entry_handover(WaitNode& n);
 [[noreturn]] void not_a_chare_coroutine(const char* what);
 
