@@ -12,7 +12,9 @@
 # device arrays). On arrival the receiving element's
 # `_ck_chan_wire` (a 64-bit hash of the key -> weak reference to its Channel, checked
 # against the channel's own copy of the key) finds the channel; the value goes into its
-# inbox as (None, value) and a coroutine waiting in recv() is resumed.
+# inbox as (None, value) and a coroutine waiting in recv() is resumed; when that coroutine
+# waits in this file's recv() for exactly this message (the ping-pong case), the value is
+# handed to it in a field instead, without the inbox's dict entry, tuple and key.
 from cpython.dict cimport PyDict_GetItem
 from cpython.long cimport PyLong_FromUnsignedLongLong
 
@@ -74,6 +76,9 @@ cdef class ChannelCore:
     cdef CollectionRef _peer_ref
     cdef Index _peer_idx
     cdef bint _fast                 # _fast_setup found the key and peer fit the fast path
+    cdef object _fast_g             # the coroutine that recv() below suspended for message _recv_seq
+    cdef bint _has_handoff          # ... and it arrived: _handoff is its value
+    cdef object _handoff
 
     def _fast_setup(self, bytes wire, bytes peer_wire, bytes peer_ref, object peer_idx):
         """wire, peer_wire: fw_dumps of this end's key and of the peer's (None: no fast
@@ -134,10 +139,18 @@ cdef class ChannelCore:
                 if not getattr(g, "_ck_coro", False):
                     break  # the slow path raises the error
                 self._waiter = g
+                self._fast_g = g
                 try:
                     suspend_coroutine(g)
                 finally:
                     self._waiter = None
+                    self._fast_g = None
+                if self._has_handoff:  # the message, handed over on arrival
+                    value = self._handoff
+                    self._handoff = None
+                    self._has_handoff = False
+                    self._recv_seq += 1
+                    return value
                 continue
             if PyTuple_GET_ITEM(<object>item, 0) != <PyObject*>None:
                 break  # a pickled message: the slow path
@@ -237,8 +250,12 @@ cdef void fw_channel_message(object o, void* msg) noexcept:
             _py.channel_fast(o, PyBytes_FromStringAndSize(kp, wl), seq, value)
             return
         ch = <ChannelCore>target
-        ch._inbox[seq] = (None, value)
         w = ch._waiter
+        if w is not None and ch._fast_g is w and seq == <uint64_t>ch._recv_seq and not ch._has_handoff:
+            ch._handoff = value
+            ch._has_handoff = True
+        else:
+            ch._inbox[seq] = (None, value)
         if w is not None:
             ch._waiter = None
             resume_waiter(w)
