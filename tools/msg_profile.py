@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Where a one-way message's instructions go, per layer, and a flame graph.
 
-  tools/msg_profile.py counts CALLGRIND_FILE MESSAGES [--min-calls 0.5] [--top 25]
+  tools/msg_profile.py counts MESSAGES|REGEX CALLGRIND_FILE... [--min-calls 0.5] [--top 25]
       Reads a callgrind output file of one PE of a ping-pong that handled MESSAGES
-      messages, and prints, for every function called between 0.5 and 4 times per
+      messages (or as many as the calls of the function matching REGEX), and prints, for every function called between 0.5 and 4 times per
       message (the message path; the idle polling loop runs thousands of times and the
       start-up once), its own instructions per message and calls per message.
   tools/msg_profile.py flame PERF_SCRIPT_OUTPUT OUT.svg [--title T]
@@ -65,8 +65,23 @@ def parse_callgrind(path: Path) -> tuple[dict[str, int], dict[str, int]]:
 
 
 def counts(args: argparse.Namespace) -> int:
-    self_ir, calls = parse_callgrind(Path(args.file))
-    n = args.messages
+    # Several files (one per PE): the one where the anchor is called most.
+    best = None
+    for f in args.file:
+        ir, cl = parse_callgrind(Path(f))
+        score = sum(c for fn, c in cl.items() if args.messages.isdigit() or re.search(args.messages, fn))
+        if best is None or score > best[0]:
+            best = (score, ir, cl)
+    _, self_ir, calls = best
+    if args.messages.isdigit():
+        n = int(args.messages)
+    else:  # the calls of the one function matching the regex (the handler, say) count the messages
+        hits = {f: c for f, c in calls.items() if re.search(args.messages, f)}
+        if not hits:
+            print(f"msg_profile.py: no function matches '{args.messages}'", file=sys.stderr)
+            return 1
+        anchor, n = max(hits.items(), key=lambda kv: kv[1])
+        print(f"# {n} messages: the calls of {anchor[:100]}")
     rows = []
     for name, c in calls.items():
         per = c / n
@@ -156,8 +171,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("counts")
-    c.add_argument("file")
-    c.add_argument("messages", type=int)
+    c.add_argument("messages_first", metavar="MESSAGES|REGEX")
+    c.add_argument("file", nargs="+", help="callgrind output files (one per PE): the one where the anchor is called most")
     c.add_argument("--min-calls", type=float, default=0.5)
     c.add_argument("--max-calls", type=float, default=4.0)
     c.add_argument("--top", type=int, default=25)
@@ -166,6 +181,8 @@ def main() -> int:
     f.add_argument("out")
     f.add_argument("--title", default="flame graph")
     a = ap.parse_args()
+    if a.cmd == "counts":
+        a.messages = a.messages_first
     return counts(a) if a.cmd == "counts" else flame(a)
 
 

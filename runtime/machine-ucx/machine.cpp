@@ -194,6 +194,12 @@ void LrtsInit(const Options& options, const Hooks& hooks) {
   // UCX picks one of them for every message: keep POSIX alone (idle RSS per PE 14.3 ->
   // 12.3 MiB; latency unchanged at 8 B-4 MiB, measured alternating). A user's UCX_TLS wins.
   if (std::getenv("UCX_TLS") == nullptr) check(ucp_config_modify(config, "TLS", "^sysv"), "ucp_config_modify");
+  // Shared-memory FIFO elements of 256 bytes (UCX: 128): a message of up to ~240 bytes,
+  // headers included, then goes inline in the FIFO (am_short) instead of through a
+  // separate buffer; a chare's 8-200 B arguments plus its 48 B of headers fit. Measured:
+  // 128 B one-way 0.27 -> 0.19 us, 8 B unchanged; the FIFO grows by 32 KiB per PE.
+  if (std::getenv("UCX_POSIX_FIFO_ELEM_SIZE") == nullptr)
+    check(ucp_config_modify(config, "POSIX_FIFO_ELEM_SIZE", "256"), "ucp_config_modify");
   // UCX's memory-type cache stays on (off costs 8x in GPU latency, measured on H200);
   // LrtsMemoryType reports every CUDA range it finds to it, so it never misleads UCX.
   ucp_params_t params{};
