@@ -82,8 +82,13 @@ def counts(args: argparse.Namespace) -> int:
             return 1
         anchor, n = max(hits.items(), key=lambda kv: kv[1])
         print(f"# {n} messages: the calls of {anchor[:100]}")
+    # libc's string and stdio routines are called about as often during start-up (option
+    # parsing, library loading) as there are messages in a short run: not the message path.
+    startup = re.compile(r"^(strcmp|strncmp|strlen|__str\w*|_IO_\w*|malloc|_int_malloc|free|_int_free|getenv)$")
     rows = []
     for name, c in calls.items():
+        if startup.match(name):
+            continue
         per = c / n
         if args.min_calls <= per <= args.max_calls and self_ir.get(name, 0) > 0:
             rows.append((self_ir[name] / n, per, name))
