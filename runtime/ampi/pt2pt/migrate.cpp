@@ -68,7 +68,7 @@ void pup_bits(PUP::er& p, T*& ptr) {  // an address in the program (the same aft
 void pup_request(PUP::er& p, Request& q) {
   p | q.kind;
   if (q.kind == ReqKind::Free) return;  // nothing of it is read before alloc() fills it again
-  pup_all(p, q.complete, q.persistent, q.active, q.user_freed, q.sync, q.matched, q.device, q.holds_type, q.buffered, q.on_device);
+  pup_all(p, q.complete, q.persistent, q.active, q.user_freed, q.sync, q.matched, q.device, q.holds_type, q.buffered, q.on_device, q.quiet);
   if (!p.isUnpacking() && q.waiter) not_ready("a thread waiting on a request");
   if (!p.isUnpacking() && q.device_stage) not_ready("a device transfer landing");
   q.waiter = nullptr;

@@ -55,6 +55,8 @@ struct Request {
   bool device = false;         // a receive into device memory
   bool holds_type = false;     // `type` is retained (type_retain) until the request is released
   bool buffered = false;       // persistent Bsend_init: copied out at Start, complete at once
+  bool quiet = false;          // a blocking call's own request (the program never sees it): its
+                               // completion wakes its waiter only (no ready list, no Waitany)
   CthThread waiter = nullptr;  // the thread blocked until this completes
   // the operation (receives; and persistent sends, to restart them)
   void* buf = nullptr;

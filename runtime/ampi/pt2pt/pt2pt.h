@@ -35,9 +35,10 @@ int isend_with(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFa
                Ctx ctx, MPI_Request* req);
 int send_with(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFacts& f, int dest, int tag, Comm& c,
               Ctx ctx);
-// `matched`: a message MPI_Mprobe took (MPI_Mrecv): received as is, no matching.
+// `matched`: a message MPI_Mprobe took (MPI_Mrecv): received as is, no matching. `quiet`:
+// the request of a blocking call (Request::quiet).
 int irecv_with(Rank* r, void* buf, int count, MPI_Datatype t, const TypeFacts& f, int src, int tag, Comm& c,
-               Ctx ctx, MPI_Request* req, void* matched = nullptr);
+               Ctx ctx, MPI_Request* req, void* matched = nullptr, bool quiet = false);
 // A blocking receive: its status into *st (when not null); returns the status's error.
 int recv_with(Rank* r, void* buf, int count, MPI_Datatype t, const TypeFacts& f, int src, int tag, Comm& c, Ctx ctx,
               MPI_Status* st);

@@ -102,7 +102,7 @@ MPI_Request P2p::alloc(ReqKind k) {
   }
   Request& q = req(h);
   q.kind = k;
-  q.complete = q.persistent = q.active = q.user_freed = q.sync = q.matched = q.device = false;
+  q.complete = q.persistent = q.active = q.user_freed = q.sync = q.matched = q.device = q.quiet = false;
   q.waiter = nullptr;
   q.prev = q.next = 0;
   q.listed = 0;
@@ -223,6 +223,11 @@ void P2p::note_progress() { wake(std::exchange(move_waiter, nullptr)); }
 
 void P2p::complete(MPI_Request h) {
   Request& q = req(h);
+  if (q.quiet) {  // only its own waiter cares
+    q.complete = true;
+    wake(std::exchange(q.waiter, nullptr));
+    return;
+  }
   if (q.user_freed && !q.persistent) {
     q.complete = true;
     release(h);

@@ -53,6 +53,8 @@ struct Routes {
   std::vector<std::uint32_t> moves;  // by world rank: the move count `pe` is from (see Where)
   std::vector<Where> early_moves;        // news of moves before the table existed
   long long forwarded = 0, kept_early = 0;       // what the test hooks report
+  void* spare = nullptr;  // the last message freed through wire_free; at least spare_size bytes
+  std::size_t spare_size = 0;
 };
 Routes g_routes;  // this PE's (non-SMP: one PE per process)
 
@@ -144,6 +146,31 @@ void on_wire(void* msg) {
   ++next;
   on_message(r, msg);
   if (!p.early.empty()) [[unlikely]] drain_early(r);
+}
+
+void* wire_alloc(std::size_t len) {
+  Routes& t = g_routes;
+  const std::size_t size = CmiMsgHeaderSizeBytes + len;
+  void* m;
+  if (t.spare && t.spare_size >= size) {
+    m = std::exchange(t.spare, nullptr);
+    *CmiMsgHeaderOf(m) = CmiMsgHeader{0, 0, 0, static_cast<std::uint32_t>(size), 0};  // as CmiAlloc leaves it
+  } else {
+    m = CmiAlloc(size);
+  }
+  CmiSetHandler(m, WireHandler::handler());
+  return m;
+}
+
+void wire_free(void* msg) {
+  Routes& t = g_routes;
+  if (CmiGetReference(msg) != 1) [[unlikely]] {  // not ours alone
+    CmiFree(msg);
+    return;
+  }
+  if (t.spare) CmiFree(t.spare);
+  t.spare = msg;
+  t.spare_size = CmiMsgSize(msg);
 }
 
 void wire_send(Rank* r, int dest_world, void* msg) {

@@ -117,7 +117,7 @@ void deliver(Rank* r, MPI_Request h, void* msg) {
     else if (q.facts.contiguous) std::memcpy(dst, data_of(msg), n);
     else type_unpack(data_of(msg), n, q.buf, q.count, q.type);
   }
-  CmiFree(msg);
+  wire_free(msg);
   p.complete(h);
 }
 
@@ -228,7 +228,7 @@ void on_message(Rank* r, void* msg) {
   if (h.flags & kInternalFlags) {  // an Ssend acknowledgement or a device completion
     const std::uint16_t flags = h.flags;
     MPI_Request req = ext(msg).sender_req;
-    CmiFree(msg);
+    wire_free(msg);
     if (flags & (kSendDone | kPulled)) [[unlikely]] {  // a direct send's data left; a pull for a move landed
       if (req) p.complete(req);
       --(flags & kSendDone ? p.direct_out : p.direct_in);
@@ -289,10 +289,11 @@ int send_with(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFac
 
 // `matched`: a message MPI_Mprobe took (MPI_Mrecv): received as is, no matching.
 int irecv_with(Rank* r, void* buf, int count, MPI_Datatype t, const TypeFacts& f, int src, int tag, Comm& c,
-               Ctx ctx, MPI_Request* req, void* matched) {
+               Ctx ctx, MPI_Request* req, void* matched, bool quiet) {
   P2p& p = r->p2p();
   MPI_Request h = p.alloc(ReqKind::Recv);
   Request& q = p.req(h);
+  q.quiet = quiet;
   *req = h;
   if (src == MPI_PROC_NULL) {
     proc_null_status(&q.status);
@@ -325,7 +326,7 @@ int irecv_with(Rank* r, void* buf, int count, MPI_Datatype t, const TypeFacts& f
 int recv_with(Rank* r, void* buf, int count, MPI_Datatype t, const TypeFacts& f, int src, int tag, Comm& c, Ctx ctx,
               MPI_Status* st) {
   MPI_Request h;
-  irecv_with(r, buf, count, t, f, src, tag, c, ctx, &h);
+  irecv_with(r, buf, count, t, f, src, tag, c, ctx, &h, nullptr, true);
   P2p& p = r->p2p();
   wait_one(p, h);
   Request& q = p.req(h);
