@@ -4,6 +4,7 @@
 # the repetitions, the ratio ucharm / peer and PASS/MISS against the issue's target.
 #   benchmarks/run_peers.sh [build-dir]          REPS=5, QUICK=1 (fewer iterations, 3 reps)
 #   ONLY="conv_lat raw_lat ..." runs only those jobs (names: the functions below).
+#   TABLE_ONLY=1 OUT=dir prints the table again from dir/raw.tsv (nothing is measured).
 #   OUT=dir    where the raw data goes (default build-dir/peers): raw.tsv (one line per
 #              measurement: rep layer test size value), medians.tsv, table.md; tools/loggops.py
 #              fits LogGOPS parameters from it.
@@ -40,6 +41,94 @@ if [ "$quick" = 1 ]; then pp_iters=2000 py_iters=4000 rate_iters=200000 rate_mib
 pes_list=(1 2 4 8 16)
 sizes=()
 for ((s = 8; s <= 4194304; s *= 2)); do sizes+=("$s"); done
+
+# ---- medians, the table (TABLE_ONLY=1: again from OUT/raw.tsv, nothing measured) ----
+print_table() {  # loads...
+  python3 - "$out" "$quick" "$*" <<'EOF'
+import collections, os, statistics, sys
+out, quick, loads = sys.argv[1], sys.argv[2], sys.argv[3].split()
+vals = collections.defaultdict(list)
+reps = set()
+with open(f'{out}/raw.tsv') as f:
+    next(f)
+    for line in f:
+        rep, layer, test, size, v = line.split('\t')
+        reps.add(rep)
+        vals[(layer, test, int(size))].append(float(v))
+med = {k: statistics.median(v) for k, v in vals.items()}
+with open(f'{out}/medians.tsv', 'w') as f:
+    f.write('layer\ttest\tsize\tmedian\tn\n')
+    for k in sorted(med):
+        f.write(f'{k[0]}\t{k[1]}\t{k[2]}\t{med[k]:.6g}\t{len(vals[k])}\n')
+
+def size_txt(s):
+    return f'{s >> 20} MiB' if s >= 1 << 20 else f'{s >> 10} KiB' if s >= 1024 else f'{s} B'
+
+def num(v):
+    return '-' if v is None else f'{v:.3g}' if v < 100 else f'{v:.0f}'
+
+rows = []
+def row(what, size, ours, peer, target=None, ge=False):
+    """One comparison: ucharm's median, the peer's, the ratio, the target on the ratio."""
+    r = ours / peer if ours is not None and peer else None
+    bound = ('≥ ' if ge else '≤ ') + f'{target}x'
+    verdict = 'n/a' if r is None else 'PASS' if (r >= target if ge else r <= target) else 'MISS'
+    rows.append((what, size, num(ours), num(peer), '-' if r is None else f'{r:.2f}', bound, verdict))
+
+g = lambda l, t, s: med.get((l, t, s))
+sizes = [8 << i for i in range(20)]
+for s in sizes:
+    row('Converse vs raw `ucx_perftest tag_lat` (µs)', size_txt(s), g('converse', 'lat', s), g('raw', 'lat', s), 1.1)
+for s in sizes:  # both group and array must meet the target
+    c = g('converse', 'lat', s)
+    o = [g('group', 'lat', s), g('array', 'lat', s)]
+    r = [x / c if x is not None and c else None for x in o]
+    verdict = 'n/a' if None in r else 'PASS' if max(r) <= 1.15 else 'MISS'
+    rows.append(('group / array vs Converse (µs)', size_txt(s), ' / '.join(map(num, o)), num(c),
+                 ' / '.join('-' if x is None else f'{x:.2f}' for x in r), '≤ 1.15x', verdict))
+for s in sizes:
+    a, u, b = g('ampi', 'lat', s), g('ompi_ucx', 'lat', s), g('ompi_ob1', 'lat', s)
+    r = [a / p if a is not None and p else None for p in (u, b)]
+    targeted = s in (8, 1 << 20)
+    verdict = ('n/a' if r[0] is None else 'PASS' if r[0] <= 1.0 else 'MISS') if targeted else 'info'
+    rows.append(('AMPI `osu_latency` vs OpenMPI pml ucx / ob1 (µs)', size_txt(s), num(a), f'{num(u)} / {num(b)}',
+                 ' / '.join('-' if x is None else f'{x:.2f}' for x in r), '≤ 1.0x (ucx)' if targeted else '-', verdict))
+row('Python proxy call vs mpi4py pickled (µs)', '8 B', g('py_proxy', 'lat', 8), g('mpi4py', 'lat', 8), 1.0)
+row('Python Channel vs mpi4py pickled (µs)', '8 B', g('py_channel', 'lat', 8), g('mpi4py', 'lat', 8), 1.2)
+m = lambda v: None if v is None else v / 1e6
+row('message rate, window 64, vs raw `tag_bw` (M msg/s)', '8 B', m(g('converse', 'rate', 8)), m(g('raw', 'rate', 8)), 0.9, ge=True)
+row('idle RSS per PE, 2 PEs, vs OpenMPI ob1 (MiB)', '2 PEs', g('ucharm', 'rss', 2), g('ompi_ob1', 'rss', 2), 1.0)
+part = lambda l: ' / '.join(num(g(l, f'rss_{k}', 2)) for k in ('anon', 'file', 'shmem'))
+rows.append(('idle RSS parts: anon / file (libraries) / shmem (MiB)', '2 PEs', part('ucharm'), part('ompi_ob1'),
+             '-', '-', 'info'))
+for n in (1, 2, 4, 8, 16):
+    row('start-up, hello vs `mpirun` MPI hello (s)', f'{n} PEs', g('ucharm', 'start', n), g('ompi', 'start', n), 0.7)
+if g('coawait', 'lat', 0) is not None:
+    row('`co_await` round trip vs plain entry ping-pong (µs, round trip)', '8 B', g('coawait', 'lat', 0), g('plain', 'lat', 0), 1.2)
+else:
+    rows.append(('`co_await` round trip vs plain entry ping-pong', '-', '-', '-', '-', '≤ 1.2x',
+                 'skipped (no build/benchmarks/core_coawait)'))
+
+head = ('comparison', 'size', 'ucharm', 'peer', 'ratio', 'target', 'verdict')
+lines = ['| ' + ' | '.join(head) + ' |', '|' + '|'.join(['---', '---:', '---:', '---:', '---:', '---', '---']) + '|']
+lines += ['| ' + ' | '.join(r) + ' |' for r in rows]
+npass = sum(r[-1] == 'PASS' for r in rows)
+nmiss = sum(r[-1] == 'MISS' for r in rows)
+lines.append('')
+lines.append(f'Medians of {len(reps)} alternating repetitions (QUICK={quick}); {npass} PASS, {nmiss} MISS; '
+             f'load average after each repetition: {", ".join(loads)} (on {os.cpu_count()} cores).')
+text = '\n'.join(lines)
+open(f'{out}/table.md', 'w').write(text + '\n')
+print(text)
+EOF
+}
+if [ "${TABLE_ONLY:-0}" = 1 ]; then
+  [ -s "$out/raw.tsv" ] || { echo "run_peers.sh: no $out/raw.tsv to print" >&2; exit 1; }
+  quick=$(sed -n 's/^mode: QUICK=//p' "$out/machine.txt" 2>/dev/null)
+  quick=${quick:-?}
+  print_table "$(sed -n 's/^load average (1 min) after each repetition: \([^;]*\);.*/\1/p' "$out/machine.txt" 2>/dev/null)"
+  exit
+fi
 
 raw="$out/raw.tsv"
 printf 'rep\tlayer\ttest\tsize\tvalue\n' >"$raw"
@@ -102,10 +191,10 @@ osu_bw_large=(-t bw -m 131072:4194304 -i 10 -x 10 -p 3)
 # process pair runs every size (batch file), heap buffers as the runtime's.
 perftest_batch() {  # batch-file -> the "Final:" lines in order
   port=$((port + 1))
-  UCX_ALLOC_PRIO=heap LD_LIBRARY_PATH="$ucx_root/lib" timeout 300 taskset -c 1 "$perftest" -p "$port" -b "$1" >/dev/null 2>&1 &
+  UCX_ALLOC_PRIO=heap LD_LIBRARY_PATH="$ucx_root/lib" timeout 120 taskset -c 1 "$perftest" -p "$port" -b "$1" >/dev/null 2>&1 &
   local srv=$!
   sleep 0.3
-  UCX_ALLOC_PRIO=heap LD_LIBRARY_PATH="$ucx_root/lib" timeout 300 taskset -c 0 "$perftest" 127.0.0.1 -p "$port" \
+  UCX_ALLOC_PRIO=heap LD_LIBRARY_PATH="$ucx_root/lib" timeout 120 taskset -c 0 "$perftest" 127.0.0.1 -p "$port" \
     -b "$1" 2>/dev/null | grep '^Final:'
   wait "$srv" 2>/dev/null
 }
@@ -257,6 +346,7 @@ echo "== $reps alternating repetitions (QUICK=$quick), load average at start: $(
 start_s=$SECONDS
 loads=""
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/machine.txt"
+echo "mode: QUICK=$quick" >>"$out/machine.txt"
 for ((i = 1; i <= reps; i++)); do
   for j in "${jobs[@]}"; do
     t0=$SECONDS
@@ -269,81 +359,6 @@ for ((i = 1; i <= reps; i++)); do
 done
 echo "load average (1 min) after each repetition: $loads; $((SECONDS - start_s)) s in all" >>"$out/machine.txt"
 
-# ---- medians, the table ----
-python3 - "$out" "$reps" "$quick" "$loads" <<'EOF'
-import collections, os, statistics, sys
-out, reps, quick, loads = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split()
-vals = collections.defaultdict(list)
-with open(f'{out}/raw.tsv') as f:
-    next(f)
-    for line in f:
-        _, layer, test, size, v = line.split('\t')
-        vals[(layer, test, int(size))].append(float(v))
-med = {k: statistics.median(v) for k, v in vals.items()}
-with open(f'{out}/medians.tsv', 'w') as f:
-    f.write('layer\ttest\tsize\tmedian\tn\n')
-    for k in sorted(med):
-        f.write(f'{k[0]}\t{k[1]}\t{k[2]}\t{med[k]:.6g}\t{len(vals[k])}\n')
-
-def size_txt(s):
-    return f'{s >> 20} MiB' if s >= 1 << 20 else f'{s >> 10} KiB' if s >= 1024 else f'{s} B'
-
-def num(v):
-    return '-' if v is None else f'{v:.3g}' if v < 100 else f'{v:.0f}'
-
-rows = []
-def row(what, size, ours, peer, target=None, ge=False):
-    """One comparison: ucharm's median, the peer's, the ratio, the target on the ratio."""
-    r = ours / peer if ours is not None and peer else None
-    bound = ('≥ ' if ge else '≤ ') + f'{target}x'
-    verdict = 'n/a' if r is None else 'PASS' if (r >= target if ge else r <= target) else 'MISS'
-    rows.append((what, size, num(ours), num(peer), '-' if r is None else f'{r:.2f}', bound, verdict))
-
-g = lambda l, t, s: med.get((l, t, s))
-sizes = [8 << i for i in range(20)]
-for s in sizes:
-    row('Converse vs raw `ucx_perftest tag_lat` (µs)', size_txt(s), g('converse', 'lat', s), g('raw', 'lat', s), 1.1)
-for s in sizes:  # both group and array must meet the target
-    c = g('converse', 'lat', s)
-    o = [g('group', 'lat', s), g('array', 'lat', s)]
-    r = [x / c if x is not None and c else None for x in o]
-    verdict = 'n/a' if None in r else 'PASS' if max(r) <= 1.15 else 'MISS'
-    rows.append(('group / array vs Converse (µs)', size_txt(s), ' / '.join(map(num, o)), num(c),
-                 ' / '.join('-' if x is None else f'{x:.2f}' for x in r), '≤ 1.15x', verdict))
-for s in sizes:
-    a, u, b = g('ampi', 'lat', s), g('ompi_ucx', 'lat', s), g('ompi_ob1', 'lat', s)
-    r = [a / p if a is not None and p else None for p in (u, b)]
-    targeted = s in (8, 1 << 20)
-    verdict = ('n/a' if r[0] is None else 'PASS' if r[0] <= 1.0 else 'MISS') if targeted else 'info'
-    rows.append(('AMPI `osu_latency` vs OpenMPI pml ucx / ob1 (µs)', size_txt(s), num(a), f'{num(u)} / {num(b)}',
-                 ' / '.join('-' if x is None else f'{x:.2f}' for x in r), '≤ 1.0x (ucx)' if targeted else '-', verdict))
-row('Python proxy call vs mpi4py pickled (µs)', '8 B', g('py_proxy', 'lat', 8), g('mpi4py', 'lat', 8), 1.0)
-row('Python Channel vs mpi4py pickled (µs)', '8 B', g('py_channel', 'lat', 8), g('mpi4py', 'lat', 8), 1.2)
-m = lambda v: None if v is None else v / 1e6
-row('message rate, window 64, vs raw `tag_bw` (M msg/s)', '8 B', m(g('converse', 'rate', 8)), m(g('raw', 'rate', 8)), 0.9, ge=True)
-row('idle RSS per PE, 2 PEs, vs OpenMPI ob1 (MiB)', '2 PEs', g('ucharm', 'rss', 2), g('ompi_ob1', 'rss', 2), 1.0)
-part = lambda l: ' / '.join(num(g(l, f'rss_{k}', 2)) for k in ('anon', 'file', 'shmem'))
-rows.append(('idle RSS parts: anon / file (libraries) / shmem (MiB)', '2 PEs', part('ucharm'), part('ompi_ob1'),
-             '-', '-', 'info'))
-for n in (1, 2, 4, 8, 16):
-    row('start-up, hello vs `mpirun` MPI hello (s)', f'{n} PEs', g('ucharm', 'start', n), g('ompi', 'start', n), 0.7)
-if g('coawait', 'lat', 0) is not None:
-    row('`co_await` round trip vs plain entry ping-pong (µs, round trip)', '8 B', g('coawait', 'lat', 0), g('plain', 'lat', 0), 1.2)
-else:
-    rows.append(('`co_await` round trip vs plain entry ping-pong', '-', '-', '-', '-', '≤ 1.2x',
-                 'skipped (no build/benchmarks/core_coawait)'))
-
-head = ('comparison', 'size', 'ucharm', 'peer', 'ratio', 'target', 'verdict')
-lines = ['| ' + ' | '.join(head) + ' |', '|' + '|'.join(['---', '---:', '---:', '---:', '---:', '---', '---']) + '|']
-lines += ['| ' + ' | '.join(r) + ' |' for r in rows]
-npass = sum(r[-1] == 'PASS' for r in rows)
-nmiss = sum(r[-1] == 'MISS' for r in rows)
-lines.append('')
-lines.append(f'Medians of {reps} alternating repetitions (QUICK={quick}); {npass} PASS, {nmiss} MISS; '
-             f'load average after each repetition: {", ".join(loads)} (on {os.cpu_count()} cores).')
-text = '\n'.join(lines)
-open(f'{out}/table.md', 'w').write(text + '\n')
-print(text)
-EOF
+print_table "$loads"
 echo
 echo "raw data: $out/raw.tsv (medians.tsv, table.md, notes.txt); LogGOPS: .venv/bin/python tools/loggops.py $out"
