@@ -144,7 +144,7 @@ record() {
 
 # ---- the MPI peer program: "hello" prints and ends; "idle S" barriers, sleeps S s, ends ----
 mpi_peer="$out/mpi_peer"
-if command -v mpicc >/dev/null && [ ! -x "$mpi_peer" -o "$mpi_peer" -ot "${BASH_SOURCE[0]}" ]; then
+if command -v mpicc >/dev/null && { [ ! -x "$mpi_peer" ] || [ "$mpi_peer" -ot "${BASH_SOURCE[0]}" ]; }; then
   cat >"$out/mpi_peer.c" <<'EOF'
 #include <mpi.h>
 #include <stdio.h>
@@ -180,7 +180,7 @@ fi
 mpirun_=(mpirun --allow-run-as-root)
 ompi_ucx=(env "LD_LIBRARY_PATH=$ucx_root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "${mpirun_[@]}" -np 2 --bind-to core
   -x LD_LIBRARY_PATH --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any)
-ompi_ob1=("${mpirun_[@]}" -np 2 --bind-to core --mca pml ob1 --mca btl self,vader)
+ompi_ob1=("${mpirun_[@]}" -np 2 --bind-to core --mca pml ob1 --mca btl "self,vader")
 osu_lat=(-t latency -m 8:4194304 -i "$pp_iters" -x $((pp_iters / 10)) -p 3)
 # bw: windows of 64; large sizes (a tenth of the windows above 8 KiB) in a second run with
 # fewer windows, so that 4 MiB stays ~0.3 GiB per size.
@@ -302,7 +302,8 @@ startup() {  # ucharm hello and the MPI hello, alternating per PE count
 # core_coawait (issue 20 part 2): plain, co_await and callback round trips alternate inside
 # it; its line "median round trip (us): plain P, co_await C, callback B" gives the figures.
 coawait() {
-  local runs=$([ "$quick" = 1 ] && echo 1 || echo 3)
+  local runs=3
+  [ "$quick" = 1 ] && runs=1
   "$run" -n 2 --timeout 120 "$bench/core_coawait" --iters $((pp_iters * 10)) --runs "$runs" |
     sed -n 's/^median round trip (us): plain \([0-9.]*\), co_await \([0-9.]*\).*/\1 \2/p' >"$out/coawait.tmp"
   awk '{print 0, $2}' "$out/coawait.tmp" | record "$1" coawait lat
