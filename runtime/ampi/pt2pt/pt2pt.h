@@ -28,6 +28,16 @@ bool goes_direct(int count, const TypeFacts& f, bool on_device);
 // when the transfer has left the buffer). `f`: the facts of t.
 void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFacts& f, int dest, int tag, Comm& c,
                 Ctx ctx, MPI_Request sync_req, MPI_Request device_req, bool on_device, bool device);
+// The common send (issue 20): `bytes` of contiguous host data at `data`, below
+// +ampi-direct-min, copied into one message to `dest` of c (not MPI_PROC_NULL). What
+// start_send does for it, without its other cases.
+void send_inline(Rank* r, const void* data, std::size_t bytes, int dest, int tag, Comm& c, Ctx ctx);
+// Whether send_inline may take a send of `count` items of a type with facts `f` from `buf`.
+inline bool inline_send_ok(const void* buf, int count, const TypeFacts& f) {
+  if (!f.contiguous) return false;
+  const std::size_t bytes = static_cast<std::size_t>(count) * f.size;
+  return (direct_min() == 0 || bytes < direct_min()) && !(bytes && is_device(buf));
+}
 // The calling thread waits until request h completes.
 void wait_one(P2p& p, MPI_Request h);
 // The runtime's point-to-point (internal.h) with t's facts given.

@@ -207,6 +207,14 @@ void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeF
   wire_send(r, dest_world, msg);
 }
 
+void send_inline(Rank* r, const void* data, std::size_t bytes, int dest, int tag, Comm& c, Ctx ctx) {
+  const int dest_world = c.members[static_cast<std::size_t>(dest)];
+  void* msg = wire_alloc(sizeof(WireHeader) + bytes);
+  wire(msg) = WireHeader{c.ctx(ctx), c.rank, tag, 0, 0, dest_world, 0};
+  if (bytes) std::memcpy(payload(msg) + sizeof(WireHeader), data, bytes);
+  wire_send(r, dest_world, msg);
+}
+
 // The calling thread waits until request h completes.
 void wait_one(P2p& p, MPI_Request h) {
   Request& q = p.req(h);  // stable: requests live in chunks that never move
