@@ -3,8 +3,9 @@
 # bytes object through a proxy call and through a Channel, 8 B; a NumPy array through a
 # Channel, 1 MiB), mpi4py on the system OpenMPI (pickled comm.send/recv, 8 B) and ucharm's
 # C++ Converse ping-pong (1 MiB); medians of the repetitions and ratios. The 8 B bytes
-# object takes ucharm's fast wire format while mpi4py pickles it; the "list" rows send a
-# one-element list holding it, which both pickle (like with like).
+# object takes ucharm's fast wire format while mpi4py pickles it; the "object" rows send a
+# small object holding it (benchmarks/python/common.py's Payload), which both pickle
+# (like with like).
 #   benchmarks/run_python_pingpong.sh [build-dir] [repeats]
 # PYTHON: the interpreter for ucharm (NumPy, greenlet; default: the project's .venv).
 # BASELINE: a folder holding an older built package (BASELINE/ucharm, e.g. a copy of
@@ -45,8 +46,8 @@ ours() {  # mode size column [PYTHONPATH] [payload]
   PYTHONPATH="${4:-$PYTHONPATH}" "$run" -n 2 --timeout 120 "$py" "$bench/pingpong.py" --mode "$1" --min "$2" --max "$2" \
     --iters "$iters" --payload "${5:-bytes}" | awk -v c="$3" '!/^#/ {print $c}'
 }
-proxy_list() { ours proxy-bytes 8 2 "" list; }
-channel_list() { ours channel-bytes 8 2 "" list; }
+proxy_obj() { ours proxy-bytes 8 2 "" object; }
+channel_obj() { ours channel-bytes 8 2 "" object; }
 proxy_8b() { ours proxy-bytes 8 2; }
 channel_8b() { ours channel-bytes 8 2; }
 baseline_path() { echo "$(cd "$BASELINE" && pwd)${PYTHONPATH#"$build/bindings/python"}"; }
@@ -57,16 +58,16 @@ mpi4py_8b() {
   timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 "$venv/bin/python" "$bench/mpi4py_pingpong.py" \
     --mode pickle --min 8 --max 8 --iters "$iters" --payload "${1:-bytes}" | awk '!/^#/ {print $2}'
 }
-mpi4py_list() { mpi4py_8b list; }
+mpi4py_obj() { mpi4py_8b object; }
 converse_1m() { "$run" -n 2 --timeout 120 "$pp" --min 1M --max 1M --iters "$iters" | awk '!/^#/ {print $3}'; }
 
 echo "== machine: $(nproc) cores, $(uname -r); $("$py" --version); $(mpirun --version | head -1);" \
   "mpi4py $("$venv/bin/python" -c 'import mpi4py; print(mpi4py.__version__)')"
 echo "== $reps alternating repetitions; $iters round trips at 8 B, $((iters / 100 > 50 ? iters / 100 : 50)) at 1 MiB"
-names=(proxy_8b channel_8b mpi4py_8b proxy_list channel_list mpi4py_list numpy_1m converse_1m)
+names=(proxy_8b channel_8b mpi4py_8b proxy_obj channel_obj mpi4py_obj numpy_1m converse_1m)
 if [ -n "${BASELINE:-}" ]; then
   [ -f "$BASELINE/ucharm/__init__.py" ] || { echo "run_python_pingpong.sh: BASELINE=$BASELINE holds no ucharm package" >&2; exit 1; }
-  names=(proxy_8b_base proxy_8b channel_8b_base channel_8b mpi4py_8b proxy_list channel_list mpi4py_list numpy_1m converse_1m)
+  names=(proxy_8b_base proxy_8b channel_8b_base channel_8b mpi4py_8b proxy_obj channel_obj mpi4py_obj numpy_1m converse_1m)
 fi
 declare -A runs med
 for ((i = 0; i < reps; i++)); do
@@ -84,9 +85,9 @@ label() {
     proxy_8b_base) echo "BASELINE: bytes by proxy call, 8 B (us)" ;;
     channel_8b_base) echo "BASELINE: bytes by Channel, 8 B (us)" ;;
     mpi4py_8b) echo "mpi4py pickled send/recv, 8 B (us)" ;;
-    proxy_list) echo "ucharm Python, [8 B] list by proxy call (us)" ;;
-    channel_list) echo "ucharm Python, [8 B] list by Channel (us)" ;;
-    mpi4py_list) echo "mpi4py pickled send/recv, [8 B] list (us)" ;;
+    proxy_obj) echo "ucharm Python, object (pickled) by proxy call (us)" ;;
+    channel_obj) echo "ucharm Python, object (pickled) by Channel (us)" ;;
+    mpi4py_obj) echo "mpi4py pickled send/recv, object (us)" ;;
     numpy_1m) echo "ucharm Python, NumPy by Channel, 1 MiB (MB/s)" ;;
     *) echo "ucharm Converse ping-pong, 1 MiB (MB/s)" ;;
   esac
@@ -102,8 +103,8 @@ ratio() {  # a b text -> "text a/b" when both medians exist
 }
 ratio proxy_8b mpi4py_8b "latency 8 B: proxy call / mpi4py"
 ratio channel_8b mpi4py_8b "latency 8 B: Channel / mpi4py"
-ratio proxy_list mpi4py_list "latency [8 B] list: proxy call / mpi4py"
-ratio channel_list mpi4py_list "latency [8 B] list: Channel / mpi4py"
+ratio proxy_obj mpi4py_obj "latency object: proxy call / mpi4py"
+ratio channel_obj mpi4py_obj "latency object: Channel / mpi4py"
 ratio proxy_8b proxy_8b_base "latency 8 B: proxy call / BASELINE's"
 ratio channel_8b channel_8b_base "latency 8 B: Channel / BASELINE's"
 ratio proxy_8b_base mpi4py_8b "latency 8 B: BASELINE's proxy call / mpi4py"

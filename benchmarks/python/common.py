@@ -4,6 +4,24 @@ suffixes, fewer round trips for large sizes, and the output table."""
 import argparse
 
 
+class Payload:
+    """A small object that every Python transport pickles (--payload object): one
+    attribute holding the bytes."""
+
+    def __init__(self, data):
+        self.data = data
+
+
+def payload(kind, size):
+    """The object a ping-pong sends: the bytes, a list holding them, or a Payload."""
+    data = b'\1' * size
+    if kind == 'list':
+        return [data]
+    if kind == 'object':
+        return Payload(data)
+    return data
+
+
 def parse_bytes(text):
     """'8', '64k', '4M' -> bytes."""
     mult = {'k': 1 << 10, 'K': 1 << 10, 'm': 1 << 20, 'M': 1 << 20}.get(text[-1:], 1)

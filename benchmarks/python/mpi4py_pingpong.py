@@ -1,7 +1,7 @@
 """The mpi4py peer of pingpong.py: ranks 0 and 1, the same table (size, one-way latency,
 bandwidth) and the same round-trip counts. Modes:
   pickle  comm.send/comm.recv of a bytes object (pickled, as a Python object travels);
-          --payload list: a one-element list holding it
+          --payload list|object: a one-element list holding it, or a common.Payload
   buffer  comm.Send/comm.Recv of a NumPy array (the buffer itself, no pickling)
     mpirun -np 2 python3 mpi4py_pingpong.py --mode pickle [--min 1] [--max 4M] [--iters 1000]
 """
@@ -21,7 +21,7 @@ def round_trips(comm, mode, size, count, payload='bytes'):
     rank = comm.Get_rank()
     other = 1 - rank
     if mode == 'pickle':
-        data = [b'\1' * size] if payload == 'list' else b'\1' * size
+        data = common.payload(payload, size)
     else:
         import numpy  # only here: the pickle mode needs no NumPy
         data = numpy.ones(size, dtype=numpy.uint8)
@@ -46,7 +46,7 @@ def round_trips(comm, mode, size, count, payload='bytes'):
 def main():
     p = argparse.ArgumentParser(prog='mpi4py_pingpong.py', description='mpi4py ping-pong between ranks 0 and 1')
     p.add_argument('--mode', choices=['pickle', 'buffer'], default='pickle')
-    p.add_argument('--payload', choices=['bytes', 'list'], default='bytes')
+    p.add_argument('--payload', choices=['bytes', 'list', 'object'], default='bytes')
     common.add_size_options(p)
     a = p.parse_args()
     comm = MPI.COMM_WORLD

@@ -7,8 +7,9 @@ Modes, by what travels:
   cupy-direct   a CuPy array through a Channel, device to device, into a posted buffer
   cupy-staging  a CuPy array copied to host, sent as NumPy, copied to the GPU on arrival
 Each side sends back what it received: no copy or allocation beyond the transport's.
---payload list (proxy-bytes, channel-bytes): a one-element list holding the bytes, which
-ucharm pickles (the bytes alone take its fast wire format), as mpi4py pickles either.
+--payload list|object (proxy-bytes, channel-bytes): a one-element list holding the bytes
+(ucharm's fast wire format takes it, as it takes the bytes; mpi4py pickles both), or a
+small object holding them (common.Payload: both pickle it, like with like).
 The host modes call the channel in the timed loop directly, as mpi4py_pingpong.py calls
 comm.send/recv.
     PYTHONPATH=build/bindings/python ucharmrun -n 2 python3 pingpong.py --mode channel-bytes [--min 1] [--max 4M]
@@ -48,7 +49,7 @@ class Peer(Chare):
 
     def payload(self, size):
         if self.mode in ('proxy-bytes', 'channel-bytes'):
-            return [b'\1' * size] if self.payload_kind == 'list' else b'\1' * size
+            return common.payload(self.payload_kind, size)
         if self.mode == 'numpy':
             import numpy
             return numpy.ones(size, dtype=numpy.uint8)
@@ -147,8 +148,8 @@ def main(args):
     p.add_argument('--test', choices=['lat', 'bw'], default='lat',
                    help='lat: ping-pong; bw: windows of back-to-back sends, then an ack (channel modes)')
     p.add_argument('--window', type=int, default=64, help='messages per window in the bw test')
-    p.add_argument('--payload', choices=['bytes', 'list'], default='bytes',
-                   help='proxy-bytes/channel-bytes: the bytes, or a list holding them (pickled)')
+    p.add_argument('--payload', choices=['bytes', 'list', 'object'], default='bytes',
+                   help='proxy-bytes/channel-bytes: the bytes, a list holding them, or an object holding them')
     common.add_size_options(p)
     try:
         a = p.parse_args(args[1:])

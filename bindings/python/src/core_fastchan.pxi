@@ -50,11 +50,13 @@ def set_channel_no_ops(obj):
 
 def fw_dumps(obj):
     """obj in the fast format (bytes), or None when it does not take it."""
-    cdef Py_ssize_t n = fw_size(obj, 0)
+    cdef FwSeen seen
+    seen.n = 0
+    cdef Py_ssize_t n = fw_size(obj, 0, &seen)
     if n < 0:
         return None
     b = PyBytes_FromStringAndSize(NULL, n)
-    fw_write(obj, PyBytes_AS_STRING(b))
+    fw_write(obj, PyBytes_AS_STRING(b), PyBytes_AS_STRING(b) + n)
     return b
 
 
@@ -169,10 +171,12 @@ cdef void* fw_build_chan(bytes wire, long long seq, tuple objs, bytes pickled) e
     cdef Py_ssize_t wl = PyBytes_GET_SIZE(wire)
     cdef size_t size = 4 + wl + 8 + 4
     cdef uint64_t u64 = <uint64_t>seq
+    cdef FwSeen seen
+    seen.n = 0
     if pickled is not None:
         size += PyBytes_GET_SIZE(pickled)
     for k in range(n if pickled is None else 0):
-        s = fw_size(<object>PyTuple_GET_ITEM(objs, k), 0)
+        s = fw_size(<object>PyTuple_GET_ITEM(objs, k), 0, &seen)
         if s < 0:
             return NULL
         size += s
@@ -192,7 +196,7 @@ cdef void* fw_build_chan(bytes wire, long long seq, tuple objs, bytes pickled) e
     p = fw_put32(p + 8, <uint32_t>n)
     try:
         for k in range(n):
-            p = fw_write(<object>PyTuple_GET_ITEM(objs, k), p)
+            p = fw_write(<object>PyTuple_GET_ITEM(objs, k), p, raw_payload(msg) + 16 + size)
     except BaseException:
         CmiFree(msg)
         raise

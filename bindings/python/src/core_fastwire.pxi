@@ -4,11 +4,14 @@
 # Why: for a small argument, pickling the call's (kind, name, args, ...) tuple, copying the
 # pickle into the message and unpickling it on arrival cost more than the rest of the
 # message's trip (docs/architecture.md, "The Python bindings": the table). Values made only
-# of None, bool, int (64-bit), float, bytes, str and tuples of them are written straight
-# into the message, each behind a one-byte tag, and read back from it; anything else (a
-# NumPy array, a list, an instance, a keyword argument, a very large int) takes the pickle
-# format as before. Both formats round-trip exactly: the same types and values (what is not
-# kept: whether two arguments were the same object; they are immutable).
+# of None, bool, int (64-bit), float, bytes, str and tuples, lists and dicts of them are
+# written straight into the message, each behind a one-byte tag, and read back from it;
+# anything else (a NumPy array, an instance, a subclass, a very large int) is pickled.
+# Both round-trip exactly: the same types and values. Lists and dicts are mutable, so
+# whether two of them were the same object matters: a list or dict met twice in one
+# message (or more than FW_MAX_CONTAINERS of them) sends the message pickled, as pickle
+# keeps such sharing; immutable values may arrive as equal copies where one object was
+# sent twice.
 #
 # A message of this format: word 0 = the bytes after the two words, word 1 = FW_CALL or
 # FW_CHAN (the pickle format's word 1 is a buffer count, far below these).
@@ -18,6 +21,11 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTu
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.string cimport memcmp
 from libc.stdint cimport uint8_t, uint16_t
+from cpython.list cimport PyList_New, PyList_SET_ITEM, PyList_GET_SIZE, PyList_GET_ITEM
+from cpython.dict cimport PyDict_Next
+
+cdef extern from "Python.h":
+    Py_ssize_t PyDict_GET_SIZE(object d)
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except? NULL
@@ -40,6 +48,9 @@ cdef enum:
     FW_BYTES = 5
     FW_STR = 6
     FW_TUPLE = 7
+    FW_LIST = 8
+    FW_DICT = 9
+    FW_MAX_CONTAINERS = 32  # lists and dicts per message (each checked against the others)
     FW_MAX_DEPTH = 8   # tuples nested deeper take the pickle format (and recursion cannot happen)
     FW_MAX_ARGS = 16   # a fast call's arguments on the receiver's stack
     FW_PICKLED = 0xFFFF  # argument count of a call whose arguments follow as one pickle
@@ -48,10 +59,31 @@ cdef uint64_t FW_CALL = 0xFA57CA1100000001ULL
 cdef uint64_t FW_CHAN = 0xFA57CA1100000002ULL
 
 
-cdef Py_ssize_t fw_size(object o, int depth) except -2:
+cdef struct FwSeen:  # the lists and dicts of one message so far
+    PyObject* objs[FW_MAX_CONTAINERS]
+    int n
+
+
+cdef inline bint fw_first_time(FwSeen* seen, object o) noexcept:
+    """Records container o; False when it was already there or there is no room."""
+    cdef int k
+    for k in range(seen.n):
+        if seen.objs[k] == <PyObject*>o:
+            return False
+    if seen.n == FW_MAX_CONTAINERS:
+        return False
+    seen.objs[seen.n] = <PyObject*>o
+    seen.n += 1
+    return True
+
+
+cdef Py_ssize_t fw_size(object o, int depth, FwSeen* seen) except -2:
     """The bytes `o` takes in the fast format, or -1 when it cannot travel so."""
     cdef Py_ssize_t n, s, total, k
     cdef int overflow = 0
+    cdef Py_ssize_t pos = 0
+    cdef PyObject* key
+    cdef PyObject* val
     if o is None or o is True or o is False:
         return 1
     t = type(o)
@@ -74,7 +106,31 @@ cdef Py_ssize_t fw_size(object o, int depth) except -2:
             return -1
         total = 5
         for k in range(PyTuple_GET_SIZE(o)):
-            s = fw_size(<object>PyTuple_GET_ITEM(o, k), depth + 1)
+            s = fw_size(<object>PyTuple_GET_ITEM(o, k), depth + 1, seen)
+            if s < 0:
+                return -1
+            total += s
+        return total
+    if t is list:
+        if depth >= FW_MAX_DEPTH or not fw_first_time(seen, o):
+            return -1
+        total = 5
+        for k in range(PyList_GET_SIZE(o)):
+            s = fw_size(<object>PyList_GET_ITEM(o, k), depth + 1, seen)
+            if s < 0:
+                return -1
+            total += s
+        return total
+    if t is dict:
+        if depth >= FW_MAX_DEPTH or not fw_first_time(seen, o):
+            return -1
+        total = 5
+        while PyDict_Next(o, &pos, &key, &val):
+            s = fw_size(<object>key, depth + 1, seen)
+            if s < 0:
+                return -1
+            total += s
+            s = fw_size(<object>val, depth + 1, seen)
             if s < 0:
                 return -1
             total += s
@@ -87,12 +143,22 @@ cdef inline char* fw_put32(char* p, uint32_t v) noexcept:
     return p + 4
 
 
-cdef char* fw_write(object o, char* p) except NULL:
-    """Writes `o` (fw_size said it fits) at p; returns the end."""
+cdef int fw_changed() except -1:
+    # Only a finalizer run by the garbage collector between sizing and writing could do it.
+    raise BufferError("ucharm: a list or dict changed while its message was written")
+
+
+cdef char* fw_write(object o, char* p, char* end) except NULL:
+    """Writes `o` (fw_size said it fits) at p, not past end; returns the end of it."""
     cdef int64_t i
     cdef double d
     cdef Py_ssize_t n, k
     cdef const char* s
+    cdef Py_ssize_t pos = 0
+    cdef PyObject* key
+    cdef PyObject* val
+    if end - p < 1:
+        fw_changed()
     if o is None:
         p[0] = FW_NONE
         return p + 1
@@ -103,6 +169,8 @@ cdef char* fw_write(object o, char* p) except NULL:
         p[0] = FW_FALSE
         return p + 1
     t = type(o)
+    if end - p < (9 if (t is int or t is float) else 5):
+        fw_changed()
     if t is int:
         p[0] = FW_INT
         i = o
@@ -115,23 +183,52 @@ cdef char* fw_write(object o, char* p) except NULL:
         return p + 9
     if t is bytes:
         n = PyBytes_GET_SIZE(o)
+        if end - p < 5 + n:
+            fw_changed()
         p[0] = FW_BYTES
         p = fw_put32(p + 1, <uint32_t>n)
         memcpy(p, PyBytes_AS_STRING(o), n)
         return p + n
     if t is str:
         s = PyUnicode_AsUTF8AndSize(o, &n)
+        if end - p < 5 + n:
+            fw_changed()
         p[0] = FW_STR
         p = fw_put32(p + 1, <uint32_t>n)
         memcpy(p, s, n)
         return p + n
-    # a tuple
-    n = PyTuple_GET_SIZE(o)
-    p[0] = FW_TUPLE
-    p = fw_put32(p + 1, <uint32_t>n)
-    for k in range(n):
-        p = fw_write(<object>PyTuple_GET_ITEM(o, k), p)
-    return p
+    if t is tuple:
+        n = PyTuple_GET_SIZE(o)
+        p[0] = FW_TUPLE
+        p = fw_put32(p + 1, <uint32_t>n)
+        for k in range(n):
+            p = fw_write(<object>PyTuple_GET_ITEM(o, k), p, end)
+        return p
+    if t is list:
+        n = PyList_GET_SIZE(o)
+        p[0] = FW_LIST
+        p = fw_put32(p + 1, <uint32_t>n)
+        for k in range(n):
+            if k >= PyList_GET_SIZE(o):
+                fw_changed()
+            p = fw_write(<object>PyList_GET_ITEM(o, k), p, end)
+        return p
+    if t is dict:
+        n = PyDict_GET_SIZE(o)
+        p[0] = FW_DICT
+        p = fw_put32(p + 1, <uint32_t>n)
+        k = 0
+        while PyDict_Next(o, &pos, &key, &val):
+            if k == n:
+                fw_changed()
+            p = fw_write(<object>key, p, end)
+            p = fw_write(<object>val, p, end)
+            k += 1
+        if k != n:
+            fw_changed()
+        return p
+    fw_changed()
+    return NULL
 
 
 cdef int fw_truncated() except -1:
@@ -178,15 +275,30 @@ cdef object fw_read(const char** pp, const char* end):
         if tag == FW_BYTES:
             return PyBytes_FromStringAndSize(p, n)
         return PyUnicode_DecodeUTF8(p, n, NULL)
-    if tag != FW_TUPLE:
-        raise ValueError(f"ucharm: a message of the fast format holds an unknown tag {tag}")
-    t = PyTuple_New(n)
     pp[0] = p
-    for k in range(n):
-        v = fw_read(pp, end)
-        Py_INCREF(v)
-        PyTuple_SET_ITEM(t, k, v)
-    return t
+    if tag == FW_TUPLE:
+        t = PyTuple_New(n)
+        for k in range(n):
+            v = fw_read(pp, end)
+            Py_INCREF(v)
+            PyTuple_SET_ITEM(t, k, v)
+        return t
+    if tag == FW_LIST:
+        if <size_t>(end - p) < n:  # each item takes a byte at least: no huge list from a bad count
+            fw_truncated()
+        t = PyList_New(n)
+        for k in range(n):
+            v = fw_read(pp, end)
+            Py_INCREF(v)
+            PyList_SET_ITEM(t, k, v)
+        return t
+    if tag == FW_DICT:
+        t = {}
+        for k in range(n):
+            key = fw_read(pp, end)
+            t[key] = fw_read(pp, end)
+        return t
+    raise ValueError(f"ucharm: a message of the fast format holds an unknown tag {tag}")
 
 
 cdef inline uint32_t fw_hash(const char* s, Py_ssize_t n) noexcept:
@@ -224,13 +336,15 @@ cdef void* fw_build_call(bytes name, uint32_t h, PyObject* const* args, Py_ssize
     cdef Py_ssize_t k, s
     cdef Py_ssize_t nl = PyBytes_GET_SIZE(name)
     cdef size_t size = 8 + nl
+    cdef FwSeen seen
+    seen.n = 0
     if pickled is not None:
         size += PyBytes_GET_SIZE(pickled)
         nargs = FW_PICKLED
     elif nargs > FW_MAX_ARGS:
         return NULL
     for k in range(nargs if pickled is None else 0):
-        s = fw_size(<object>args[k], 0)
+        s = fw_size(<object>args[k], 0, &seen)
         if s < 0:
             return NULL
         size += s
@@ -252,7 +366,7 @@ cdef void* fw_build_call(bytes name, uint32_t h, PyObject* const* args, Py_ssize
         return msg
     try:
         for k in range(nargs):
-            p = fw_write(<object>args[k], p)
+            p = fw_write(<object>args[k], p, raw_payload(msg) + 16 + size)
     except BaseException:
         CmiFree(msg)
         raise

@@ -1,7 +1,9 @@
 # Plain proxy calls and Channel messages whose values take the fast wire format (None,
-# bool, 64-bit int, float, bytes, str, tuples of them) and those that fall back to pickle
-# (big ints, subclasses, lists, dicts, NumPy arrays, keywords, lone surrogates, deep
-# tuples, many arguments): every value arrives with its exact type and value, in order.
+# bool, 64-bit int, float, bytes, str, tuples, lists and dicts of them) and those that
+# fall back to pickle (big ints, subclasses, sets, NumPy arrays, keywords, lone surrogates,
+# deep nesting, many arguments, a list met twice or containing itself, more than 32
+# lists): every value arrives with its exact type and value, in order, and a list sent
+# twice in one call arrives as one list.
 # Also: a method redefined on the class after calls were cached runs in its new form; a
 # @coro method and a @when method called with fast-format arguments; a call of a method
 # that a subclass overrides goes to the subclass's.
@@ -38,6 +40,8 @@ def samples():
         (), (1,), (1, (2.5, (b"3", ("4", (None, True))))), deep(7), deep(8), deep(30),
         Color.RED, MyBytes(b"sub"), [1, 2], {"a": 1}, {1, 2}, np.arange(5), np.float64(2.5),
         bytearray(b"ba"), complex(1, 2),
+        [], {}, [b"x" * 8], {"k": [1, (2, "3")], 4: None, (5, 6): {"n": [None]}}, [[i] for i in range(40)],
+        [[[[[[[[1]]]]]]]], [[[[[[[[[1]]]]]]]]], {"set": {1}}, [np.arange(3)],
     ]
 
 
@@ -45,8 +49,10 @@ def same(a, b):
     """Exactly the same value and type (recursively; NaN equals NaN, -0.0 differs from 0.0)."""
     if type(a) is not type(b):
         return False
-    if isinstance(a, tuple):
+    if isinstance(a, (tuple, list)):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
     if isinstance(a, float):
         return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
     if isinstance(a, np.ndarray):
@@ -70,6 +76,13 @@ class Receiver(Chare):
         self.n += 1
         if not same(args, tuple(samples()[:len(args)])):
             self.bad.append(("many", len(args)))
+
+    def shared(self, a, b, c):
+        # a and b were one list at the sender: pickled, they arrive as one list; c contains
+        # itself
+        self.n += 1
+        if not (a is b and a == [1, 2] and c[0] is c):
+            self.bad.append(("shared", a, b))
 
     def kw(self, a, b=None, *, c=None):
         self.n += 1
@@ -148,6 +161,10 @@ def main(args):
         p.one(i, v)
     for k in range(len(s) + 1):
         p.many(*s[:k])
+    lst = [1, 2]
+    rec = []
+    rec.append(rec)
+    p.shared(lst, lst, rec)
     p.kw(1, b"2", c="3")
     p.kw(1, b=b"2", c="3")
     p.kw(*[1, b"2"], **{"c": "3"})
@@ -165,7 +182,7 @@ def main(args):
         p.ordered(t, (t, b"p"))
     n, bad, log = p.report(ret=True).get()
     _, bad_sub, log_sub = sub[pe].report(ret=True).get()
-    expect_n = len(s) + len(s) + 1 + 3
+    expect_n = len(s) + len(s) + 1 + 1 + 3
     assert n == expect_n, (n, expect_n)
     assert not bad, bad
     assert log == [("v1", 0), ("v1", 1), ("v1", 2), ("v2", 3), ("v2", 4), ("co", 1, "x"),
