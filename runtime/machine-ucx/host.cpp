@@ -21,6 +21,13 @@
 // returns credit on arrival (LrtsCreditOnDelivery), so PEs flooding each other never
 // wait for each other.
 //
+// Small messages (up to kAmMax bytes: credit returns, announcements, most messages) go as
+// UCX active messages carrying the EAGER tag as their header: the receiver's handler copies
+// them into a pooled block, with no receive to match and re-post (a pre-posted tag receive
+// cost ~270 instructions per message: ucp_tag_recv_nbx, the expected-queue search, the
+// slot's re-post). Larger eager messages use the pre-posted tag receives, which UCX fills
+// fragment by fragment without a second copy. Order comes from the sequence numbers either way.
+//
 // UCX callbacks only record; delivery, re-posting and credit returns happen after
 // ucp_worker_progress returns, so no UCX call is made from inside a UCX callback.
 #include <ucharm/machine.h>
@@ -41,6 +48,9 @@ namespace detail {
 namespace {
 
 constexpr std::int64_t cost_units(std::size_t bytes) { return static_cast<std::int64_t>((bytes + 511) >> 8); }
+
+constexpr unsigned kHostAm = 0;         // the active-message id of small host messages
+constexpr std::size_t kAmMax = 4096;    // below UCX's 8 KiB shared-memory segment: one fragment
 
 // A large message's announcement: its size (low 40 bits) and the size of the fragments
 // its data comes in, in KiB (high 24 bits; 0: one piece). The sender chooses, so PEs need
@@ -91,6 +101,25 @@ void eager_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t* i
   ucp_request_free(request);
 }
 
+// A small host message arrived (inside ucp_worker_progress): copy it out of UCX's buffer.
+ucs_status_t am_arrived(void*, const void* header, std::size_t header_length, void* data, std::size_t length,
+                        const ucp_am_recv_param_t* param) {
+  Machine& m = M();
+  if (m.shutting_down) return UCS_OK;  // after the exit fence nothing is delivered
+  if (header_length != sizeof(tag::Tag) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || length > kAmMax)
+    fatal(fmt::format("received a malformed host active message ({}-byte header, {} bytes): a foreign or "
+                      "corrupted message", header_length, length));
+  tag::Tag t;
+  std::memcpy(&t, header, sizeof t);
+  void* buf = nullptr;
+  if (length > 0) {
+    buf = m.hooks.alloc(length);
+    std::memcpy(buf, data, length);
+  }
+  m.arrived.push_back({buf, length, t});  // reserved: no allocation in steady state
+  return UCS_OK;
+}
+
 void large_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t*, void*) {
   auto* r = static_cast<RequestState*>(request);
   Machine& m = M();
@@ -113,7 +142,12 @@ void large_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t*, 
 // to release). With `whole`, `buf` is a fragment of whole's message, released with the last.
 void post_send(int pe, void* buf, std::size_t bytes, tag::Tag t, LargeSend* whole = nullptr) {
   Machine& m = M();
-  ucs_status_ptr_t sp = ucp_tag_send_nbx(endpoint(pe), buf, bytes, t, &m.host_send_params);
+  ucs_status_ptr_t sp;
+  if (!whole && bytes <= kAmMax && tag::type_of(t) == tag::MsgType::Eager) {
+    sp = ucp_am_send_nbx(endpoint(pe), kHostAm, &t, sizeof t, buf, bytes, &m.host_am_params);
+  } else {
+    sp = ucp_tag_send_nbx(endpoint(pe), buf, bytes, t, &m.host_send_params);
+  }
   const auto finished = [&] {
     if (whole) piece_sent(whole);
     else if (buf) m.hooks.release(buf);
@@ -282,9 +316,10 @@ void receive_large(int src, Held* h, std::size_t frag) {
   }
 }
 
-// One eager receive has completed in slot `i`: deliver it, or hold it until the link's
-// earlier messages are in. An announcement's buffer stays with the slot.
-void take_eager(int i, std::size_t bytes, tag::Tag t) {
+// An EAGER-tagged message (in a slot's buffer, or copied from an active message) is in:
+// deliver it, or hold it until the link's earlier messages are in. Returns whether it took
+// `buf`; a credit return's or an announcement's buffer stays the caller's.
+bool take_message(void* buf, std::size_t bytes, tag::Tag t) {
   Machine& m = M();
   const auto src = static_cast<int>(tag::EagerTag::src_pe(t));
   if (src < 0 || src >= m.info.num_pes)
@@ -292,35 +327,37 @@ void take_eager(int i, std::size_t bytes, tag::Tag t) {
                       m.info.num_pes));
   const auto seq = static_cast<std::uint32_t>(tag::EagerTag::seq(t));
   Link& l = m.links[static_cast<std::size_t>(src)];
-  EagerSlot& slot = m.slots[static_cast<std::size_t>(i)];
   if (tag::EagerTag::announce(t) && bytes == 0) {  // returned credit, in the sequence field
     l.in_flight -= static_cast<std::int64_t>(tag::EagerTag::seq(t));
     send_backlog(src);
-    return;
+    return false;
   }
   if (tag::EagerTag::announce(t) && bytes != sizeof(std::uint64_t)) {  // urgent: outside the order
-    void* msg = slot.buf;
-    slot.buf = nullptr;
-    deliver(src, l, msg, bytes);
-    return;
+    deliver(src, l, buf, bytes);
+    return true;
   }
   if (tag::EagerTag::announce(t)) {
     std::uint64_t word;
-    std::memcpy(&word, slot.buf, sizeof word);
+    std::memcpy(&word, buf, sizeof word);
     const std::size_t size = word & ((std::uint64_t{1} << kSizeBits) - 1);
     Held* h = hold(l, seq, m.hooks.alloc(size), size, false);
     receive_large(src, h, static_cast<std::size_t>(word >> kSizeBits) << 10);
     deliver_held(src);
-    return;
+    return false;
   }
-  void* msg = slot.buf;
-  slot.buf = nullptr;
   if (!l.held && seq == l.recv_seq) {
-    deliver_next(src, l, msg, bytes);  // the common case: in order, nothing waiting
-    return;
+    deliver_next(src, l, buf, bytes);  // the common case: in order, nothing waiting
+    return true;
   }
-  hold(l, seq, msg, bytes, true);
+  hold(l, seq, buf, bytes, true);
   deliver_held(src);
+  return true;
+}
+
+// One eager receive has completed in slot `i`.
+void take_eager(int i, std::size_t bytes, tag::Tag t) {
+  EagerSlot& slot = M().slots[static_cast<std::size_t>(i)];
+  if (take_message(slot.buf, bytes, t)) slot.buf = nullptr;
 }
 
 // Posts slot `i`; if a message is already waiting the receive may complete in place, in
@@ -362,6 +399,11 @@ int drain() {
     m.repost.push_back(c.slot);  // capacity == prepost
   }
   m.completed.clear();
+  for (std::size_t k = 0; k < m.arrived.size(); ++k, ++n) {
+    const Arrived a = m.arrived[k];
+    if (!take_message(a.buf, a.bytes, a.tag) && a.buf) m.hooks.release(a.buf);
+  }
+  m.arrived.clear();
   for (std::size_t k = 0; k < m.large_done.size(); ++k, ++n) deliver_held(m.large_done[k]);
   m.large_done.clear();
   // Completions may start operations that complete in place (appending): index loop.
@@ -400,6 +442,18 @@ void post_host_receives() {
   p.cb.send = send_done;
   p.memory_type = UCS_MEMORY_TYPE_HOST;
   m.eager_recv_params = host_recv_params(eager_done, &m.eager_recv_info);
+  ucp_request_param_t& a = m.host_am_params;
+  a = p;
+  a.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+  // EAGER: never a rendezvous (the handler copies); COPY_HEADER: the tag is on our stack.
+  a.flags = UCP_AM_SEND_FLAG_EAGER | UCP_AM_SEND_FLAG_COPY_HEADER;
+  ucp_am_handler_param_t hp{};
+  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  hp.id = kHostAm;
+  hp.cb = am_arrived;
+  hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+  check(ucp_worker_set_am_recv_handler(m.worker, &hp), "ucp_worker_set_am_recv_handler");
+  m.arrived.reserve(1024);
   constexpr std::size_t kDefaultFragment = 128 * 1024;  // FAST_CMPL copies up to it (measured)
   m.large_fragment = m.opt.large_fragment >= 0 ? static_cast<std::size_t>(m.opt.large_fragment)
                                                : (m.info.oversubscribed ? 0 : kDefaultFragment);
@@ -436,6 +490,9 @@ void cancel_host_receives() {
   while (open()) ucp_worker_progress(m.worker);
   // Arrived after the exit fence, or held back for order: nobody will read them.
   m.completed.clear();
+  for (const Arrived& a : m.arrived)
+    if (a.buf) m.hooks.release(a.buf);
+  m.arrived.clear();
   for (EagerSlot& slot : m.slots) {
     if (slot.buf) m.hooks.release(slot.buf);
     slot.buf = nullptr;
@@ -503,7 +560,7 @@ int LrtsProgress() {
   if (!m.repost.empty()) repost_slots();
   int n = static_cast<int>(ucp_worker_progress(m.worker));
   if (m.deferred_head) n += start_deferred();
-  if (!m.completed.empty() || !m.large_done.empty() || !m.done.empty()) n += drain();
+  if (!m.completed.empty() || !m.arrived.empty() || !m.large_done.empty() || !m.done.empty()) n += drain();
   return n;
 }
 

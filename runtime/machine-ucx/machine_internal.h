@@ -91,6 +91,13 @@ struct Completed {
   std::uint64_t tag;  // the sender's tag: source PE, sequence number, announce bit
 };
 
+// A small host message that came as a UCX active message, copied into a pooled block.
+struct Arrived {
+  void* buf;  // null for an empty message (a credit return)
+  std::size_t bytes;
+  std::uint64_t tag;  // as Completed::tag (sent as the AM header)
+};
+
 // A host message that arrived ahead of an earlier one from the same PE, or a large
 // message whose data is still coming. Pooled.
 struct Held {
@@ -148,6 +155,7 @@ struct Machine {
   std::vector<EagerSlot> slots;
   std::vector<Completed> completed;  // filled by callbacks, drained after progress
   std::vector<int> repost;           // delivered slots waiting to be posted again
+  std::vector<Arrived> arrived;      // small messages (active messages), drained after progress
   int ucx_fd = -1, epoll_fd = -1;
   std::size_t pending_sends = 0;
   // Operations of this PE's own that wait for UCX progress on this worker: large host
@@ -190,6 +198,7 @@ struct Machine {
   // Host sends' parameters, the same for every send (set once: the hot path does not
   // rebuild a 100-byte struct per message).
   ucp_request_param_t host_send_params{};
+  ucp_request_param_t host_am_params{};
   ucp_request_param_t eager_recv_params{};  // its recv_info points at eager_recv_info
   ucp_tag_recv_info_t eager_recv_info{};
   bool force_callbacks = false;        // UCHARM_TEST_SEND_CALLBACKS=1: host buffers take the
