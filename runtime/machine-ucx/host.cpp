@@ -13,9 +13,9 @@
 // size in 256-byte units, plus one). The receiver returns credit once Converse has
 // consumed the messages (run or dropped them), in empty EAGER messages with the announce
 // bit (the amount is in the tag), so a slow receiver holds at most a window per sender.
-// (They share the pre-posted receives: receives matching on fewer bits are searched by
-// UCX one by one for every arriving message, which cost 230 instructions per message
-// with separate credit receives.) A message that
+// (They travel as small messages do, as active messages: separate credit receives
+// matching on fewer bits were searched by UCX one by one for every arriving message, 230
+// instructions per message.) A message that
 // finds its link's window full waits in the link's backlog, in order. Converse bounds
 // the backlog by making a sending PE progress until it drains; while it does, that PE
 // returns credit on arrival (LrtsCreditOnDelivery), so PEs flooding each other never
