@@ -31,23 +31,26 @@ done
 export MULTIHOST_NAME=ucmh-$$
 err=$("$mh" up 2>&1) || { rc=$?; echo "$err"; exit $rc; }
 out=$(mktemp)
-trap '"$mh" down; rm -f "$out"' EXIT
+ucxlog=$(mktemp -d)  # UCX's protocol tables, one file per process (no interleaved lines)
+trap '"$mh" down; rm -rf "$out" "$ucxlog"' EXIT
 
 fail() { echo "check.sh: FAIL: $*"; exit 1; }
 
 if [ "$mode" = job ]; then
   start=$(date +%s.%N)
-  UCX_PROTO_INFO=y UCHARM_VERBOSE=1 timeout -k 5 50 "$mh" run -- "$@" >"$out" 2>&1
+  UCX_PROTO_INFO=y UCX_LOG_FILE="$ucxlog/ucx.%h.%p" UCHARM_VERBOSE=1 timeout -k 5 50 "$mh" run -- "$@" >"$out" 2>&1
   rc=$?
   end=$(date +%s.%N)
+  cat "$ucxlog"/ucx.* >>"$out" 2>/dev/null  # whole files, after the job's own output
   cat "$out"
   echo "check.sh: the job took $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }') s (exit code $rc)"
   [ $rc = 0 ] || fail "exit code $rc"
   grep -Eq -- "$regex" "$out" || fail "no output line matches /$regex/"
   grep -q "ucharm: 4 PEs on 2 hosts" "$out" || fail "the PEs did not report 4 PEs on 2 hosts"
   # host kind transport, one line per row of UCX's protocol tables.
-  # UCX prefixes each line with "[time] [host:pid:thread]"; the processes' lines
-  # interleave, so the table being read is tracked per process.
+  # UCX prefixes each line with "[time] [host:pid:thread]"; the table being read is
+  # tracked per process. (Written to stdout, the processes' lines interleaved, and a row
+  # could mix two processes' characters: "tcpcp/mhnet"; UCX_LOG_FILE keeps them apart.)
   rows=$(awk '
     !match($0, /^\[[0-9.]+\] \[[^]]*\]/) { next }
     { p = substr($0, RSTART, RLENGTH); sub(/^\[[0-9.]+\] \[/, "", p); sub(/\]$/, "", p) }
