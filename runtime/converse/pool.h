@@ -25,6 +25,12 @@ static_assert(sizeof(BlockPrefix) == 16, "keeps messages 16-byte aligned");
 
 inline BlockPrefix* prefix_of(void* msg) { return static_cast<BlockPrefix*>(msg) - 1; }
 
+// Blocks of size class `cls` (of 2^(cls + min_shift) bytes) a free list keeps: ~32 MiB.
+constexpr std::size_t pool_keep_limit(int cls, unsigned min_shift) {
+  const std::size_t n = (std::size_t{32} << 20) >> (static_cast<unsigned>(cls) + min_shift);
+  return n < 2 ? 2 : (n > 4096 ? 4096 : n);
+}
+
 class MsgPool {
  public:
   static constexpr unsigned kMinShift = 6;   // 64 B
@@ -33,10 +39,7 @@ class MsgPool {
   static constexpr std::size_t kKeepTotal = std::size_t{96} << 20;
   // Keep up to ~32 MiB per class on the free list (at least 2, at most 4096 blocks):
   // large blocks are reused too, since a fresh multi-MiB malloc costs page faults.
-  static constexpr std::size_t keep_limit(int cls) {
-    std::size_t n = (std::size_t{32} << 20) >> (cls + kMinShift);
-    return n < 2 ? 2 : (n > 4096 ? 4096 : n);
-  }
+  static constexpr std::size_t keep_limit(int cls) { return pool_keep_limit(cls, kMinShift); }
 
   MsgPool() = default;
   MsgPool(const MsgPool&) = delete;
@@ -99,10 +102,8 @@ class MsgPool {
   };
   static constexpr std::array<std::uint32_t, kClasses> kKeep = [] {
     std::array<std::uint32_t, kClasses> k{};
-    for (std::size_t c = 0; c < kClasses; ++c) {
-      const std::size_t n = (std::size_t{32} << 20) >> (c + kMinShift);  // as keep_limit
-      k[c] = static_cast<std::uint32_t>(n < 2 ? 2 : (n > 4096 ? 4096 : n));
-    }
+    for (std::size_t c = 0; c < kClasses; ++c)
+      k[c] = static_cast<std::uint32_t>(pool_keep_limit(static_cast<int>(c), kMinShift));
     return k;
   }();
   // A free block's payload (at least 64 bytes) holds the link to the next free block.
