@@ -8,6 +8,10 @@ case $dev in /*) ;; *) dev=$PWD/$dev ;; esac
 ucx=$(cat "$dev/ucx-dir")
 build=$(cat "$dev/build-dir")
 case $build in /*) ;; *) build=/work/main/$build ;; esac  # a pack from before the path was absolute
+src=$(cat "$dev/source-dir" 2>/dev/null || echo /work/main)
+# CTest files name the source tree the pack was made from (expect.sh, test scripts): point
+# that path at this checkout when it is not here.
+if [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")" && ln -sfn "$PWD" "$src"; fi
 mkdir -p "$(dirname "$ucx")" "$(dirname "$build")"
 ln -sfn "$dev/libucx" "$ucx"
 if [ -d "$build" ] && [ ! -L "$build" ]; then

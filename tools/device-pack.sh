@@ -51,7 +51,7 @@ mkdir -p "$dev/libucx/bin" && cp "$ucx/bin/ucx_perftest" "$dev/libucx/bin/"
 mkdir -p "$dev/libucx_cu13.libs" && cp "$ucx"/../libucx_cu13.libs/* "$dev/libucx_cu13.libs/" 2>/dev/null || true
 strip --strip-unneeded "$dev"/libucx/lib/*.so.0 "$dev"/libucx/lib/ucx/*.so.0 2>/dev/null || true
 for l in libboost_context.so.1.74.0 libfmt.so.9 libmetis.so.5; do cp -L "/lib/x86_64-linux-gnu/$l" "$dev/syslib/"; done
-mkdir -p "$dev/tools" && cp "$root"/tools/{device-env.sh,gpu-check.sh,gpu-python.sh} "$dev/tools/"
+mkdir -p "$dev/tools" && cp "$root"/tools/{device-env.sh,gpu-check.sh,gpu-python.sh,gpu-ampi.sh} "$dev/tools/"
 # The Python package: Cython's C++ output (compiled there for that machine's Python by
 # tools/gpu-python.sh) and a greenlet wheel for its Python 3.12 (it has no registry).
 if [ -e "$build/bindings/python/ucharm/_core.cpp" ]; then
@@ -63,4 +63,5 @@ if [ -e "$build/bindings/python/ucharm/_core.cpp" ]; then
 fi
 echo "$build" > "$dev/build-dir"  # absolute: the RPATHs and the tests' compiled-in paths
 echo "$ucx" > "$dev/ucx-dir"
+echo "$root" > "$dev/source-dir"  # the tests' scripts are named by their paths there
 du -sh "$dev"

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine (device tool), from the repository root, with .device/ carried
-# (tools/device-pack.sh makes it; DEVICE_DIR names another folder, and the pack holds a
-# copy of this script), with any number of GPUs:
-#   - the GPU tests (CTest's *Gpu* tests) with every GPU visible, and with one GPU shared
-#     by all PEs;
-#   - Jacobi3D --verify with CUDA kernels in every halo mode, with 1, 2 and 4 PEs per GPU
-#     and at least 8 PEs (8 PEs on 2 GPUs), one block per PE and overdecomposed, and with
-#     2 PEs sharing one GPU (CUDA_VISIBLE_DEVICES);
-# then prints a summary table. Full logs go to $OUT. Exit status: non-zero if any failed.
-#   tools/gpu-check.sh            (GPU_DIAG=1 adds UCX/CUDA diagnostics)
+# The GPU checks, one command. Runs on the GPU machine, from the repository root, with
+# .device/ carried (tools/device-pack.sh makes it; DEVICE_DIR names another folder), with
+# any number of GPUs (one is enough: PEs then share it):
+#   ctest   the GPU tests (CTest's *Gpu* tests: core, Converse, AMPI) with every GPU visible,
+#           and with one GPU shared by all PEs;
+#   jacobi  Jacobi3D --verify with CUDA kernels in every halo mode, with 1, 2 and 4 PEs per
+#           GPU and at least 8 PEs, one block per PE and overdecomposed, and 2 PEs sharing
+#           one GPU (CUDA_VISIBLE_DEVICES); device windows (kernel put/signal/wait);
+#   ampi    GPU-aware AMPI: tools/gpu-ampi.sh's checks (p2p_cuda in 8 layouts, Jacobi3D in
+#           MPI with --verify), without its benchmarks;
+#   python  the CuPy tests and the Python Jacobi3D --verify (tools/gpu-python.sh);
+#   all     all of these (the default).
+# then prints one summary table. Full logs go to $OUT. Exit status: non-zero if any failed.
+#   tools/gpu-check.sh [all|ctest|jacobi|ampi|python]...   (GPU_DIAG=1 adds UCX/CUDA diagnostics)
 set -uo pipefail
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
@@ -33,6 +37,12 @@ row() {  # what, PEs, GPUs, result
   rows+=("$(printf '%-50s %4s %5s  %s' "$1" "$2" "$3" "$4")")
   case $4 in ok*|passed*) ;; *) failed=$((failed + 1)) ;; esac
 }
+parts=("$@")
+[ ${#parts[@]} -eq 0 ] && parts=(all)
+for p in "${parts[@]}"; do
+  case $p in all|ctest|jacobi|ampi|python) ;; *) echo "gpu-check: unknown part '$p' (all, ctest, jacobi, ampi, python)" >&2; exit 2 ;; esac
+done
+want() { [[ " ${parts[*]} " == *" $1 "* || " ${parts[*]} " == *" all "* ]]; }
 
 # ctest's summary ends "... tests passed out of N" (or "... failed out of N").
 gpu_tests() {  # label, log, [CUDA_VISIBLE_DEVICES value]
@@ -56,10 +66,14 @@ gpu_tests() {  # label, log, [CUDA_VISIBLE_DEVICES value]
   fi
 }
 
-echo "--- GPU tests (ctest -R Gpu), every GPU visible"
-gpu_tests "GPU tests, $gpus GPU(s) visible" "$out/ctest-gpu.txt"
-echo "--- GPU tests, one GPU shared by all PEs"
-gpu_tests "GPU tests, 1 GPU shared" "$out/ctest-gpu-shared.txt" "$first"
+if want ctest; then
+  echo "--- GPU tests (ctest -R Gpu), every GPU visible"
+  gpu_tests "GPU tests, $gpus GPU(s) visible" "$out/ctest-gpu.txt"
+  if [ "$gpus" -gt 1 ]; then
+    echo "--- GPU tests, one GPU shared by all PEs"
+    gpu_tests "GPU tests, 1 GPU shared" "$out/ctest-gpu-shared.txt" "$first"
+  fi
+fi
 
 # Jacobi3D: a small grid whose serial reference is quick; 23 iterations in all.
 jacobi() {  # PEs, blocks, mode, GPUs it may use, [CUDA_VISIBLE_DEVICES value]
@@ -84,6 +98,7 @@ jacobi() {  # PEs, blocks, mode, GPUs it may use, [CUDA_VISIBLE_DEVICES value]
   echo "jacobi3d $mode $n PEs $g GPUs $blocks blocks: exit $rc ${v}"
 }
 
+if want jacobi; then
 echo "--- Jacobi3D, CUDA kernels, --verify against the serial run"
 for mode in staging gpumsg channel device; do
   jacobi 2 2 "$mode" 1 "$first"  # two PEs on one GPU
@@ -108,6 +123,39 @@ dw "device window, 2 PEs on one GPU" "$first" 1
 echo "--- protocols UCX picked for CUDA buffers (2 PEs)"
 UCX_PROTO_INFO=y "$R" -n 2 --timeout 60 "$build/tests/converse/converse_testprog" channel cuda > "$out/proto.txt" 2>&1
 grep -E "cuda|channel ok" "$out/proto.txt" | grep -vE "^\s*$" | head -20
+fi  # jacobi
+
+if want ampi; then
+  echo "--- GPU-aware AMPI (tools/gpu-ampi.sh without its benchmarks)"
+  SKIP_BENCH=1 bash tools/gpu-ampi.sh > "$out/ampi.txt" 2>&1
+  cat "$out/ampi.txt"
+  while read -r verdict label; do
+    n=$(sed -n 's/.*-n \([0-9]*\).*/\1/p' <<<"$label")
+    if [ "$verdict" = ok ]; then row "AMPI $label" "${n:--}" 1 "ok"; else row "AMPI ${label% (exit*}" "${n:--}" 1 "FAILED (${label##*(}"; fi
+  done < <(grep -E "^(ok|FAIL) " "$out/ampi.txt")
+  grep -qE "^(ok|FAIL) " "$out/ampi.txt" || row "AMPI checks" - 1 "FAILED (no result; ampi.txt)"
+fi
+
+if want python; then
+  echo "--- Python: CuPy tests, Python Jacobi3D --verify (tools/gpu-python.sh)"
+  bash tools/gpu-python.sh tests > "$out/python-tests.txt" 2>&1
+  cat "$out/python-tests.txt"
+  summary=$(grep -E "^[0-9]+ (passed|failed)|^=+ .*(passed|failed).* =+$" "$out/python-tests.txt" | tail -1)
+  if grep -qE "passed" <<<"$summary" && ! grep -qE "failed|error" <<<"$summary"; then
+    row "Python CuPy tests (pytest test_cupy.py)" "1-2" 1 "passed: ${summary//=/}"
+  else
+    row "Python CuPy tests (pytest test_cupy.py)" "1-2" 1 "FAILED: ${summary:-no summary (python-tests.txt)}"
+  fi
+  bash tools/gpu-python.sh jacobi > "$out/python-jacobi.txt" 2>&1
+  cat "$out/python-jacobi.txt"
+  while read -r line; do
+    np=$(sed -n 's/^np=\([0-9]*\).*/\1/p' <<<"$line"); mode=$(sed -n 's/.*mode=\([a-z]*\).*/\1/p' <<<"$line")
+    if [[ $line == *"rc=0 "* && $line == *"verify: ok"* ]]; then row "Python jacobi3d --gpu --verify $mode" "$np" 1 ok
+    else row "Python jacobi3d --gpu --verify $mode" "$np" 1 "FAILED (python-jacobi.txt)"; fi
+  done < <(grep -E "^np=" "$out/python-jacobi.txt")
+  grep -qE "^np=" "$out/python-jacobi.txt" || row "Python jacobi3d --gpu" - 1 "FAILED (no result; python-jacobi.txt)"
+fi
+
 if [ "${GPU_DIAG:-0}" = 1 ]; then
   echo "--- diagnostics"
   ldd "$dev/libucx/lib/ucx/libuct_cuda.so.0" | grep -E "not found|cuda"

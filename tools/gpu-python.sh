@@ -30,7 +30,7 @@ $py -c 'import ucharm, cupy; print("ucharm", ucharm.__file__, "cupy", cupy.__ver
 rc=0
 if [ "$what" = all ] || [ "$what" = tests ]; then
   echo "== pytest tests/python/test_cupy.py"
-  $py -m pytest -q -x tests/python/test_cupy.py 2>&1 | tail -15 || rc=1
+  $py -m pytest -q -rfE tests/python/test_cupy.py 2>&1 | tail -40; [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 fi
 med() { printf '%s\n' "$@" | grep . | sort -g | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 if [ "$what" = all ] || [ "$what" = bench ]; then
