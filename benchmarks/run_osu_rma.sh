@@ -2,7 +2,7 @@
 # OSU's one-sided benchmarks (osu_put_latency, osu_get_latency, osu_put_bw, osu_acc_latency)
 # on host memory, 2 ranks, under ucharm's AMPI and under OpenMPI, alternated REPS times in
 # one run; prints the medians at a few sizes and their ratio (ours / OpenMPI) as rows of
-# docs/benchmarks.md's "MPI RMA (host)" table.
+# docs/benchmarks.md's "One-sided communication, host memory" table.
 #   benchmarks/run_osu_rma.sh OSU_SRC [outdir]
 # (Device memory on the GPU machine, from builds made here: benchmarks/run_osu_onesided.sh.)
 # OSU_SRC: a tree holding c/mpi/one-sided and c/util (OSU Micro-Benchmarks 7.x). OSU's
