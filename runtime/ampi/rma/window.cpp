@@ -126,19 +126,27 @@ int create(const char* fn, MPI_Comm comm, void* base, MPI_Aint size, int disp_un
       w->owned = base = p;
     }
   } else if (flavor == MPI_WIN_FLAVOR_SHARED) {
-    // Ranks of one process share an address space: rank 0 allocates every member's part,
-    // one after another (contiguous, as MPI's default asks), each 64-byte aligned.
-    std::vector<std::int64_t> sizes(n);
-    std::int64_t mine[2] = {size, CmiMyPe()};
-    std::vector<std::int64_t> all(2 * n);
-    if (int rc = coll_allgather(mine, 2, MPI_INT64_T, all.data(), wc, coll_tag(wc))) return rc;
-    bool one_process = true;
+    // Ranks of one process share an address space: rank 0 allocates every member's part in
+    // one block. Contiguous, as MPI asks unless alloc_shared_noncontig is "true" (rank r+1's
+    // part starts where rank r's ends, sizes as given; only the block is 64-byte aligned).
+    // When every member gives the key, each part starts on its own 64-byte line instead, so
+    // neighbours' writes do not share a cache line.
+    const bool noncontig_wanted = std::any_of(w->info.begin(), w->info.end(), [](const auto& p) {
+      return p.first == "alloc_shared_noncontig" && p.second == "true";
+    });
+    std::int64_t mine[3] = {size, CmiMyPe(), noncontig_wanted ? 1 : 0};
+    std::vector<std::int64_t> all(3 * n);
+    if (int rc = coll_allgather(mine, 3, MPI_INT64_T, all.data(), wc, coll_tag(wc))) return rc;
+    bool one_process = true, noncontig = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      one_process = one_process && all[3 * i + 1] == CmiMyPe();
+      noncontig = noncontig && all[3 * i + 2] != 0;
+    }
     std::int64_t total = 0;
     std::vector<std::int64_t> offset(n);
     for (std::size_t i = 0; i < n; ++i) {
-      one_process = one_process && all[2 * i + 1] == CmiMyPe();
       offset[i] = total;
-      total += (all[2 * i] + 63) / 64 * 64;
+      total += noncontig ? (all[3 * i] + 63) / 64 * 64 : all[3 * i];
     }
     if (!one_process) {
       PMPI_Comm_free(&w->comm);
