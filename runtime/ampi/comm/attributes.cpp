@@ -113,26 +113,36 @@ int del(Obj o, int keyval, const char* fn) {
   return MPI_SUCCESS;
 }
 
-// Copies the attributes of `from` onto the new `to` (MPI_Comm_dup, MPI_Type_dup) by their
-// copy callbacks.
-int copy_all(Obj from, Obj to, const char* fn) {
+// Copies the attributes of `from` by their copy callbacks into `out` (MPI_Comm_dup,
+// MPI_Comm_idup at its call, MPI_Type_dup); each copy holds its keyval. What was copied
+// before a failing callback stays in `out`.
+int copy_out(Obj from, Attrs& out, const char* fn) {
   const Attrs attrs = *attrs_of(from);  // callbacks may change the table
   for (const auto& [k, v] : attrs) {
     const Keyval kv = my_comms().keyvals[static_cast<std::size_t>(k)];
     if (kv.copy == MPI_COMM_NULL_COPY_FN) continue;
-    void* out = v;
+    void* got = v;
     int flag = 1;
     if (kv.copy != MPI_COMM_DUP_FN) {
       flag = 0;
-      if (int e = user_call([&] { return kv.copy(from.h, k, kv.extra, v, &out, &flag); }))
+      if (int e = user_call([&] { return kv.copy(from.h, k, kv.extra, v, &got, &flag); }))
         return error(from.ec, e, fn, "the copy callback of keyval %d failed (%d)", k, e);
     }
     if (flag) {
       ++my_comms().keyvals[static_cast<std::size_t>(k)].refs;
-      attrs_of(to)->emplace_back(k, out);
+      out.emplace_back(k, got);
     }
   }
   return MPI_SUCCESS;
+}
+
+// Copies the attributes of `from` onto the new `to`.
+int copy_all(Obj from, Obj to, const char* fn) {
+  Attrs got;
+  const int e = copy_out(from, got, fn);
+  Attrs* a = attrs_of(to);
+  a->insert(a->end(), got.begin(), got.end());
+  return e;
 }
 
 // Deletes every attribute of `o`, the last set first; the first failing callback's code.
@@ -177,6 +187,7 @@ int attr_get(MPI_Comm comm, int keyval, void* value, int* flag, const char* fn) 
 }
 int attr_delete(MPI_Comm comm, int keyval, const char* fn) { return del(comm_obj(comm), keyval, fn); }
 int attrs_copy(MPI_Comm from, MPI_Comm to, const char* fn) { return copy_all(comm_obj(from), comm_obj(to), fn); }
+int attrs_copy_out(MPI_Comm from, Attrs* out, const char* fn) { return copy_out(comm_obj(from), *out, fn); }
 
 // MPI_Finalize's first step (MPI 3.1 §8.7.1), as MPI_Comm_free of `comm` (MPI_COMM_SELF)
 // would do it: every attribute's delete callback runs, the last set first, also for keyvals

@@ -208,8 +208,10 @@ int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm) {
 }
 
 // Nonblocking: the context agreement runs in a task of the rank (as a nonblocking
-// collective does), so the program may communicate before it waits. *newcomm is written
-// when the request completes; attributes and topology are copied then.
+// collective does), so the program may communicate before it waits. The attributes are
+// copied at the call, as MPI_Comm_dup would copy them then (MPI 3.1 §6.4.2): what the
+// program sets or deletes on comm before the request completes is not the new one's.
+// *newcomm is written when the request completes.
 int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
   if (Comm* ic = comm_get(comm); ic && ic->inter && newcomm && request) return inter_idup(comm, newcomm, request);
   const char* fn = "MPI_Comm_idup";
@@ -221,27 +223,37 @@ int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
     Comm parent;  // a copy: the program may free comm before the request completes
     int tag;
     MPI_Comm* out;
+    Topology topo;
+    Attrs attrs;          // the copies made at the call
+    int copy_failed = 0;  // a copy callback's error: the new communicator is freed at once
   };
+  auto* k = new Idup{*c, coll_tag(*c), newcomm, slot_of(comm)->topo, {}, 0};
+  // The copy callbacks may call MPI (and fail): the task starts whatever they do, so the
+  // other members are not left waiting in the agreement.
+  k->copy_failed = attrs_copy_out(comm, &k->attrs, fn);
   *request = start_task(
       +[](void* arg) -> int {
         std::unique_ptr<Idup> k(static_cast<Idup*>(arg));
         std::uint32_t context = 0;
         const int e = agree_context(k->parent, k->tag, &context, 0, nullptr, true);
         --my_comms().agreements;
-        if (e) return e;
+        if (e) {
+          for (const auto& a : k->attrs) keyval_release(a.first);
+          return e;
+        }
         const Comm& p = k->parent;
         const MPI_Comm h = comm_add(context, p.members, p.rank, p.errhandler);
-        if (CommSlot* from = slot_of(p.handle); from && from->comm->context == p.context) {
-          slot_of(h)->topo = from->topo;
-          if (int e = attrs_copy(p.handle, h, "MPI_Comm_idup")) {
-            comm_destroy(h);
-            return e;
-          }
+        CommSlot* s = slot_of(h);
+        s->topo = std::move(k->topo);
+        s->attrs = std::move(k->attrs);
+        if (k->copy_failed) {
+          comm_destroy(h);
+          return k->copy_failed;
         }
         *k->out = h;
         return MPI_SUCCESS;
       },
-      new Idup{*c, coll_tag(*c), newcomm});
+      k);
   // In flight from now on, before its task runs: a creation started meanwhile checks its
   // context (agree_context), since this one has not read next_context yet.
   ++my_comms().agreements;

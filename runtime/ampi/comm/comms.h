@@ -157,6 +157,8 @@ int keyval_create(MPI_Comm_copy_attr_function* copy, MPI_Comm_delete_attr_functi
                   const char* fn, KeyKind kind = KeyKind::Comm);
 int keyval_free(int* keyval, const char* fn, KeyKind kind = KeyKind::Comm);
 int attrs_copy(MPI_Comm from, MPI_Comm to, const char* fn);
+// The copies of from's attributes (as attrs_copy makes them) for a communicator made later.
+int attrs_copy_out(MPI_Comm from, Attrs* out, const char* fn);
 int attrs_delete_all(MPI_Comm comm);  // MPI_Finalize: every attribute of MPI_COMM_SELF, last set first
 int errhandler_set(MPI_Comm comm, MPI_Errhandler h, const char* fn);
 int errhandler_get(MPI_Comm comm, MPI_Errhandler* h, const char* fn);

@@ -166,25 +166,31 @@ int inter_idup(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
     Comm ic;  // a copy: the program may free comm before the request completes
     int tag;
     MPI_Comm* out;
+    Attrs attrs;          // copied at the call, as MPI_Comm_idup (comm.cpp) does
+    int copy_failed = 0;
   };
   const int tag = tags(*c, 4);
+  auto* k = new Idup{*c, tag, newcomm, {}, 0};
+  k->copy_failed = attrs_copy_out(comm, &k->attrs, "MPI_Comm_idup");
   *request = start_task(
       +[](void* arg) -> int {
         std::unique_ptr<Idup> k(static_cast<Idup*>(arg));
         std::uint32_t context = 0;
-        if (int e = agree_inter_context(k->ic, k->tag, &context, true)) return e;
+        if (int e = agree_inter_context(k->ic, k->tag, &context, true)) {
+          for (const auto& a : k->attrs) keyval_release(a.first);
+          return e;
+        }
         const Comm& p = k->ic;
         const MPI_Comm h = inter_add(context, p.inter->local.members, p.rank, p.members, p.errhandler);
-        if (CommSlot* from = slot_of(p.handle); from && from->comm->context == p.context) {
-          if (int e = attrs_copy(p.handle, h, "MPI_Comm_idup")) {
-            comm_destroy(h);
-            return e;
-          }
+        slot_of(h)->attrs = std::move(k->attrs);
+        if (k->copy_failed) {
+          comm_destroy(h);
+          return k->copy_failed;
         }
         *k->out = h;
         return MPI_SUCCESS;
       },
-      new Idup{*c, tag, newcomm});
+      k);
   return MPI_SUCCESS;
 }
 
