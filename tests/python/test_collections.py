@@ -27,10 +27,7 @@ def test_element_proxies_inside_elements(pes):
     check_ok(run("element_proxies.py", pes))
 
 
-@pytest.mark.parametrize("pes", [2, pytest.param(8, marks=pytest.mark.xfail(
-    reason="known limitation (docs/user-guide.md, Python): a broadcast to an array filled by ckInsert "
-           "reaches the elements present on each PE when it arrives there; Charm++'s broadcast epochs "
-           "are not implemented", strict=False))])
+@pytest.mark.parametrize("pes", [2, 8])
 def test_broadcasts_reach_exactly_the_elements_inserted_before(pes):
     # At 8 PEs the broadcast is forwarded through other PEs, so an insertion sent after
     # it can arrive first.

@@ -9,6 +9,11 @@ def test_update_globals_pool_await_creation(pes):
     check_ok(run("globals_pool.py", pes))
 
 
+@pytest.mark.parametrize("pes", [1, 2, 4])
+def test_nested_pool_tasks(pes):
+    check_ok(run("nested_pool.py", pes))
+
+
 @pytest.mark.parametrize("pes", [1, 2, 4, 8])
 def test_readonlies(pes):
     check_ok(run("readonlies.py", pes))
