@@ -9,8 +9,11 @@
 // slice instead: a suspended fiber is a pointer into its stack, so a byte copy of the
 // slice at the same addresses resumes it elsewhere (the resume message, process-local,
 // is made anew on arrival).
+// Each thread has its own C++ exception state (see EhState), so that threads of one PE
+// that block inside catch handlers do not corrupt each other's exceptions.
 #include <boost/context/fiber.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
+#include <cxxabi.h>
 #include <ucharm/converse.h>
 
 #include <cstring>
@@ -45,6 +48,21 @@ inline void switch_end([[maybe_unused]] void* fake, [[maybe_unused]] StackBounds
   __sanitizer_finish_switch_fiber(fake, from ? &from->bottom : nullptr, from ? &from->size : nullptr);
 #endif
 }
+// libstdc++ keeps the stack of caught exceptions (what `throw;` and std::current_exception
+// see) and std::uncaught_exceptions() per OS thread, in the __cxa_eh_globals that
+// __cxa_get_globals returns (libsupc++'s unwind-cxx.h; x86-64 has no other fields). User-level
+// threads share their OS thread, so each keeps its own copy, swapped in while it runs. In a
+// migratable thread's record it travels with the slice: the exceptions it points to were
+// allocated in the slice's heap (the thread's malloc).
+struct EhState {
+  void* caught = nullptr;
+  unsigned int uncaught = 0;
+};
+struct CxaEhGlobals {
+  void* caughtExceptions;
+  unsigned int uncaughtExceptions;
+};
+inline CxaEhGlobals* eh_globals() { return reinterpret_cast<CxaEhGlobals*>(abi::__cxa_get_globals()); }
 }  // namespace
 
 struct CthThreadStruct {
@@ -59,6 +77,7 @@ struct CthThreadStruct {
   StackBounds resumer_stack;  // the stack it returns to
   void* fake_stack = nullptr;  // ASan's, while suspended
   void* data = nullptr;        // CthSetData
+  EhState eh;                  // its exception state while it does not run
   CmiIsoSlice* slice = nullptr;  // migratable: the slice holding this record and the stack
 };
 
@@ -125,9 +144,16 @@ void run_thread(CthThread t) {
   CthThread prev = s.current_thread;
   s.current_thread = t;
   void* fake = nullptr;
+  CxaEhGlobals* g = eh_globals();
+  const EhState outer{g->caughtExceptions, g->uncaughtExceptions};
+  g->caughtExceptions = t->eh.caught;
+  g->uncaughtExceptions = t->eh.uncaught;
   switch_begin(&fake, t->stack);
   t->self = std::move(t->self).resume();
   switch_end(fake, nullptr);
+  t->eh = {g->caughtExceptions, g->uncaughtExceptions};
+  g->caughtExceptions = outer.caught;
+  g->uncaughtExceptions = outer.uncaught;
   s.current_thread = prev;
   if (t->finished) {
     if (t->slice) {
@@ -172,6 +198,7 @@ CthThread CthCreate(CthVoidFn fn, void* arg, std::size_t stacksize) {
     t->queued = t->finished = false;
     t->fake_stack = nullptr;
     t->data = nullptr;
+    t->eh = {};
   } else {
     t = new CthThreadStruct;
     t->resume_msg = CmiAlloc(CmiMsgHeaderSizeBytes + sizeof(CthThread));
