@@ -54,6 +54,8 @@ struct Process {
   // Ranks get isomalloc slices (and can move): the region is reserved, the layout is fixed
   // (no address randomization) and the heap is ours (not a sanitizer's).
   bool migratable = false;
+  // The process's id: a rank's code that runs in another one is in a child it forked.
+  pid_t pid = 0;
 };
 Process& process() {
   static Process p;
@@ -65,6 +67,15 @@ Process& process() {
   std::fprintf(stderr, fmt, arg);
   std::fprintf(stderr, "\n");
   std::exit(2);
+}
+
+// A child the rank forked (fork, or popen/system's own) is a plain process: its exit ends
+// it alone, with stdio flushed; the runtime's exit handlers (the PE's, UCX's, the other
+// ranks' program copies') belong to the parent and must not run there.
+bool in_forked_child() { return process().pid != 0 && getpid() != process().pid; }
+[[noreturn]] void end_forked_child(int code) {
+  std::fflush(nullptr);
+  _exit(code);
 }
 
 bool parse_size(std::string_view v, std::size_t& out) {
@@ -217,6 +228,7 @@ void Rank::thread_main(void*) {
   heap::g_active = self->slice_;
   char** argv = copy_argv(self->args_);
   const int code = fn(static_cast<int>(self->args_.size()), argv);
+  if (in_forked_child()) end_forked_child(code);  // a child the rank forked returned from main
   heap::g_active = nullptr;
   self = current_rank();
   if (self->initialized && !self->finalized) {
@@ -319,6 +331,7 @@ const char* rank_migration_unavailable() {
 extern "C" int ucharm_ampi_start(int argc, char** argv, const Program* program) {
   Process& p = process();
   p.program = program;
+  p.pid = getpid();
 #if !defined(__SANITIZE_ADDRESS__)
   p.migratable = CmiIsomallocReady() && CmiIsomallocCanMigrate();
 #endif
@@ -333,10 +346,12 @@ extern "C" {
 // exit() from a rank that has called MPI_Finalize ends that rank only, as it would end only
 // its own process under mpirun: like a return from main with that code. Anywhere else
 // (before MPI_Finalize: the job ends with that code, or 1 for exit(0), as OpenMPI aborts it; outside the
-// ranks: the runtime's own exits) it is libc's exit.
+// ranks: the runtime's own exits) it is libc's exit. In a child a rank forked it ends the
+// child alone (end_forked_child).
 [[noreturn]] void exit(int code) noexcept {
   using Exit = void (*)(int);
   static const Exit libc_exit = reinterpret_cast<Exit>(dlsym(RTLD_NEXT, "exit"));
+  if (in_forked_child()) end_forked_child(code);
   heap::g_active = nullptr;  // runtime code from here (the copies' finalizers: loader.cpp)
   if (CthThread t = CthSelf())
     if (auto* r = static_cast<Rank*>(CthGetData(t))) {
