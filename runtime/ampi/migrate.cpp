@@ -55,6 +55,7 @@ void Rank::pup(PUP::er& p) {
   p | getopt_.err;
   p | getopt_.opt;
   pup_bits(p, getopt_.arg);  // into the rank's argv, in its slice
+  pup_context(p);
   auto w = static_cast<std::uint8_t>(waiting);
   p | w;
   waiting = static_cast<Waiting>(w);

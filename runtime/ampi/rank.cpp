@@ -6,12 +6,14 @@
 #include "heap.h"
 
 #include <dlfcn.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string_view>
 
 namespace ampi {
@@ -164,6 +166,9 @@ Rank::Rank(RankArgs a) : main_(a.main), world_size_(a.world_size) {
   for (char** a = process().argv; *a; ++a) args_.emplace_back(*a);
   for (std::string& s : args_) argv_.push_back(s.data());
   argv_.push_back(nullptr);
+  if (getrandom(&jmp_key, sizeof jmp_key, GRND_NONBLOCK) != sizeof jmp_key)  // no entropy yet: still distinct
+    jmp_key = (static_cast<std::uint64_t>(std::time(nullptr)) * 0x9e3779b97f4a7c15ull) ^
+              reinterpret_cast<std::uintptr_t>(this) ^ (static_cast<std::uint64_t>(thisIndex) << 40);
   route_add(this);  // last: messages that came before it are delivered now
 }
 
@@ -250,6 +255,8 @@ void Rank::finish(int code) {
 }
 
 Running g_running;
+
+void Rank::pup_context(PUP::er& p) { p | jmp_key; }
 
 void Rank::save_getopt() { getopt_ = Getopt{optind, opterr, optopt, optarg}; }
 void Rank::load_getopt() {

@@ -74,6 +74,11 @@ class Rank : public ck::ArrayElement<Rank> {
   };
   void save_getopt();
   void load_getopt();
+  // What else of the rank's execution travels with it (rank.cpp): its setjmp key.
+  void pup_context(PUP::er& p);
+  // setjmp in the rank mangles the saved stack and code pointers with this key, not with
+  // the process's pointer guard (glibc's), so that a jmp_buf stays valid after a move.
+  std::uint64_t jmp_key = 0;
   // AMPI_Migrate (migrate.cpp): what the rank waits for in it, and its measured load.
   enum class Waiting : std::uint8_t { None, Balancer, Checkpoint, Moving };
   Waiting waiting = Waiting::None;
