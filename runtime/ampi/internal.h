@@ -196,6 +196,7 @@ bool cuda_loaded();      // the CUDA driver is loaded: buffers may be device mem
 bool is_device(const void* p);
 std::size_t direct_min();  // +ampi-direct-min: contiguous host sends this large go zero-copy
 std::size_t rank_stack_size();  // +ampi-stacksize: every thread of a rank gets this much
+bool wtime_is_global();  // MPI_WTIME_IS_GLOBAL: every rank reads one clock (rank.cpp)
 // The calling thread waits until CthAwaken (suspend) or lets others run (yield). Ranks
 // sharing a PE share its OS thread, and so the current CUDA context: each rank gets its
 // own back when it runs again, as a process would.

@@ -80,6 +80,13 @@ bool in_forked_child() { return process().pid != 0 && getpid() != process().pid;
   _exit(code);
 }
 
+// The host's monotonic clock, in seconds: one clock for every process of a host.
+double monotonic_now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 bool parse_size(std::string_view v, std::size_t& out) {
   std::size_t n = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
@@ -256,7 +263,20 @@ void Rank::finish(int code) {
 
 Running g_running;
 
-void Rank::pup_context(PUP::er& p) { p | jmp_key; }
+void Rank::pup_context(PUP::er& p) {
+  // The time the rank has seen when it leaves: where the clock here is behind it (another
+  // host, or a restart after a reboot), the offset makes up the difference.
+  double seen = monotonic_now() + wtime_offset;
+  p | seen;
+  p | wtime_offset;
+  if (p.isUnpacking())
+    if (const double now = monotonic_now(); now + wtime_offset < seen) wtime_offset = seen - now;
+  p | jmp_key;
+}
+
+// CLOCK_MONOTONIC is one clock on a host: with every process on one host, the ranks' clocks
+// are the same clock (no offset arises when a rank moves between them).
+bool wtime_is_global() { return CmiNumHosts() == 1; }
 
 void Rank::save_getopt() { getopt_ = Getopt{optind, opterr, optopt, optarg}; }
 void Rank::load_getopt() {
@@ -477,7 +497,12 @@ int PMPI_Get_library_version(char* version, int* resultlen) {
   return MPI_SUCCESS;
 }
 
-double PMPI_Wtime(void) { return CmiWallTimer(); }
+// The host's monotonic clock (as MPI libraries use), plus the rank's offset: never going
+// back, also across moves (Rank::pup_context).
+double PMPI_Wtime(void) {
+  const Rank* r = g_running.rank;
+  return monotonic_now() + (r ? r->wtime_offset : 0.0);
+}
 double PMPI_Wtick(void) { return 1e-9; }
 
 int PMPI_Pcontrol(const int level, ...) {

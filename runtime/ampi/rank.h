@@ -74,8 +74,12 @@ class Rank : public ck::ArrayElement<Rank> {
   };
   void save_getopt();
   void load_getopt();
-  // What else of the rank's execution travels with it (rank.cpp): its setjmp key.
+  // What else of the rank's execution travels with it (rank.cpp): its MPI_Wtime offset
+  // and its setjmp key.
   void pup_context(PUP::er& p);
+  // MPI_Wtime is the host's monotonic clock plus this (0 unless a move to another host
+  // found that clock behind the time the rank had seen: its time never goes back).
+  double wtime_offset = 0;
   // setjmp in the rank mangles the saved stack and code pointers with this key, not with
   // the process's pointer guard (glibc's), so that a jmp_buf stays valid after a move.
   std::uint64_t jmp_key = 0;

@@ -331,6 +331,7 @@ void CmiSyncBroadcastAllAndFree(std::size_t size, void* msg) {
 
 int CmiMyPe() { return pe_state().my_pe; }
 int CmiNumPes() { return pe_state().num_pes; }
+int CmiNumHosts() { return lrts::LrtsInfo().num_hosts; }
 CmiIdleCounts CmiIdleStats() {
   const lrts::IdleStats st = lrts::LrtsIdleStats();
   return {st.fd_waits, st.backoff_sleeps, st.busy_retries};

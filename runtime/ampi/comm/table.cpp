@@ -54,7 +54,7 @@ CommTablePtr comm_table_new(int world_rank, int world_size) {
   t->attr_values[MPI_TAG_UB] = UCHARM_MPI_TAG_UB;
   t->attr_values[MPI_HOST] = MPI_PROC_NULL;
   t->attr_values[MPI_IO] = MPI_ANY_SOURCE;  // every rank can do I/O
-  t->attr_values[MPI_WTIME_IS_GLOBAL] = 0;
+  t->attr_values[MPI_WTIME_IS_GLOBAL] = wtime_is_global() ? 1 : 0;
   t->attr_values[MPI_APPNUM] = 0;
   t->attr_values[MPI_UNIVERSE_SIZE] = world_size;
   t->attr_values[MPI_LASTUSEDCODE] = MPI_ERR_LASTCODE;

@@ -77,6 +77,7 @@ inline constexpr int CmiBroadcastBranching = 4;
 // ---- PE information, timers, output, errors ------------------------------------------
 int CmiMyPe();
 int CmiNumPes();
+int CmiNumHosts();  // hosts the job's processes run on (the launcher's node count)
 double CmiWallTimer();  // seconds since start-up
 void CmiPrintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void CmiError(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
