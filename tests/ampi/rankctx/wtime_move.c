@@ -28,7 +28,8 @@ static void across(struct tctx* t, int move) {
 #endif
   const double h1 = host_clock(), w1 = MPI_Wtime();
   CHECK(t, w1 >= w0, "MPI_Wtime went back from %.9f to %.9f", w0, w1);
-  /* The host's clock is one clock for every process of the host (the test runs on one). */
+  /* The host's clock is one clock for every process of the host (the test runs on one host,
+     or on hosts emulated on one kernel: tests/multihost). */
   CHECK(t, (w1 - w0) >= (h1 - h0) - 1e-6, "MPI_Wtime advanced %.9f s, the host clock %.9f s", w1 - w0, h1 - h0);
 }
 
