@@ -5,6 +5,7 @@
 #include "heap.h"
 #include "rank.h"
 #include "comm/comms.h"
+#include "extensions.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +44,10 @@ void pup_bits(PUP::er& p, T*& ptr) {
 void Rank::pup(PUP::er& p) {
   p | main_;
   p | world_size_;
+  if (p.isUnpacking() && ck::restart_info().restarted && vp_requested() > 0 && vp_requested() != world_size_)
+    CkAbort("+restart: the checkpoint holds %d MPI ranks, but +vp asks for %d: a job's rank count is fixed when it "
+            "starts; restart with +vp %d or without +vp",
+            world_size_, vp_requested(), world_size_);
   p | initialized;
   p | finalized;
   p | exited;
@@ -100,7 +105,7 @@ void Rank::pup(PUP::er& p) {
 
 void Rank::ckJustMigrated() {
   route_add(this);  // messages that waited here for it are delivered; every PE is told
-  call_user(just_migrated, slice_);
+  arrived_ = true;  // its thread calls the program's just_migrated when it goes on (wait_for)
   if (waiting == Waiting::Moving) {  // AMPI_Migrate_to_pe: nothing else resumes it
     waiting = Waiting::None;
     CthAwaken(thread_);
@@ -120,19 +125,56 @@ void Rank::resume_after_checkpoint() {
 }
 
 void Rank::about_to_leave() {
-  call_user(about_to_migrate, slice_);
+  // AMPI_Migrate_to_pe called it before asking to move; a balancer's move is decided
+  // elsewhere, so the thread is resumed here to call it (wait_for).
+  if (about_to_migrate && waiting != Waiting::Moving) run_about_to_migrate();
   p2p_rank_moved(thisIndex, ckLeavingTo());  // it stops delivering here
+}
+
+// The program's about_to_migrate routine, on the rank's thread, which waits in
+// AMPI_Migrate (wait_for): resumed from here for the call, it suspends again after it.
+// When the move is made while another rank's thread runs (a scheduler step it took while
+// waiting), a thread cannot be resumed from there: the routine runs on that stack, as this
+// rank (its heap, MPI calls as this rank).
+void Rank::run_about_to_migrate() {
+  if (thread_ && waiting == Waiting::Balancer && !CthSelf()) {
+    callback_due_ = true;
+    CthResume(thread_);
+    if (!callback_due_) return;  // it ran
+    callback_due_ = false;       // the thread was queued to run anyway: not resumed
+  }
+  Rank* running = g_running.rank;
+  g_running.rank = this;
+  call_user(about_to_migrate, slice_);
+  g_running.rank = running;
 }
 
 namespace {
 
 // The calling rank's thread waits in AMPI_Migrate until `w` is over (it may wake up on
-// another PE, as another Rank object: looked up again each time).
+// another PE, as another Rank object: looked up again each time). The program's migration
+// routines run here, on the thread: about_to_migrate when the rank is about to leave
+// (Rank::run_about_to_migrate resumes the thread for it), just_migrated once it goes on in
+// a new place (a move, or a restart from a checkpoint).
 Rank* wait_for(Rank::Waiting w) {
   Rank* r = current_rank();
   r->waiting = w;
-  while (current_rank()->waiting == w) rank_suspend();
-  return current_rank();
+  for (;;) {
+    r = current_rank();
+    if (r->callback_due_) {
+      r->callback_due_ = false;
+      call_user(r->about_to_migrate, r->slice());
+      continue;  // suspends again: the move goes on
+    }
+    if (r->waiting != w) break;
+    rank_suspend();
+  }
+  if (r->arrived_) {
+    r->arrived_ = false;
+    call_user(r->just_migrated, r->slice());
+    r = current_rank();
+  }
+  return r;
 }
 
 std::string hint(MPI_Info info, const char* key) {
@@ -224,6 +266,8 @@ int AMPI_Migrate_to_pe(int dest) {
     return error(MPI_COMM_WORLD, MPI_ERR_OTHER, "AMPI_Migrate_to_pe",
                  "rank %d is not migratable (AMPI_Set_migratable(0) was called)", r->world_rank());
   p2p_prepare_to_move(r->p2p());
+  call_user(r->about_to_migrate, r->slice());  // on its thread, before it leaves
+  r = current_rank();
   r->migrateMe(dest);
   r = wait_for(Rank::Waiting::Moving);
   p2p_move_done(r->p2p());

@@ -4,6 +4,7 @@
 #include "checks.h"
 #include "comm/comms.h"
 #include "heap.h"
+#include "extensions.h"
 
 #include <dlfcn.h>
 #include <sys/random.h>
@@ -99,6 +100,13 @@ bool parse_size(std::string_view v, std::size_t& out) {
   return true;
 }
 
+bool is_number(const char* s) {
+  if (!*s) return false;
+  for (; *s; ++s)
+    if (*s < '0' || *s > '9') return false;
+  return true;
+}
+
 // A byte count that may be 0.
 bool parse_bytes(std::string_view v, std::size_t& out) {
   if (v == "0") {
@@ -108,8 +116,11 @@ bool parse_bytes(std::string_view v, std::size_t& out) {
   return parse_size(v, out);
 }
 
-// Takes AMPI's options out of argv: +vp N (or +vp=N), +ampi-stacksize=BYTES, +ampi-staging.
-// Environment: UCHARM_AMPI_VP, UCHARM_AMPI_STACKSIZE, UCHARM_AMPI_STAGING=1.
+// Takes AMPI's options out of argv: +vp N (or +vp=N, +vpN), +ampi-stacksize=BYTES,
+// +ampi-staging, and Charm++'s spellings: +mapping MAP (initial placement, extensions.cpp),
+// +ampiEnableMigrateToPe (AMPI_Migrate_to_pe is always enabled here), +LBDebug N (N > 0:
+// +LBDebug, for the core; 0: off). Environment: UCHARM_AMPI_VP, UCHARM_AMPI_STACKSIZE,
+// UCHARM_AMPI_STAGING=1.
 void parse_options(int& argc, char** argv, Options& o) {
   if (const char* v = std::getenv("UCHARM_AMPI_VP")) {
     std::size_t n;
@@ -124,8 +135,9 @@ void parse_options(int& argc, char** argv, Options& o) {
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     std::string_view a(argv[i]);
-    if (a == "+vp" || a.starts_with("+vp=")) {
-      const char* val = a == "+vp" ? (i + 1 < argc ? argv[++i] : nullptr) : argv[i] + 4;
+    const bool vp_glued = a.size() > 3 && a.starts_with("+vp") && a[3] >= '0' && a[3] <= '9';
+    if (a == "+vp" || a.starts_with("+vp=") || vp_glued) {
+      const char* val = a == "+vp" ? (i + 1 < argc ? argv[++i] : nullptr) : argv[i] + (vp_glued ? 3 : 4);
       if (!val) usage_error("%s needs a number of ranks: +vp N", argv[i]);
       std::size_t n;
       if (!parse_size(val, n) || n > (1u << 24)) usage_error("+vp %s: give a positive number of ranks", val);
@@ -139,6 +151,17 @@ void parse_options(int& argc, char** argv, Options& o) {
         usage_error("%s: give bytes (suffix k or m allowed; 0: never)", argv[i]);
     } else if (a == "+ampi-staging" || a == "+ampi_staging") {
       o.staging = true;
+    } else if (a == "+mapping" || a.starts_with("+mapping=")) {
+      const char* val = a == "+mapping" ? (i + 1 < argc ? argv[++i] : nullptr) : argv[i] + 9;
+      if (!val || !*val) usage_error("%s needs a mapping: BLOCK_MAP, RR_MAP, MAPFILE or a file of PE numbers", argv[i]);
+      if (const std::string err = set_rank_mapping(val); !err.empty()) usage_error("%s", err.c_str());
+    } else if (a == "+ampiEnableMigrateToPe") {
+      // Charm++ needs it for AMPI_Migrate_to_pe; here that call always works.
+    } else if ((a == "+LBDebug" && i + 1 < argc && is_number(argv[i + 1])) || a.starts_with("+LBDebug=")) {
+      // Charm++'s +LBDebug takes a verbosity level; the core's is a flag.
+      const char* level = a == "+LBDebug" ? argv[++i] : argv[i] + 9;
+      if (!is_number(level)) usage_error("%s: give a verbosity level (a number; 0: off)", argv[i]);
+      if (std::strtol(level, nullptr, 10) > 0) argv[kept++] = const_cast<char*>("+LBDebug");
     } else {
       argv[kept++] = argv[i];
     }
@@ -159,7 +182,7 @@ class Main : public ck::MainChare<Main> {
       CkAbort("+vp %d puts several MPI ranks in one process, but this program's globals cannot be "
               "privatized (%s): build it with ampicc or ucharm_add_ampi_executable",
               n, process().program->how);
-    auto ranks = ck::ArrayProxy<Rank>::create(ck::dims(n), ck::Map::block, RankArgs{thisProxy, n});
+    auto ranks = ck::ArrayProxy<Rank>::create(ck::dims(n), rank_map(n), RankArgs{thisProxy, n});
     ranks.send<&Rank::start>();
   }
   explicit Main(CkMigrateMessage*) {}  // restarted from a checkpoint: nothing to keep
@@ -297,6 +320,7 @@ bool staging_forced() { return process().options.staging; }
 bool cuda_loaded() { return process().cuda.get != nullptr; }
 std::size_t direct_min() { return process().options.direct_min; }
 std::size_t rank_stack_size() { return process().options.stack; }
+int vp_requested() { return process().options.vp; }
 
 namespace {
 // Around a switch away from the calling rank's thread: while others run, no rank is the

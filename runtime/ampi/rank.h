@@ -96,6 +96,11 @@ class Rank : public ck::ArrayElement<Rank> {
   };
   std::vector<PupEntry> pups;
   std::uintptr_t about_to_migrate = 0, just_migrated = 0;
+  // They run on the rank's thread (migrate.cpp, wait_for): about_to_migrate is due while
+  // the thread is resumed for it; the rank arrived here and just_migrated is due.
+  void run_about_to_migrate();
+  bool callback_due_ = false;
+  bool arrived_ = false;
 
  private:
   static void thread_main(void* self);

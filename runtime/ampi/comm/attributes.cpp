@@ -1,6 +1,7 @@
 // Attributes (keyvals, set/get/delete, copy on dup) and error handlers of communicators.
 #include "comm/comms.h"
 #include "heap.h"
+#include "extensions.h"
 #include "checks.h"
 
 #include <algorithm>
@@ -84,6 +85,7 @@ int get(Obj o, int keyval, void* value, int* flag, const char* fn) {
       if (!t.attr_copy) return error(o.ec, MPI_ERR_NO_MEM, fn, "out of memory");
     }
     int* copy = reinterpret_cast<int*>(t.attr_copy);
+    place_attributes(t.attr_values);  // AMPI_MY_WTH & co.: where the rank runs now
     std::memcpy(copy, t.attr_values, sizeof t.attr_values);
     *static_cast<void**>(value) = &copy[keyval];
     *flag = 1;

@@ -68,8 +68,8 @@ struct Errh {
 
 using Info = std::vector<std::pair<std::string, std::string>>;  // in insertion order
 
-// Predefined attribute keyvals (mpi.h): MPI_TAG_UB .. MPI_LASTUSEDCODE.
-constexpr int kFirstUserKeyval = MPI_LASTUSEDCODE + 1;
+// Predefined attribute keyvals (mpi.h): MPI_TAG_UB .. MPI_LASTUSEDCODE, then AMPI_MY_WTH .. AMPI_MY_HOME_WTH.
+constexpr int kFirstUserKeyval = UCHARM_MPI_LAST_PREDEFINED_KEYVAL + 1;
 constexpr int kFirstUserComm = 3;       // after NULL, WORLD, SELF
 constexpr int kFirstUserGroup = 2;      // after NULL, EMPTY
 constexpr int kFirstUserErrh = 3;       // after NULL, ARE_FATAL, RETURN

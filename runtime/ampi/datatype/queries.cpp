@@ -2,6 +2,7 @@
 // addresses, MPI_Type_match_size.
 #include "datatype/type.h"
 #include "checks.h"
+#include "pt2pt/status.h"
 
 #include <climits>
 
@@ -224,7 +225,7 @@ int PMPI_Status_set_elements_x(MPI_Status* status, MPI_Datatype datatype, MPI_Co
   if (int rc = check_ptr(MPI_COMM_WORLD, fn, "status", status)) return rc;
   if (count < 0) return error(MPI_COMM_WORLD, MPI_ERR_COUNT, fn, "count is negative (%lld)", static_cast<long long>(count));
   // `count` basic elements (MPI_Get_elements gives it back), not elements of datatype.
-  status->ucharm_bytes = bytes_of_elements(datatype, count);
+  pt2pt::status_set_bytes(*status, bytes_of_elements(datatype, count));
   return MPI_SUCCESS;
 }
 

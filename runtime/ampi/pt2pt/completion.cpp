@@ -376,7 +376,7 @@ int PMPI_Cancel(MPI_Request* request) {
     q.status.ucharm_cancelled = 1;
     q.status.MPI_SOURCE = MPI_ANY_SOURCE;
     q.status.MPI_TAG = MPI_ANY_TAG;
-    q.status.ucharm_bytes = 0;
+    status_set_bytes(q.status, 0);
     p.complete(*request);
   }
   return MPI_SUCCESS;

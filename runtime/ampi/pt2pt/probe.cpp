@@ -52,7 +52,7 @@ void hand_out(P2p* p, std::int32_t u, MPI_Comm comm, MPI_Message* message, MPI_S
     probe_null_status(status);
     return;
   }
-  fill_status_from_msg(status, p->unexpected_msg(u));
+  fill_status_from_msg(status, p->unexpected_msg(u), comm);
   *message = p->keep_matched(p->take_unexpected(u), comm);
 }
 }  // namespace
@@ -67,7 +67,7 @@ int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* statu
   if (rc) return rc;
   *flag = u >= 0 || u == kProbeProcNull;
   if (u == kProbeProcNull) probe_null_status(status);
-  else if (u >= 0) fill_status_from_msg(status, p->unexpected_msg(u));
+  else if (u >= 0) fill_status_from_msg(status, p->unexpected_msg(u), comm);
   return MPI_SUCCESS;
 }
 
@@ -77,7 +77,7 @@ int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
   const std::int32_t u = probe_find("MPI_Probe", source, tag, comm, true, &rc, p);
   if (rc) return rc;
   if (u == kProbeProcNull) probe_null_status(status);
-  else fill_status_from_msg(status, p->unexpected_msg(u));
+  else fill_status_from_msg(status, p->unexpected_msg(u), comm);
   return MPI_SUCCESS;
 }
 

@@ -18,7 +18,7 @@ namespace pt2pt {
 void copy_any(void* dst, const void* src, std::size_t n);
 // Delivers `msg` (matched) into receive request `h`; takes the message.
 void deliver(Rank* r, MPI_Request h, void* msg);
-void fill_status_from_msg(MPI_Status* st, void* msg);
+void fill_status_from_msg(MPI_Status* st, void* msg, MPI_Comm comm);
 void empty_status(MPI_Status* st);
 void proc_null_status(MPI_Status* st);
 // Whether a send's data travels as its own zero-copy transfer (see transfer.cpp).

@@ -5,7 +5,15 @@
 
 #include <mpi.h>
 
+#include <climits>
+
 namespace ampi::pt2pt {
+
+// The received bytes, in both fields that say it (Charm++'s MPI_LENGTH is an int).
+inline void status_set_bytes(MPI_Status& st, long long bytes) {
+  st.ucharm_bytes = bytes;
+  st.MPI_LENGTH = bytes > INT_MAX ? INT_MAX : static_cast<int>(bytes);
+}
 
 inline void status_out(MPI_Status* out, const MPI_Status& st) {
   if (!out) return;

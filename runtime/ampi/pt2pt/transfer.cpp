@@ -12,6 +12,7 @@
 // That needs no rendezvous round trip; ANY_SOURCE works because matching happens on the host
 // message. +ampi-staging copies through host memory instead.
 #include "pt2pt/pt2pt.h"
+#include "pt2pt/status.h"
 #include "pt2pt/wire.h"
 #include "rank.h"
 
@@ -83,7 +84,8 @@ void deliver(Rank* r, MPI_Request h, void* msg) {
   q.status.MPI_SOURCE = hd.src;
   q.status.MPI_TAG = hd.tag;
   q.status.MPI_ERROR = MPI_SUCCESS;
-  q.status.ucharm_bytes = static_cast<long long>(bytes < room ? bytes : room);
+  q.status.MPI_COMM = q.comm;
+  status_set_bytes(q.status, static_cast<long long>(bytes < room ? bytes : room));
   std::size_t n = bytes;
   if (bytes > room) {
     q.status.MPI_ERROR = MPI_ERR_TRUNCATE;
@@ -138,13 +140,14 @@ void device_arrived(Rank* r, MPI_Request h) {
 }
 
 // The probes' status: a single-completion status, so MPI_ERROR is left alone (§3.2.5).
-void fill_status_from_msg(MPI_Status* st, void* msg) {
+void fill_status_from_msg(MPI_Status* st, void* msg, MPI_Comm comm) {
   const WireHeader& h = wire(msg);
   if (st) {
     st->MPI_SOURCE = h.src;
     st->MPI_TAG = h.tag;
     st->ucharm_cancelled = 0;
-    st->ucharm_bytes = static_cast<long long>(data_bytes(msg));
+    st->MPI_COMM = comm;
+    status_set_bytes(*st, static_cast<long long>(data_bytes(msg)));
   }
 }
 
@@ -154,7 +157,8 @@ void empty_status(MPI_Status* st) {
   st->MPI_TAG = MPI_ANY_TAG;
   st->MPI_ERROR = MPI_SUCCESS;
   st->ucharm_cancelled = 0;
-  st->ucharm_bytes = 0;
+  st->MPI_COMM = MPI_COMM_NULL;
+  status_set_bytes(*st, 0);
 }
 
 void proc_null_status(MPI_Status* st) {

@@ -258,6 +258,7 @@ struct Args {
   MPI_Op op;
   MPI_Win win;
   MPI_Request* req;
+  bool any_time = false;  // AMPI_Iget: no epoch needed
 };
 
 int check_type_arg(Win* w, const char* fn, const char* what, int count, MPI_Datatype t) {
@@ -357,7 +358,7 @@ int issue(const Args& a) {
     if (!predefined_op(a.op))
       return win_error(w, MPI_ERR_OP, a.fn, "only predefined operations may be used in RMA accumulates (op %d)", a.op);
   }
-  if ((rc = access_check(*w, a.target, a.fn))) return rc;
+  if (!a.any_time && (rc = access_check(*w, a.target, a.fn))) return rc;
   const Layout l = encode(*w, a.tcount, a.ttype);
   const Member& m = w->members[static_cast<std::size_t>(a.target)];
   // The origin's side must carry the target's bytes (type signatures match).
@@ -448,6 +449,12 @@ int issue(const Args& a) {
 }
 
 }  // namespace
+
+int get_any_time(void* origin, int ocount, MPI_Datatype otype, int target, MPI_Aint disp, int tcount,
+                 MPI_Datatype ttype, MPI_Win win, MPI_Request* req, const char* fn) {
+  return issue({fn, kGet, origin, ocount, otype, nullptr, 0, MPI_DATATYPE_NULL, nullptr, target, disp, tcount, ttype,
+                MPI_OP_NULL, win, req, true});
+}
 
 void* msg_alloc(std::size_t payload) {
   void* m = CmiAlloc(CmiMsgHeaderSizeBytes + payload);

@@ -176,6 +176,10 @@ struct Hdr {
   std::int32_t type;           // kCas: the element type
   std::int32_t pad2 = 0;
 };
+// MPI_Rget outside any epoch (AMPI_Iget, iget.cpp): the target's memory as the operation
+// finds it when it gets there.
+int get_any_time(void* origin, int ocount, MPI_Datatype otype, int target, MPI_Aint disp, int tcount,
+                 MPI_Datatype ttype, MPI_Win win, MPI_Request* req, const char* fn);
 // A message of `payload` bytes for on_rma, header filled by the caller.
 void* msg_alloc(std::size_t payload);
 inline Hdr& hdr(void* msg) { return *reinterpret_cast<Hdr*>(CmiMsgPayload(msg)); }
