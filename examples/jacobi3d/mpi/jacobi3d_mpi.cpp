@@ -17,6 +17,10 @@
 // ampi_load_balance=sync after every N-th iteration under ucharm's AMPI (UCHARM_AMPI), so
 // the balancer may move heavy ranks to other PEs; other MPIs ignore it. The checksum line
 // (a sum in rank order, independent of where the ranks ran) lets runs be compared.
+// Checkpoints (AMPI): --checkpoint-every K calls AMPI_Migrate with
+// ampi_checkpoint=to_file=DIR after every K-th iteration; a run started with +restart DIR
+// goes on from there (every rank returns from that AMPI_Migrate in the new job), with the
+// uninterrupted run's checksum.
 // Uses MPI-1 point-to-point and collectives only (no Cart or Comm_split_type), and MPI-3
 // RMA in --mode rma.
 //   mpirun -np 8 jacobi3d_mpi --grid 96 --iters 100 --mode gpuaware [--verify]
@@ -39,6 +43,8 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include "buffer.h"
 #include "grid.h"
 #include "kernels.h"
@@ -59,6 +65,9 @@ struct Options {
   int imbalance = 1;      // heavy ranks run their update this many times per iteration
   double heavy = 0.25;    // fraction of the ranks (the first by index) that are heavy
   int lb_every = 0;       // AMPI_Migrate after every N-th iteration (0: never)
+  int ckpt_every = 0;     // AMPI checkpoint after every K-th iteration (0: never)
+  std::string ckpt_dir = "jacobi3d_mpi.ckpt";
+  int stop_after = 0;     // end the run right after the checkpoint at this iteration
   Mode mode = Mode::GpuAware;
   std::string kernels = "auto", csv;
   bool verify = false;
@@ -355,18 +364,65 @@ void balance() {
 #endif
 }
 
-// Iterations with balancing steps between them: after every lb_every-th iteration counted
-// from the start (warm-up included), except after the last one (`total`).
+// Which process this is (its pid and start time): a rank that returns from a checkpoint's
+// AMPI_Migrate in another process was restarted from it.
+unsigned long long process_token() {
+  unsigned long long start = 0;
+  if (FILE* f = std::fopen("/proc/self/stat", "r")) {
+    // Field 22 is the start time; the command name (field 2) may hold spaces: skip past ')'.
+    char buf[1024];
+    const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = 0;
+    if (const char* p = std::strrchr(buf, ')')) {
+      int field = 2;
+      for (; *p && field < 22; ++p)
+        if (*p == ' ') ++field;
+      start = std::strtoull(p, nullptr, 10);
+    }
+  }
+  return (static_cast<unsigned long long>(getpid()) << 40) ^ start;
+}
+
+// A checkpoint of the whole job, collective: true when this rank goes on in a job restarted
+// from it (+restart DIR), false right after writing it.
+bool checkpoint(const std::string& dir) {
+#if defined(UCHARM_AMPI)
+  const unsigned long long before = process_token();
+  MPI_Info hints;
+  MPI_Info_create(&hints);
+  MPI_Info_set(hints, "ampi_load_balance", "false");
+  MPI_Info_set(hints, "ampi_checkpoint", ("to_file=" + dir).c_str());
+  AMPI_Migrate(hints);
+  MPI_Info_free(&hints);
+  return process_token() != before;
+#else
+  (void)dir;
+  return false;
+#endif
+}
+
+// Iterations with balancing steps and checkpoints between them: after every lb_every-th
+// (ckpt_every-th) iteration counted from the start (warm-up included), except after the
+// last one (`total`).
 struct Stepper {
   Block& block;
   int lb_every, total;
+  int ckpt_every = 0;
+  std::string ckpt_dir;
+  int stop_after = 0;
+  int rank = 0;
   int done = 0, steps = 0;
-  double lb_time = 0;  // seconds in balance()
+  double lb_time = 0;    // seconds in balance()
+  double ckpt_time = 0;  // seconds in checkpoint()
+  bool stopped = false;  // --stop-after-checkpoint reached: the run ends
+
+  static int to_boundary(int every, int done) { return every > 0 ? every - done % every : 1 << 30; }
 
   double advance(int n) {  // returns the halo wait time
     double comm = 0;
-    while (n > 0) {
-      const int chunk = lb_every > 0 ? std::min(n, lb_every - done % lb_every) : n;
+    while (n > 0 && !stopped) {
+      const int chunk = std::min({n, to_boundary(lb_every, done), to_boundary(ckpt_every, done)});
       comm += block.run(chunk);
       done += chunk;
       n -= chunk;
@@ -376,6 +432,22 @@ struct Stepper {
         block.bind();
         lb_time += MPI_Wtime() - t;
         ++steps;
+      }
+      if (ckpt_every > 0 && done % ckpt_every == 0 && done < total) {
+        const double t = MPI_Wtime();
+        const bool restarted = checkpoint(ckpt_dir);
+        block.bind();
+        const double took = MPI_Wtime() - t;
+        ckpt_time += took;
+        if (rank == 0) {
+          if (restarted) std::printf("restarted from %s at iteration %d\n", ckpt_dir.c_str(), done);
+          else std::printf("checkpoint at iteration %d: %.3f s\n", done, took);
+          std::fflush(stdout);
+        }
+        if (!restarted && done == stop_after) {
+          if (rank == 0) std::printf("stopped after the checkpoint at iteration %d\n", done);
+          stopped = true;
+        }
       }
     }
     return comm;
@@ -447,6 +519,12 @@ int run_main(int argc, char** argv, std::chrono::steady_clock::time_point starte
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--lb-every", o.lb_every, "AMPI: AMPI_Migrate (load balancing) after every N-th iteration (0: never)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--checkpoint-every", o.ckpt_every,
+                 "AMPI: write a checkpoint (AMPI_Migrate, ampi_checkpoint) after every K-th iteration (0: never)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--checkpoint-dir", o.ckpt_dir, "AMPI: the checkpoint's folder (+restart DIR resumes from it)");
+  app.add_option("--stop-after-checkpoint", o.stop_after, "end the run right after the checkpoint at iteration S")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--verify", o.verify, "compare with a serial run, bit for bit (small grids)");
   app.add_option("--csv", o.csv, "append one result line to this CSV file (rank 0)");
   if (!mpi_common::parse_args(app, argc, argv, "jacobi3d_mpi", rank)) return 0;
@@ -466,6 +544,11 @@ int run_main(int argc, char** argv, std::chrono::steady_clock::time_point starte
   if (o.lb_every > 0 && gpu) fail(rank, "--lb-every needs --kernels cpu: a rank's device memory cannot migrate");
   if (o.lb_every > 0 && o.mode == Mode::Rma && std::string(mpi_name()) == "ampi")
     fail(rank, "--lb-every with --mode rma: AMPI does not migrate a rank while it has an open window");
+  if (o.ckpt_every > 0 && gpu) fail(rank, "--checkpoint-every needs --kernels cpu: a rank's device memory is not checkpointed");
+  if (o.ckpt_every > 0 && o.mode == Mode::Rma && std::string(mpi_name()) == "ampi")
+    fail(rank, "--checkpoint-every with --mode rma: AMPI does not checkpoint a rank while it has an open window");
+  if (o.stop_after > 0 && (o.ckpt_every == 0 || o.stop_after % o.ckpt_every != 0))
+    fail(rank, "--stop-after-checkpoint " + std::to_string(o.stop_after) + ": no checkpoint is written at that iteration (see --checkpoint-every)");
   const int heavy = o.imbalance > 1 ? static_cast<int>(std::ceil(o.heavy * size)) : 0;
   const int first_pe = my_pe();
   const bool ampi = std::string(mpi_name()) == "ampi";
@@ -489,11 +572,23 @@ int run_main(int argc, char** argv, std::chrono::steady_clock::time_point starte
       else
         std::printf("load balancing: --lb-every ignored (%s cannot migrate ranks)\n", mpi_name());
     }
+    if (o.ckpt_every > 0) {
+      if (ampi)
+        std::printf("checkpoints: every %d iterations to %s\n", o.ckpt_every, o.ckpt_dir.c_str());
+      else
+        std::printf("checkpoints: --checkpoint-every ignored (%s has no AMPI checkpoints)\n", mpi_name());
+    }
     std::fflush(stdout);
   }
 
   Block block(*d, rank, gpu, slot, o.mode, rank < heavy ? o.imbalance : 1);
   Stepper steps{block, ampi ? o.lb_every : 0, o.warmup + o.iters};
+  if (ampi) {
+    steps.ckpt_every = o.ckpt_every;
+    steps.ckpt_dir = o.ckpt_dir;
+    steps.stop_after = o.stop_after;
+  }
+  steps.rank = rank;
   MPI_Barrier(MPI_COMM_WORLD);
   block.bind();
   const double startup = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -505,11 +600,14 @@ int run_main(int argc, char** argv, std::chrono::steady_clock::time_point starte
     block.bind();
   }
   const double t0 = MPI_Wtime();
-  const double lb_before = steps.lb_time;
+  const double lb_before = steps.lb_time, ckpt_before = steps.ckpt_time;
   const double comm = steps.advance(o.iters);
+  if (steps.stopped) return 0;  // every rank stopped after the same checkpoint
   const double lb = steps.lb_time - lb_before;
   MPI_Barrier(MPI_COMM_WORLD);
-  const double total = MPI_Wtime() - t0;
+  // Checkpoints are left out of the time per iteration (a restarted run's t0 is from the
+  // first job: its time is not meaningful either way).
+  const double total = MPI_Wtime() - t0 - (steps.ckpt_time - ckpt_before);
   block.bind();
   double comm_sum = 0, total_max = 0, lb_max = 0;
   MPI_Reduce(&comm, &comm_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
