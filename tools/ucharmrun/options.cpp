@@ -30,7 +30,8 @@ const char* const kHelp = R"help(ucharmrun: start a ucharm program on N local PE
 Usage: ucharmrun -n N [options] [--] program [args...]
 
 Options (before the program; everything from the program on is the program's):
-  -n N, --np N      number of PEs (processes), 1 to 4096 (required)
+  -n N, --np N      number of PEs (processes), 1 to 4096 (required; +pN and +p N,
+                    charmrun's spellings, too)
   -p, --prefix      prefix each output line with "[rank] "
   --no-bind         do not bind PEs to cores (UCHARM_BIND=0 for the ranks)
   -v, --verbose     print the start-up banner (PEs, binding, UCX, transports)
@@ -135,7 +136,9 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
       ++i;
       break;
     }
-    if (a.size() < 2 || a[0] != '-') break;  // the program
+    // Charm++'s charmrun spelling of -n N: +pN or +p N.
+    const bool charm_p = a.starts_with("+p") && a.find_first_not_of("0123456789", 2) == std::string_view::npos;
+    if (!charm_p && (a.size() < 2 || a[0] != '-')) break;  // the program
     // "--name=value", "-nVALUE" and "--name value" / "-n value".
     std::string_view name = a;
     std::optional<std::string_view> inline_value;
@@ -147,6 +150,9 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
     } else if (a.size() > 2 && (a.starts_with("-n"))) {
       name = a.substr(0, 2);
       inline_value = a.substr(2);
+    } else if (charm_p) {
+      name = "-n";
+      if (a.size() > 2) inline_value = a.substr(2);
     }
     auto value = [&](const char* what) -> std::string_view {
       if (inline_value) return *inline_value;
