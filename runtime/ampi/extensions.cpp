@@ -1,7 +1,9 @@
-// Charm++'s AMPI run-time options and queries: +mapping (where each rank starts) and the
+// Charm++'s AMPI run-time options and queries: +mapping (where each rank starts), the
 // predefined attributes AMPI_MY_WTH, AMPI_NUM_WTHS, AMPI_MY_PROCESS, AMPI_NUM_PROCESSES,
-// AMPI_MY_HOME_WTH. A worker thread of Charm++ is a PE here, and a process holds one PE.
+// AMPI_MY_HOME_WTH, and AMPI_Suspend/AMPI_Resume. A worker thread of Charm++ is a PE here,
+// and a process holds one PE.
 #include "extensions.h"
+#include "heap.h"
 #include "rank.h"
 
 #include <cstdio>
@@ -104,3 +106,37 @@ void place_attributes(int* values) {
 }
 
 }  // namespace ampi
+
+using namespace ampi;
+
+namespace {
+// AMPI_Resume's notice: an empty message on MPI_COMM_WORLD's collective context, under a
+// tag no collective uses (theirs are not negative).
+constexpr int kResumeTag = -0x5e5e;
+}  // namespace
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+// The calling rank waits until another rank calls AMPI_Resume for it; a resume that came
+// first is kept, and this call returns at once (one resume for one suspend).
+int AMPI_Suspend(void) {
+  heap::RuntimeScope scope;
+  (void)current_rank();
+  return recv(nullptr, 0, MPI_BYTE, MPI_ANY_SOURCE, kResumeTag, *comm_get(MPI_COMM_WORLD), Ctx::Coll, nullptr);
+}
+
+// Rank `dest` of `comm` goes on from its AMPI_Suspend (or will not wait in its next one).
+int AMPI_Resume(int dest, MPI_Comm comm) {
+  heap::RuntimeScope scope;
+  Comm* c = comm_get(comm);
+  if (!c) return error(MPI_COMM_WORLD, MPI_ERR_COMM, "AMPI_Resume", "invalid communicator %d", comm);
+  if (dest < 0 || static_cast<std::size_t>(dest) >= c->members.size())
+    return error(comm, MPI_ERR_RANK, "AMPI_Resume", "rank %d is not in the communicator (size %zu)", dest,
+                 c->members.size());
+  return send(nullptr, 0, MPI_BYTE, c->members[static_cast<std::size_t>(dest)], kResumeTag,
+              *comm_get(MPI_COMM_WORLD), Ctx::Coll);
+}
+
+}  // extern "C"
+#pragma GCC visibility pop

@@ -4,6 +4,7 @@
  *              (on any communicator; AMPI_MY_WTH follows AMPI_Migrate_to_pe)
  *   iget       AMPI_Iget / Iget_wait / Iget_data / Iget_free outside any epoch, strided
  *              target types, errors
+ *   suspend    AMPI_Suspend / AMPI_Resume (a resume that comes first is kept)
  *   callbacks  AMPI_Register_about_to_migrate / just_migrated around AMPI_Migrate_to_pe and
  *              a balancer's moves (run with +balancer RotateLB): they run on the rank's own
  *              thread (their locals on its stack) and may call MPI, blocking calls included
@@ -170,6 +171,32 @@ static void test_iget(struct tctx* t) {
   CHECK_MPI(t, MPI_Win_free(&win));
 }
 
+/* ---- suspend --------------------------------------------------------------------------------- */
+/* Rank 0 suspends; rank 1 resumes it and then sends: rank 0 receives after its suspend
+ * returned. Then rank 1 resumes rank 0 before rank 0 suspends (kept: the suspend returns). */
+static void test_suspend(struct tctx* t) {
+  t->section = "suspend";
+  if (t->size < 2) return;
+  int v = 0;
+  if (t->rank == 0) {
+    CHECK_MPI(t, AMPI_Suspend());
+    CHECK_MPI(t, MPI_Recv(&v, 1, MPI_INT, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK_EQ(t, v, 11);
+    CHECK_MPI(t, MPI_Recv(&v, 1, MPI_INT, 1, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE)); /* after its resume */
+    CHECK_MPI(t, AMPI_Suspend());
+  } else if (t->rank == 1) {
+    v = 11;
+    CHECK_MPI(t, AMPI_Resume(0, MPI_COMM_WORLD));
+    CHECK_MPI(t, MPI_Send(&v, 1, MPI_INT, 0, 3, MPI_COMM_WORLD));
+    CHECK_MPI(t, AMPI_Resume(0, MPI_COMM_WORLD));
+    CHECK_MPI(t, MPI_Send(&v, 1, MPI_INT, 0, 4, MPI_COMM_WORLD));
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  CHECK(t, AMPI_Resume(t->size + 2, MPI_COMM_WORLD) != MPI_SUCCESS);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* ---- callbacks ------------------------------------------------------------------------------- */
 /* Globals: each rank has its own copy of the program (privatized), and they move with it. */
 static char* g_main_local;  /* a local of main's frame: where the rank's stack is */
@@ -237,6 +264,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "status")) test_status(&t);
     else if (!strcmp(argv[i], "attrs")) test_attrs(&t);
     else if (!strcmp(argv[i], "iget")) test_iget(&t);
+    else if (!strcmp(argv[i], "suspend")) test_suspend(&t);
     else if (!strcmp(argv[i], "callbacks")) test_callbacks(&t, &main_local);
     else if (!strcmp(argv[i], "args")) {
       if (t.rank == 0) {
