@@ -159,6 +159,17 @@ class Harness:
         for c in (self.cc["ucharm"], self.run_cmd):
             if not os.access(c, os.X_OK):
                 sys.exit("mpich-tests: %s is missing (build ucharm first)" % c)
+        # Programs built against another mpi.h (MPI_Status's layout, constants) would not
+        # fit the library: a changed mpi.h drops every ucharm build and result here.
+        mpi_h = self.root / "build/runtime/ampi/include/mpi.h"
+        sig = hashlib.sha1(mpi_h.read_bytes()).hexdigest() if mpi_h.exists() else "none"
+        mark = self.work / "ucharm" / "mpi.h.sha1"
+        if (self.work / "ucharm").exists() and (not mark.exists() or mark.read_text().strip() != sig):
+            print("mpich-tests: mpi.h changed since the ucharm builds in %s: building them again" % self.work)
+            import shutil
+            shutil.rmtree(self.work / "ucharm")
+        mark.parent.mkdir(parents=True, exist_ok=True)
+        mark.write_text(sig + "\n")
         inc = self.work / "include"
         inc.mkdir(parents=True, exist_ok=True)
         (inc / "mpitestconf.h").write_text(CONF_H)
