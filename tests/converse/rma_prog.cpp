@@ -4,15 +4,20 @@
 //          the target), get, atomics (fetch-add, 4-byte add, and/or/xor, swap, 8- and
 //          4-byte compare-swap) on PE 0's words, put-fence-put ordering, a storm of 10,000
 //          notified puts to the next PE checked in order by the target's poller, and a
-//          put + fence + flag put to an idle PE whose poller must see it within 50 ms.
-//          Ends "rma ok".
+//          put + fence + flag put to an idle PE whose poller must see the flag, and the
+//          data with it (how long that took is printed, never judged: a correctness test
+//          holds no time bound; benchmarks/run_idle.sh judges it). Ends "rma ok".
+//   idle R the flag put to an idle PE only, R rounds (default 20); each PE prints the
+//          median and the largest delay ("idle wake: PE p ..."), for benchmarks/run_idle.sh.
 //   range  PE 0 puts 16 bytes at offset 8190 of PE 1's 8192-byte region: must end the job
 //          naming the region's size, the offset and the length.
 #include <ucharm/converse.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -37,8 +42,9 @@ struct Pe {
   std::uint64_t report_sum[3] = {0, 0, 0};
   std::vector<unsigned char> send_storm = std::vector<unsigned char>(kStorm * kRecord);
   int storm_issued = 0, storm_seen = 0;
-  std::uint64_t idle_ts = 0;
+  std::uint64_t idle_ts[2] = {0, 0};  // the sender's clock reading, its mark
   double idle_delay_ms = -1;
+  std::vector<double> idle_delays;
 };
 Pe pe;
 int h_desc, h_done, h_check, h_report, h_storm_more;
@@ -259,35 +265,47 @@ void phase_storm() {
   if (CmiNumPollers() != 0) fail("CmiNumPollers after CmiRemovePoller");
 }
 
-// ---- a flag put to an idle PE: noticed within 50 ms (it sleeps in short steps only) ------
+// ---- a flag put to an idle PE: it sleeps in short steps only, so its poller sees the flag,
+// and the data put before the fence with it. How soon is measured (the sender's clock
+// reading travels with the data: one clock on one host) and printed, not judged here.
 std::uint64_t now_ns() {
   return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 }
+std::uint64_t idle_mark(int src, int round) { return 0x1D1E000000000000ull | (std::uint64_t(src) << 16) | std::uint64_t(round); }
+int idle_round = 0;
 bool idle_poll(void*) {
-  if (CmiRmaReadCounter(&pe.ctr[static_cast<std::size_t>(pe.n + prev_pe())]) == 0) return false;
-  pe.idle_delay_ms = static_cast<double>(now_ns() - pe.words[0]) / 1e6;  // the sender's clock reading
+  if (CmiRmaReadCounter(&pe.ctr[static_cast<std::size_t>(pe.n + prev_pe())]) != static_cast<std::uint64_t>(idle_round + 1))
+    return false;
+  const std::uint64_t sent = CmiRmaReadCounter(&pe.words[0]), now = now_ns();
+  if (CmiRmaReadCounter(&pe.words[1]) != idle_mark(prev_pe(), idle_round) || sent == 0 || sent > now)
+    fail("idle PE: the flag put arrived before the data put ahead of the fence");
+  pe.idle_delay_ms = static_cast<double>(now - sent) / 1e6;
   return true;
 }
 void phase_idle() {
-  // The sender's steady-clock reading (one clock on one host) goes to the target's words[0].
   const int id = CmiAddPoller(idle_poll, nullptr);
+  pe.idle_delay_ms = -1;
   const double until = CmiWallTimer() + 0.3;
   CsdScheduleUntil([&] { return CmiWallTimer() > until; });  // both PEs idle a while
-  pe.idle_ts = now_ns();
+  pe.idle_ts[0] = now_ns();
+  pe.idle_ts[1] = idle_mark(pe.me, idle_round);
   // Plain puts (not a notified put): intra-node, UCX emulates atomics with active messages,
   // which would wake the target; a put by CMA wakes nobody, as RDMA hardware's would not.
-  static const std::uint64_t one = 1;
-  CmiRmaPut(pe.remote[next_pe()][Words], 0, &pe.idle_ts, 8, done_msg());
+  const std::uint64_t flag = static_cast<std::uint64_t>(idle_round + 1);
+  CmiRmaPut(pe.remote[next_pe()][Words], 0, pe.idle_ts, sizeof pe.idle_ts, done_msg());
   CmiRmaFence();
-  CmiRmaPut(pe.remote[next_pe()][Ctr], 8 * static_cast<std::size_t>(pe.n + pe.me), &one, 8, done_msg());
+  CmiRmaPut(pe.remote[next_pe()][Ctr], 8 * static_cast<std::size_t>(pe.n + pe.me), &flag, 8, done_msg());
   CsdScheduleUntil([] { return pe.idle_delay_ms >= 0 && pe.done > 1; });
   pe.done = 0;
   CmiRemovePoller(id);
-  if (pe.idle_delay_ms > 50) {
-    char buf[120];
-    std::snprintf(buf, sizeof buf, "an idle PE with a poller noticed a flag put after %.1f ms (more than 50)", pe.idle_delay_ms);
-    fail(buf);
-  }
+  pe.idle_delays.push_back(pe.idle_delay_ms);
+  ++idle_round;
+}
+void report_idle() {
+  std::vector<double> d = pe.idle_delays;
+  std::sort(d.begin(), d.end());
+  CmiPrintf("idle wake: PE %d noticed a flag put after %.2f ms (median of %zu), %.2f ms at most\n", pe.me,
+            d[d.size() / 2], d.size(), d.back());
 }
 
 void start(int argc, char** argv) {
@@ -323,6 +341,17 @@ void start(int argc, char** argv) {
     CmiBarrier();
     CmiExit(pe.me == 0 ? 3 : 0);
   }
+  if (pe.mode == "idle") {
+    const int rounds = argc > 2 ? std::atoi(argv[2]) : 20;
+    for (int r = 0; r < rounds; ++r) {
+      phase_idle();
+      CmiBarrier();
+    }
+    report_idle();
+    CmiBarrier();
+    if (pe.me == 0) CmiExit(0);
+    return;
+  }
   phase_put();
   CmiBarrier();
   phase_get();
@@ -334,6 +363,7 @@ void start(int argc, char** argv) {
   phase_storm();
   CmiBarrier();
   phase_idle();
+  report_idle();
   CmiBarrier();
   if (CmiRmaOpen() != 0) fail("one-sided operations still open at the end");
   for (auto& row : pe.remote)

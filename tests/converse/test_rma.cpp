@@ -19,7 +19,7 @@ bool has(const std::string& text, const std::string& what) { return text.find(wh
 class ConverseRma : public ::testing::TestWithParam<int> {};
 
 // put/get (self included), every atomic, put-fence-put ordering, 10,000 notified puts
-// checked in order, and an idle PE that notices a notified put within 50 ms.
+// checked in order, and an idle PE that notices a flag put, with the data fenced ahead of it.
 TEST_P(ConverseRma, AllPhasesPass) {
   Result r = job(GetParam(), "all");
   EXPECT_EQ(r.code, 0) << describe(r);

@@ -2,9 +2,11 @@
  * (MPI_Send; small sends are buffered) while rank 0 computes, then rank 0 receives them all
  * with MPI_ANY_SOURCE and checks the order per source. With more ranks than cores, ranks
  * that wait must leave the cores to the one that computes: rank 0 times the same work
- * twice, once while the others wait in a barrier and once during the incast, and fails when
- * the second is more than 2.5 times slower (+0.3 s).
- *   incast [MSGS] [notime]   messages from each rank (default 2000); notime: no timing check
+ * twice, once while the others wait in a barrier and once during the incast, and prints
+ * both; benchmarks/run_idle.sh judges them (at most 2.5x, +0.3 s), the tests do not (a
+ * loaded machine slows the work too).
+ *   incast [MSGS] [notime]   messages from each rank (default 2000); notime: a short
+ *                            computation (the tests), too short to be timed
  * Any number of ranks >= 1. */
 #include "check.h"
 
@@ -61,8 +63,6 @@ int main(int argc, char** argv) {
     }
     free(next);
     printf("incast: work %.3f s alone, %.3f s during the incast\n", quiet, busy);
-    CHECK(&t, !timed || busy <= 2.5 * quiet + 0.3,
-          "the work took %.3f s during the incast, %.3f s alone: waiting ranks took the cores", busy, quiet);
   }
   MPI_Comm_free(&comm);
   return tctx_finish(&t);

@@ -1,5 +1,7 @@
 // idle: PE 0 computes for one second while the others wait in the scheduler; each idle
-// PE then reports the CPU time it used meanwhile, which must be far below a second.
+// PE then reports the CPU time it used meanwhile, and every report must arrive (the idle
+// PEs wake for it). The CPU time is printed, not judged here: benchmarks/run_idle.sh holds
+// it to 0.3 s.
 #include "common.h"
 
 #include <sys/resource.h>
@@ -23,7 +25,6 @@ void report(void* msg) {
   worst = std::max(worst, used);
   if (++reports == CmiNumPes() - 1) {
     CmiPrintf("idle: the busiest idle PE used %.3f s of CPU in 1 s\n", worst);
-    if (worst > 0.3) CmiAbort("idle: idle PEs burn CPU (%.3f s in 1 s)", worst);
     CmiPrintf("idle ok\n");
     CmiExit(0);
   }
