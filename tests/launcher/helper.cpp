@@ -64,9 +64,9 @@ int crash(const pmix_proc_t& me, int argc, char** argv) {
     }
   }
   if (me.rank == target) {
-    // The record first, as a checkpoint completes before the failure it survives.
-    for (int i = 0; i < 1000 && dir != "-" && rec && ::access(rec, F_OK) != 0; ++i)
-      ::usleep(10000);
+    // The record first, as a checkpoint completes before the failure it survives (however
+    // long rank 0 takes to start: the test's own limit stops a job that never writes it).
+    while (dir != "-" && rec && ::access(rec, F_OK) != 0) ::usleep(10000);
     ::raise(SIGKILL);
   }
   for (;;) ::pause();

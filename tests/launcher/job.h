@@ -79,8 +79,9 @@ inline std::vector<pid_t> live_in_group(pid_t pgid) {
   return out;
 }
 
-// Polls until no process of the group is left; false after `limit_s`.
-inline bool group_ends_within(pid_t pgid, double limit_s) {
+// Polls until no process of the group is left; false after a minute (orphans would stay
+// forever: this is no time bound on how fast they go).
+inline bool group_ends(pid_t pgid, double limit_s = 60) {
   const auto t0 = Clock::now();
   while (!live_in_group(pgid).empty()) {
     if (std::chrono::duration<double>(Clock::now() - t0).count() > limit_s) return false;

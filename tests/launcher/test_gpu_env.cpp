@@ -328,7 +328,7 @@ TEST(LauncherMps, AutoUsesADaemonThatAlreadyAnswers) {
   ASSERT_EQ(::mkdir(own.c_str(), 0700), 0);
   const std::vector<std::string> at_own = {"CUDA_MPS_PIPE_DIRECTORY=" + own, "FAKE_MPS_RECORD=" + f.record};
   ASSERT_EQ(run({kFakeMps, "-d"}, 10, at_own).code, 0);
-  for (int i = 0; i < 500 && f.lines("daemon").empty(); ++i) ::usleep(10000);
+  for (int i = 0; i < 6000 && f.lines("daemon").empty(); ++i) ::usleep(10000);  // a minute at most
   ASSERT_EQ(f.lines("daemon").size(), 1u) << f.all();
   Result r = run(env_job(4, {"CUDA_MPS_PIPE_DIRECTORY"}), 60, f.env(tmp, {"CUDA_MPS_PIPE_DIRECTORY=" + own, "CUDA_VISIBLE_DEVICES=0"}));
   EXPECT_EQ(r.code, 0) << describe(r);
@@ -337,7 +337,7 @@ TEST(LauncherMps, AutoUsesADaemonThatAlreadyAnswers) {
   EXPECT_TRUE(f.lines("quit").empty()) << "the launcher stopped a daemon it did not start\n" << f.all();
   for (int pe = 0; pe < 4; ++pe) EXPECT_EQ(value_of(r.out, pe, "CUDA_MPS_PIPE_DIRECTORY"), own) << describe(r);
   EXPECT_EQ(run({"/bin/sh", "-c", "echo quit | " + kFakeMps}, 10, at_own).code, 0);
-  for (int i = 0; i < 500 && f.lines("quit").empty(); ++i) ::usleep(10000);
+  for (int i = 0; i < 6000 && f.lines("quit").empty(); ++i) ::usleep(10000);  // a minute at most
   EXPECT_EQ(f.lines("quit").size(), 1u) << f.all();
 }
 
@@ -354,7 +354,7 @@ TEST(LauncherMps, TheNextLauncherStopsTheDaemonOfAKilledOne) {
     daemon = std::atoi(field(f.lines("daemon")[0], "pid").c_str());
     ::kill(job.pid(), SIGKILL);
     EXPECT_EQ(job.wait_exit(30), 128 + SIGKILL);
-    EXPECT_TRUE(group_ends_within(job.pid(), 5)) << "ranks outlived a killed launcher";
+    EXPECT_TRUE(group_ends(job.pid())) << "ranks outlived a killed launcher";
   }
   ASSERT_GT(daemon, 0);
   EXPECT_TRUE(alive(daemon));
@@ -364,7 +364,7 @@ TEST(LauncherMps, TheNextLauncherStopsTheDaemonOfAKilledOne) {
   EXPECT_EQ(next.code, 0) << describe(next);
   EXPECT_EQ(f.lines("quit"), std::vector<std::string>{"quit pid=" + std::to_string(daemon) + " pipe=" + pipe})
       << f.all();
-  for (int i = 0; i < 200 && alive(daemon); ++i) ::usleep(10000);
+  for (int i = 0; i < 6000 && alive(daemon); ++i) ::usleep(10000);  // a minute at most
   EXPECT_FALSE(alive(daemon));
   if (alive(daemon)) ::kill(daemon, SIGKILL);
   EXPECT_TRUE(tmp.entries().empty()) << "the stale folder is still there";

@@ -160,8 +160,7 @@ TEST_P(LauncherSignal, StopsEveryRankRemovesItsFolderAndExits128PlusSignal) {
   EXPECT_EQ(code, 128 + sig) << job.text();
   EXPECT_TRUE(has(job.err(), std::string("ucharmrun: got SIG") + sigabbrev_np(sig) +
                                  "; stopping the job")) << job.text();
-  EXPECT_LT(job.seconds(), 15) << job.text();
-  EXPECT_TRUE(group_ends_within(job.pid(), 5)) << "ranks left running";
+  EXPECT_TRUE(group_ends(job.pid())) << "ranks left running";
   EXPECT_TRUE(tmp.entries().empty()) << "the launcher's folder was left";
 }
 
@@ -181,7 +180,7 @@ TEST(LauncherSignals, RanksIgnoringSigtermAreKilled) {
   ::kill(job.pid(), SIGTERM);
   const int code = job.wait_exit(30);
   EXPECT_EQ(code, 128 + SIGTERM) << job.text();
-  EXPECT_TRUE(group_ends_within(job.pid(), 5)) << "ranks left running";
+  EXPECT_TRUE(group_ends(job.pid())) << "ranks left running";
   EXPECT_TRUE(tmp.entries().empty()) << "the launcher's folder was left";
 }
 
@@ -199,7 +198,7 @@ TEST_P(LauncherKilled, RanksDieAndTheNextLauncherRemovesTheStaleFolder) {
     killed = job.pid();
     ::kill(killed, SIGKILL);
     EXPECT_EQ(job.wait_exit(30), 128 + SIGKILL);
-    EXPECT_TRUE(group_ends_within(killed, 5)) << "ranks outlived a killed launcher";
+    EXPECT_TRUE(group_ends(killed)) << "ranks outlived a killed launcher";
   }
   ASSERT_TRUE(has_folder_of(tmp, killed)) << "nothing stale to clean up";
 
@@ -246,8 +245,7 @@ TEST_P(LauncherFailure, ExitCodeOfTheFailingRankEndsTheJob) {
   EXPECT_EQ(code, 5) << job.text();
   EXPECT_TRUE(has(job.err(), "ucharmrun: rank " + last() + " (PE " + last() + ", pid ")) << job.text();
   EXPECT_TRUE(has(job.err(), "exited with code 5; stopping the other")) << job.text();
-  EXPECT_LT(job.seconds(), 20) << job.text();
-  EXPECT_TRUE(group_ends_within(job.pid(), 5)) << "ranks left running";
+  EXPECT_TRUE(group_ends(job.pid())) << "ranks left running";
   EXPECT_TRUE(tmp.entries().empty());
 }
 
@@ -258,7 +256,7 @@ TEST_P(LauncherFailure, LeavingWithCode0WithoutFinishingFailsTheJob) {
   const int code = job.wait_exit(60);
   EXPECT_EQ(code, 1) << job.text();
   EXPECT_TRUE(has(job.err(), "exited with code 0 without finishing the job")) << job.text();
-  EXPECT_TRUE(group_ends_within(job.pid(), 5)) << "ranks left running";
+  EXPECT_TRUE(group_ends(job.pid())) << "ranks left running";
 }
 
 // A rank that ended in order with a non-zero code while the others run on: they are
@@ -270,8 +268,7 @@ TEST_P(LauncherFailure, OrderlyEndWithACodeStopsRanksThatRunOn) {
   EXPECT_EQ(code, 4) << job.text();
   EXPECT_TRUE(has(job.err(), "rank " + last() + " (PE " + last() + ") ended the job with code 4"))
       << job.text();
-  EXPECT_LT(job.seconds(), 25) << job.text();
-  EXPECT_TRUE(group_ends_within(job.pid(), 5)) << "ranks left running";
+  EXPECT_TRUE(group_ends(job.pid())) << "ranks left running";
 }
 
 // A ucharm rank killed by a signal: 128+signal, every other PE reports it.
@@ -282,8 +279,7 @@ TEST_P(LauncherFailure, RankKilledBySignal) {
   EXPECT_EQ(code, 128 + SIGKILL) << job.text();
   EXPECT_TRUE(has(job.err(), "ucharmrun: rank " + last() + " (PE " + last() + ", pid ")) << job.text();
   EXPECT_TRUE(has(job.err(), "was killed by signal 9")) << job.text();
-  EXPECT_LT(job.seconds(), 20) << job.text();
-  EXPECT_TRUE(group_ends_within(job.pid(), 5)) << "ranks left running";
+  EXPECT_TRUE(group_ends(job.pid())) << "ranks left running";
   EXPECT_TRUE(tmp.entries().empty());
 }
 
