@@ -8,7 +8,8 @@
 # globals (runtime/ampi/README.md). Do not strip the executable: strip drops the
 # appended program.
 #
-# Needs the targets ucharm::ampi, ucharm::ampi_loader and ucharm::ampi_compose, from
+# Needs the targets ucharm::ampi, ucharm::ampi_program, ucharm::ampi_loader and
+# ucharm::ampi_compose, from
 # find_package(ucharm) or from ucharm's own build.
 function(ucharm_add_ampi_executable name)
   if(NOT ARGN)
@@ -21,7 +22,8 @@ function(ucharm_add_ampi_executable name)
   endif()
   set(program ${name}_ampi_program)
   add_library(${program} MODULE ${ARGN})
-  target_link_libraries(${program} PRIVATE ucharm::ampi)
+  # mpi.h and libucharm-ampi only: the program's language standard is its own.
+  target_link_libraries(${program} PRIVATE ucharm::ampi_program)
   set_target_properties(${program} PROPERTIES POSITION_INDEPENDENT_CODE ON PREFIX ""
                         OUTPUT_NAME ${name}.program)
   # -Bsymbolic: the program's references to its own functions and globals bind to its own

@@ -45,6 +45,10 @@ CmiIsoSlice* slice_of(const void* p);
 std::size_t slice_bytes();
 }  // namespace ampi::loader
 
+// NUL-separated words, ended by an empty one: run-time options ampicc linked into this
+// executable (-balancer); absent (null) otherwise.
+extern "C" [[gnu::weak]] const char ucharm_ampi_default_args[];
+
 namespace {
 
 constexpr const char* kName = "ucharm AMPI loader";
@@ -292,6 +296,20 @@ class ProgramImage {
   std::vector<ampi::LoadedImage*> resident_;  // copies in slices that are in this process
 };
 
+// The run-time options the program was linked with (ampicc -balancer NAME) go before the
+// command line's own, so an option given there wins (the last one counts).
+char** with_linked_defaults(int& argc, char** argv) {
+  const char* words = ucharm_ampi_default_args;
+  if (words == nullptr || *words == '\0') return argv;
+  static std::vector<char*> all;
+  all.push_back(argv[0]);
+  for (const char* w = words; *w != '\0'; w += std::strlen(w) + 1) all.push_back(const_cast<char*>(w));
+  for (int i = 1; i < argc; ++i) all.push_back(argv[i]);
+  argc = static_cast<int>(all.size());
+  all.push_back(nullptr);
+  return all.data();
+}
+
 ampi::MainFn main_for(void* context, int rank, CmiIsoSlice* slice, void** image) {
   *image = nullptr;
   auto* p = static_cast<ProgramImage*>(context);
@@ -314,6 +332,7 @@ int main(int argc, char** argv) {
   // Static: exit() from a rank does not unwind this frame, the copies' finalizers run at
   // exit (on_exit, registered later, so run before this is destroyed), and
   // ucharm_ampi_start returns only when every rank of this process has ended.
+  argv = with_linked_defaults(argc, argv);
   static ProgramImage image(argc, argv);
   if (!image.open()) return 1;
   static ampi::Program program;
