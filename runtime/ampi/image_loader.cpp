@@ -12,10 +12,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <utility>
 
 // libc's and ld.so's own, for handlers and TLS that are not an image's.
@@ -385,6 +388,131 @@ bool write_all(int fd, const char* p, std::size_t left) {
 
 namespace {
 
+// `s` with every $ORIGIN and ${ORIGIN} (the whole name: "$ORIGINAL" is not one) replaced by
+// `origin` into `out`; false when there is none.
+bool expand_origin(std::string_view s, const std::string& origin, std::string& out) {
+  out.clear();
+  bool any = false;
+  for (std::size_t i = 0; i < s.size();) {
+    std::size_t len = 0;
+    if (s.substr(i, 9) == "${ORIGIN}") {
+      len = 9;
+    } else if (s.substr(i, 7) == "$ORIGIN") {
+      const std::size_t j = i + 7;
+      if (j == s.size() || !(std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) len = 7;
+    }
+    if (len != 0) {
+      out += origin;
+      i += len;
+      any = true;
+    } else {
+      out += s[i++];
+    }
+  }
+  return any;
+}
+
+}  // namespace
+
+// The strings that name $ORIGIN are the file's own: glibc would expand it to the folder of
+// the path the memfd was opened by. The expanded strings go into a new read-only segment
+// after the image's last one, with a copy of the program headers that includes it (the old
+// table has no room); the dynamic entries point there (a string is found at DT_STRTAB +
+// d_val, wherever in the image that is).
+bool write_program(int fd, const char* bytes, std::size_t size, const std::string& origin, std::string& error) {
+  ElfFile elf;
+  if (!elf.parse(bytes, size, error)) return false;
+  struct Edit {
+    std::size_t dyn_offset;  // of the Elf64_Dyn in the file
+    std::string text;
+  };
+  std::vector<Edit> edits;
+  std::uint64_t strtab = 0;
+  if (!origin.empty()) {
+    const Elf64_Phdr& d = *elf.dynamic;
+    std::uint64_t strsz = 0;
+    const auto each_dyn = [&](auto&& f) {
+      for (std::size_t off = 0; off + sizeof(Elf64_Dyn) <= d.p_filesz; off += sizeof(Elf64_Dyn)) {
+        Elf64_Dyn dyn;
+        std::memcpy(&dyn, bytes + d.p_offset + off, sizeof dyn);
+        if (dyn.d_tag == DT_NULL) break;
+        f(dyn, d.p_offset + off);
+      }
+    };
+    each_dyn([&](const Elf64_Dyn& dyn, std::size_t) {
+      if (dyn.d_tag == DT_STRTAB) strtab = dyn.d_un.d_ptr;
+      if (dyn.d_tag == DT_STRSZ) strsz = dyn.d_un.d_val;
+    });
+    // DT_STRTAB's place in the file: through the load segment that holds it.
+    std::optional<std::size_t> strings;
+    for (const Elf64_Phdr& p : elf.phdrs) {
+      if (p.p_type == PT_LOAD && strtab >= p.p_vaddr && strtab < p.p_vaddr + p.p_filesz)
+        strings = p.p_offset + (strtab - p.p_vaddr);
+    }
+    if (strings && *strings <= size) strsz = std::min<std::uint64_t>(strsz, size - *strings);
+    if (strings) {
+      each_dyn([&](const Elf64_Dyn& dyn, std::size_t at) {
+        if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RPATH && dyn.d_tag != DT_RUNPATH) return;
+        if (dyn.d_un.d_val >= strsz) return;
+        const char* str = bytes + *strings + dyn.d_un.d_val;
+        std::string text;
+        if (expand_origin(std::string_view(str, ::strnlen(str, strsz - dyn.d_un.d_val)), origin, text))
+          edits.push_back({at, std::move(text)});
+      });
+    }
+  }
+  if (!write_all(fd, bytes, size)) {
+    error = std::string("writing the program into a memfd: ") + std::strerror(errno);
+    return false;
+  }
+  if (edits.empty()) return true;
+
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const auto align = [page](std::uint64_t v) { return (v + page - 1) / page * page; };
+  std::uint64_t image_end = 0;
+  for (const Elf64_Phdr& p : elf.phdrs) {
+    if (p.p_type == PT_LOAD) image_end = std::max(image_end, p.p_vaddr + p.p_memsz);
+  }
+  const std::uint64_t vaddr = align(image_end), offset = align(size);
+  std::vector<Elf64_Phdr> phdrs = elf.phdrs;
+  Elf64_Phdr load{};
+  load.p_type = PT_LOAD;  // last: the load segments stay in address order
+  load.p_flags = PF_R;
+  load.p_offset = offset;
+  load.p_vaddr = load.p_paddr = vaddr;
+  load.p_align = page;
+  phdrs.push_back(load);
+  const std::size_t table = phdrs.size() * sizeof(Elf64_Phdr);
+  std::string segment(table, '\0');
+  bool ok = true;
+  for (const Edit& e : edits) {
+    Elf64_Dyn dyn;
+    std::memcpy(&dyn, bytes + e.dyn_offset, sizeof dyn);
+    dyn.d_un.d_val = vaddr + segment.size() - strtab;
+    segment += e.text;
+    segment += '\0';
+    ok = ok && ::pwrite(fd, &dyn, sizeof dyn, static_cast<off_t>(e.dyn_offset)) == sizeof dyn;
+  }
+  phdrs.back().p_filesz = phdrs.back().p_memsz = segment.size();
+  for (Elf64_Phdr& p : phdrs) {
+    if (p.p_type != PT_PHDR) continue;
+    p.p_offset = offset;
+    p.p_vaddr = p.p_paddr = vaddr;
+    p.p_filesz = p.p_memsz = table;
+  }
+  std::memcpy(segment.data(), phdrs.data(), table);
+  Elf64_Ehdr header = elf.header;
+  header.e_phoff = offset;
+  header.e_phnum = static_cast<Elf64_Half>(phdrs.size());
+  ok = ok && ::pwrite(fd, &header, sizeof header, 0) == sizeof header &&
+       ::pwrite(fd, segment.data(), segment.size(), static_cast<off_t>(offset)) ==
+           static_cast<ssize_t>(segment.size());
+  if (!ok) error = std::string("writing the program into a memfd: ") + std::strerror(errno);
+  return ok;
+}
+
+namespace {
+
 // The dynamic tags whose functions must not run in the template: each becomes a second
 // DT_INIT_ARRAYSZ of 0 (glibc keeps the last of a repeated tag and never calls an array
 // it has no DT_INIT_ARRAY for).
@@ -401,7 +529,7 @@ bool runs_code(std::int64_t tag) {
 }  // namespace
 
 std::shared_ptr<ImageLibraries> ImageLibraries::open(const char* bytes, std::size_t size, std::string& error,
-                                                     ProcessHeapHooks hooks) {
+                                                     ProcessHeapHooks hooks, const std::string& origin) {
   ElfFile elf;
   if (!elf.parse(bytes, size, error)) return nullptr;
   int fd = ::memfd_create("ucharm-ampi-template", MFD_CLOEXEC);
@@ -409,7 +537,11 @@ std::shared_ptr<ImageLibraries> ImageLibraries::open(const char* bytes, std::siz
     error = std::string("memfd_create: ") + std::strerror(errno);
     return nullptr;
   }
-  bool ok = write_all(fd, bytes, size);
+  if (!write_program(fd, bytes, size, origin, error)) {
+    ::close(fd);
+    return nullptr;
+  }
+  bool ok = true;
   // The dynamic section in the file, patched in the memfd only.
   const Elf64_Phdr& d = *elf.dynamic;
   for (std::size_t off = 0; ok && off + sizeof(Elf64_Dyn) <= d.p_filesz; off += sizeof(Elf64_Dyn)) {

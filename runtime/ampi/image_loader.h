@@ -30,6 +30,13 @@ struct ProcessHeapHooks {
 // Writes all `size` bytes to `fd` (retrying short writes and EINTR); false on an error (errno).
 [[gnu::visibility("default")]] bool write_all(int fd, const char* bytes, std::size_t size);
 
+// Writes the program's shared object [bytes, bytes+size) into `fd` (a memfd glibc is to
+// load): as it is, except that $ORIGIN in its DT_NEEDED, DT_RPATH and DT_RUNPATH strings
+// becomes `origin`, the folder of the file the program came from (glibc would take the
+// memfd's). Empty `origin`: as it is. False after setting `error`.
+[[gnu::visibility("default")]] bool write_program(int fd, const char* bytes, std::size_t size,
+                                                  const std::string& origin, std::string& error);
+
 // dlopen(path, flags) of a memfd's /proc/self/fd path through a symlink `name` in a fresh
 // private directory, both removed at once: the name glibc records for the object never
 // comes to mean another file once the fd number is reused (a tool that reopens loaded
@@ -40,10 +47,10 @@ struct ProcessHeapHooks {
 class [[gnu::visibility("default")]] ImageLibraries {
  public:
   // Parses the ELF object in [bytes, bytes+size) and dlopens a copy of it with its
-  // initializers and finalizers removed (its constructors never run), RTLD_LOCAL. Null
-  // after setting `error`.
+  // initializers and finalizers removed (its constructors never run), RTLD_LOCAL; $ORIGIN
+  // in its library paths means `origin` (write_program). Null after setting `error`.
   static std::shared_ptr<ImageLibraries> open(const char* bytes, std::size_t size, std::string& error,
-                                              ProcessHeapHooks hooks = {});
+                                              ProcessHeapHooks hooks = {}, const std::string& origin = {});
   ~ImageLibraries();
   ImageLibraries(const ImageLibraries&) = delete;
   ImageLibraries& operator=(const ImageLibraries&) = delete;

@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -105,6 +106,15 @@ class ProgramImage {
     }
     bytes_ = static_cast<const char*>(map_) + t.offset;
     size_ = t.size;
+    // $ORIGIN in the program's library paths is this executable's folder, as for any
+    // program (glibc would take the folder of the memfd a copy is loaded from).
+    char exe[PATH_MAX];
+    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+      origin_.assign(exe, static_cast<std::size_t>(n));
+      const std::size_t slash = origin_.rfind('/');
+      origin_.erase(slash == 0 ? 1 : slash);
+    }
     return true;
   }
 
@@ -198,10 +208,9 @@ class ProgramImage {
     std::lock_guard lock(mutex_);
     int fd = ::memfd_create("ucharm-ampi-program", MFD_CLOEXEC);
     if (fd < 0) return fail(rank, "memfd_create", std::strerror(errno));
-    if (!ampi::write_all(fd, bytes_, size_)) {
-      int e = errno;
+    if (std::string error; !ampi::write_program(fd, bytes_, size_, origin_, error)) {
       ::close(fd);
-      return fail(rank, "writing the program into a memfd", std::strerror(e));
+      return fail(rank, "the copy's memfd", error.c_str());
     }
     std::string path = unique_path(fd, copies_++);
     // The name glibc records for the copy must never come to mean another file: a tool that
@@ -246,7 +255,7 @@ class ProgramImage {
       ampi::ProcessHeapHooks hooks;
       hooks.enter = [] { return static_cast<void*>(ampi::loader::switch_heap(nullptr)); };
       hooks.leave = [](void* saved) { ampi::loader::switch_heap(static_cast<CmiIsoSlice*>(saved)); };
-      libraries_ = ampi::ImageLibraries::open(bytes_, size_, error, hooks);
+      libraries_ = ampi::ImageLibraries::open(bytes_, size_, error, hooks, origin_);
       if (libraries_ != nullptr && ::on_exit(&ProgramImage::finalize_resident, this) != 0) {
         error = "cannot register the copies' finalizers with on_exit";
         libraries_.reset();
@@ -287,6 +296,7 @@ class ProgramImage {
   std::size_t map_size_ = 0;
   const char* bytes_ = nullptr;
   std::size_t size_ = 0;
+  std::string origin_;  // the folder of this executable, for $ORIGIN
   int argc_;
   char** argv_;  // the command line the copies' constructors get, as glibc gives it
   std::mutex mutex_;
