@@ -4,6 +4,9 @@
 #ifndef UCHARM_AMPI_CHARMXX_H
 #define UCHARM_AMPI_CHARMXX_H
 #ifdef __cplusplus
+#if __cplusplus < 202002L
+#error "charm++.h: ucharm's PUP::er (ucharm/pup.h) needs C++20: compile with -std=c++20 (ampicxx keeps the compiler's default standard)"
+#endif
 #include "ucharm/pup.h"
 #endif
 #endif

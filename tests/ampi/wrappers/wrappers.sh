@@ -56,6 +56,11 @@ for mode in "-c x.cpp" "x.cpp -o x" "-shared x.cpp -o libx.so"; do
   out=$("$ampicxx" -std=c++17 -show $mode)
   [[ $(grep -o -- "-std=[^ ]*" <<<"$out" | sort -u) == "-std=c++17" ]] || fail "ampicxx -std=c++17 $mode: $out"
 done
+# charm++.h (Charm++'s PUP::er, for AMPI programs that use it) needs C++20 and says so.
+printf '#include <charm++.h>\nint f(PUP::er& p, int& x) { p | x; return x; }\n' >pup.cpp
+out=$("$ampicxx" -std=c++17 -c pup.cpp -o pup.o 2>&1) && fail "charm++.h compiled as C++17"
+has "$out" "needs C++20" "charm++.h as C++17"
+out=$("$ampicxx" -std=c++20 -c pup.cpp -o pup.o 2>&1) || fail "charm++.h as C++20: $out"
 echo "standard: the compiler's default"
 
 # OpenMPI's queries.
