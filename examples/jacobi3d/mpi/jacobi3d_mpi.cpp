@@ -364,6 +364,7 @@ void balance() {
 #endif
 }
 
+#if defined(UCHARM_AMPI)
 // Which process this is (its pid and start time): a rank that returns from a checkpoint's
 // AMPI_Migrate in another process was restarted from it.
 unsigned long long process_token() {
@@ -383,6 +384,7 @@ unsigned long long process_token() {
   }
   return (static_cast<unsigned long long>(getpid()) << 40) ^ start;
 }
+#endif
 
 // A checkpoint of the whole job, collective: true when this rank goes on in a job restarted
 // from it (+restart DIR), false right after writing it.
@@ -409,7 +411,7 @@ struct Stepper {
   Block& block;
   int lb_every, total;
   int ckpt_every = 0;
-  std::string ckpt_dir;
+  std::string ckpt_dir{};
   int stop_after = 0;
   int rank = 0;
   int done = 0, steps = 0;
