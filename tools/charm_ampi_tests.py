@@ -91,7 +91,7 @@ PROGS = [
     Prog("Cjacobi3D jacobi.tls", "examples/ampi/Cjacobi3D", "jacobi.tls", "jacobi.tls",
          [Run(8, 3, JAC, expect=["iter 40 "])], timeout=3),
     Prog("Cjacobi3D jacobi-cpp", "examples/ampi/Cjacobi3D", "jacobi-cpp", "jacobi-cpp",
-         [Run(8, 3, ["40"] + JAC, expect=["iter 40 "])], make_vars=("OPTS=-std=c++20",),
+         [Run(8, 3, ["40"] + JAC, expect=["iter 40 "])], compiler="ampicxx -std=c++20",
          note="not run by Charm++'s Makefile (its first argument: DIM); charm++.h's PUP needs C++20",
          timeout=3),
     Prog("Cjacobi3D jacobi-get", "examples/ampi/Cjacobi3D", "jacobi-get", "jacobi-get",
