@@ -4,6 +4,7 @@
 // of metadata (headers, bins, bitmap) is inside the slice: copying the slice's used bytes
 // to the same addresses elsewhere copies the heap.
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
@@ -158,6 +159,23 @@ void take(CmiIsoSlice* s, Block* b, std::size_t req) {
   }
 }
 
+// Says once per process, on stderr, that a request is larger than a slice's heap can ever
+// grow: the caller gets nullptr (malloc's ENOMEM), but the fix is an option to set.
+void too_big(const CmiIsoSlice* s, std::size_t n) {
+  std::string msg = "a block of " + std::to_string(n) + " bytes does not fit slice " + std::to_string(s->id) +
+                    " (" + std::to_string(s->end - s->base) + " bytes; its heap may grow to " +
+                    std::to_string(s->heap_limit - s->heap_begin) + " bytes, " + std::to_string(s->used_bytes) +
+                    " of them in use)";
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true, std::memory_order_relaxed))
+    std::fprintf(stderr,
+                 "ucharm isomalloc: %s: the allocation returns NULL (ENOMEM). Give every slice more room with "
+                 "+isomalloc-slice=SIZE (and +isomalloc-region=SIZE, at most 48T, for one slice per rank or "
+                 "thread)\n",
+                 msg.c_str());
+  set_error(std::move(msg));
+}
+
 Block* checked_block(const CmiIsoSlice* s, void* p, const char* who) {
   std::uintptr_t a = addr(p);
   if (a < s->heap_begin + kHeaderBytes || a >= s->heap_top || (a & 15)) corrupt(who, p);
@@ -210,10 +228,25 @@ void* heap_malloc(CmiIsoSlice* s, std::size_t n) {
     b = found;
   } else {
     b = from_top(s, req);
-    if (!b) return nullptr;
+    if (!b) {
+      if (req > s->heap_limit - s->heap_top) too_big(s, n);
+      return nullptr;
+    }
   }
   s->used_bytes += block_size(b);
   return reinterpret_cast<char*>(b) + kHeaderBytes;
+}
+
+void* heap_calloc(CmiIsoSlice* s, std::size_t n) {
+  // Bytes at or above heap_high were never written since their pages were last given back
+  // (or mapped): they read as zero, and a large calloc from the top leaves them untouched.
+  std::uintptr_t zero_from = s->heap_high;
+  char* p = static_cast<char*>(heap_malloc(s, n));
+  if (!p) return nullptr;
+  std::uintptr_t end = addr(p) + n;
+  std::uintptr_t dirty_end = std::min(end, std::max(zero_from, addr(p)));
+  std::memset(p, 0, dirty_end - addr(p));
+  return p;
 }
 
 void heap_free(CmiIsoSlice* s, void* p) {
@@ -268,14 +301,14 @@ void* heap_realloc(CmiIsoSlice* s, void* p, std::size_t n) {
 }
 
 void* heap_memalign(CmiIsoSlice* s, std::size_t align, std::size_t n) {
-  if (align == 0 || (align & (align - 1)) || align > kPage) {
-    set_error("CmiIsoMemalign: the alignment must be a power of two no larger than 4096, got " +
-              std::to_string(align));
+  if (align == 0 || (align & (align - 1)) || align > (std::size_t{1} << 46)) {
+    set_error("CmiIsoMemalign: the alignment must be a power of two (at most 2^46), got " + std::to_string(align));
     return nullptr;
   }
   if (align <= 16) return heap_malloc(s, n);
   std::size_t req = request(n);
-  if (!req) return nullptr;
+  if (!req || req > (std::size_t{1} << 60) - align) return nullptr;
+  // Room for an aligned payload with a free block of at least kMinBlock in front of it.
   char* p = static_cast<char*>(heap_malloc(s, req + align + kMinBlock));
   if (!p) return nullptr;
   Block* b = at(addr(p) - kHeaderBytes);

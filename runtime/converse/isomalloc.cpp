@@ -28,6 +28,7 @@ namespace ucharm::converse::iso {
 namespace {
 
 constexpr std::uintptr_t kRegionBase = 0x200000000000ull;  // 32 TiB: far from brk, mmap and ASan's shadow
+constexpr std::size_t kRegionMax = std::size_t{48} << 40;     // up to 80 TiB
 constexpr std::uint32_t kPackVersion = 1;
 constexpr std::uint64_t kPackMagic = 0x75636861726d5350ull;  // "ucharmSP"
 constexpr const char* kReexecEnv = "UCHARM_ISOMALLOC_REEXEC";
@@ -46,10 +47,15 @@ struct Process {
   bool reserved = false;
   bool fixed_layout = false;
   std::string why_not;  // why threads cannot move (empty: they can)
-  std::string error;    // the last failure, for CmiIsomallocError
+  std::string error;    // why set-up failed, for CmiIsomallocError
   std::uintptr_t base = kRegionBase;
-  std::size_t region = std::size_t{1} << 40;
-  std::size_t slice = std::size_t{4} << 30;
+  // Address space costs nothing until used: the region takes what lies free between 32T
+  // and 80T (above: the program itself, at 0x555555554000 without randomization, and the
+  // libraries), in 1024 slices of 48G, so that a rank's heap grants a block as large as
+  // malloc would on a large machine.
+  std::size_t region = kRegionMax;
+  std::size_t slice = std::size_t{48} << 30;
+  bool region_given = false;
   int count = 0;
   struct Local {
     bool live = false;
@@ -62,6 +68,10 @@ Process& process() {
   static Process p;
   return p;
 }
+
+// The last failure of a call on this thread (threads that share a slice heap may fail at
+// once); the process's own error (set up, layout) shows where none is set.
+thread_local std::string t_error;
 
 std::uintptr_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
@@ -134,6 +144,7 @@ void parse_options(int& argc, char** argv, Process& p) {
         continue;
       }
       (k == 0 ? p.region : p.slice) = parse_size(names[k], v);
+      if (k == 0) p.region_given = true;
       taken = true;
     }
     if (!taken) argv[out++] = argv[i];
@@ -142,8 +153,10 @@ void parse_options(int& argc, char** argv, Process& p) {
   argc = out;
   if (p.slice % kPage || p.slice < (std::size_t{1} << 20))
     usage_error("+isomalloc-slice: a slice must be a multiple of 4096 and at least 1M");
+  if (p.slice > kRegionMax) usage_error("+isomalloc-slice: at most 48T");
+  if (!p.region_given) p.region -= p.region % p.slice;  // whole slices
   if (p.region % p.slice) usage_error("+isomalloc-region must be a multiple of +isomalloc-slice");
-  if (p.region > (std::size_t{64} << 40)) usage_error("+isomalloc-region: at most 64T");
+  if (p.region > kRegionMax) usage_error("+isomalloc-region: at most 48T");
 }
 
 // Re-executes the program with randomization off unless it is off already. Returns only
@@ -190,6 +203,14 @@ void fix_layout(char** argv, Process& p) {
 void reserve(Process& p) {
   void* m = mmap(reinterpret_cast<void*>(p.base), p.region, PROT_NONE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  // A limit on address space (ulimit -v) refuses the default region: fewer slices of the
+  // same size (every process must agree on the size, not on the count).
+  while (m == MAP_FAILED && errno == ENOMEM && !p.region_given && p.region / 2 >= p.slice &&
+         (p.region / 2) % p.slice == 0) {
+    p.region /= 2;
+    m = mmap(reinterpret_cast<void*>(p.base), p.region, PROT_NONE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  }
   if (m == MAP_FAILED || addr(m) != p.base) {
     int e = errno;
     if (m != MAP_FAILED) munmap(m, p.region);  // a kernel without MAP_FIXED_NOREPLACE put it elsewhere
@@ -274,7 +295,7 @@ std::size_t pack_size(const std::vector<Range>& ex) {
 }
 
 bool fail(const std::string& msg) {
-  process().error = msg;
+  t_error = msg;
   return false;
 }
 
@@ -282,8 +303,18 @@ bool fail(const std::string& msg) {
 
 bool commit(std::uintptr_t lo, std::uintptr_t hi) {
   if (hi <= lo) return true;
-  if (mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ | PROT_WRITE) == 0) return true;
-  return fail(std::string("cannot commit slice memory: ") + std::strerror(errno));
+  // A fresh mapping in place of the reserved range (which holds no pages): the kernel counts
+  // it as it counts malloc's own mappings, so a request the machine's overcommit policy
+  // refuses fails here, as it would in glibc, instead of ending in the OOM killer later.
+  void* m = mmap(reinterpret_cast<void*>(lo), hi - lo, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (m != MAP_FAILED) return true;
+  int e = errno;
+  // Some kernels unmap the old range before they refuse: reserve it again (NOREPLACE: a
+  // no-op where it is still there).
+  mmap(reinterpret_cast<void*>(lo), hi - lo, PROT_NONE,
+       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  return fail("cannot commit " + std::to_string(hi - lo) + " bytes of slice memory: " + std::strerror(e));
 }
 
 void discard(std::uintptr_t lo, std::uintptr_t hi) {
@@ -313,7 +344,7 @@ bool make_stack(CmiIsoSlice* s, std::size_t bytes) {
 
 void*& local_word(const CmiIsoSlice* s) { return process().slices[static_cast<std::size_t>(s->id)].word; }
 
-void set_error(std::string msg) { process().error = std::move(msg); }
+void set_error(std::string msg) { t_error = std::move(msg); }
 
 }  // namespace ucharm::converse::iso
 
@@ -338,7 +369,7 @@ bool CmiIsomallocCanMigrate() { return process().reserved && process().fixed_lay
 const char* CmiIsomallocError() {
   Process& p = process();
   if (!p.initialized) return "CmiIsomallocInit was not called at the start of main()";
-  return p.error.c_str();
+  return t_error.empty() ? p.error.c_str() : t_error.c_str();
 }
 int CmiIsomallocNumSlices() { return process().count; }
 std::size_t CmiIsomallocSliceBytes() { return process().slice; }
@@ -347,7 +378,7 @@ CmiIsoSlice* CmiIsomallocSlice(int id) {
   Process& p = process();
   if (!p.reserved) {
     if (p.initialized) return nullptr;  // error already says why
-    p.error = "CmiIsomallocInit was not called at the start of main()";
+    t_error = "CmiIsomallocInit was not called at the start of main()";
     return nullptr;
   }
   if (id < 0 || id >= p.count) {
@@ -392,9 +423,7 @@ CmiIsoSlice* CmiIsoSliceOf(const void* ptr) {
 void* CmiIsoMalloc(CmiIsoSlice* s, std::size_t n) { return heap_malloc(checked(s, "CmiIsoMalloc"), n); }
 void* CmiIsoCalloc(CmiIsoSlice* s, std::size_t n, std::size_t size) {
   if (size && n > SIZE_MAX / size) return nullptr;
-  void* p = heap_malloc(checked(s, "CmiIsoCalloc"), n * size);
-  if (p) std::memset(p, 0, n * size);
-  return p;
+  return heap_calloc(checked(s, "CmiIsoCalloc"), n * size);
 }
 void* CmiIsoRealloc(CmiIsoSlice* s, void* p, std::size_t n) {
   return heap_realloc(checked(s, "CmiIsoRealloc"), p, n);
@@ -406,8 +435,8 @@ void CmiIsoFree(CmiIsoSlice* s, void* p) { heap_free(checked(s, "CmiIsoFree"), p
 std::size_t CmiIsoUsableSize(const void* p) { return p ? heap_usable(p) : 0; }
 std::size_t CmiIsoUsedBytes(const CmiIsoSlice* s) { return checked(s, "CmiIsoUsedBytes")->used_bytes; }
 const char* CmiIsoSliceCheck(const CmiIsoSlice* s) {
-  process().error = heap_check(checked(s, "CmiIsoSliceCheck"));
-  return process().error.empty() ? nullptr : process().error.c_str();
+  t_error = heap_check(checked(s, "CmiIsoSliceCheck"));
+  return t_error.empty() ? nullptr : t_error.c_str();
 }
 
 std::size_t CmiIsoSlicePackSize(const CmiIsoSlice* s) {

@@ -67,6 +67,7 @@ namespace ucharm::converse::iso {
 // Heap (isoheap.cpp).
 void heap_init(CmiIsoSlice* s);
 void* heap_malloc(CmiIsoSlice* s, std::size_t n);
+void* heap_calloc(CmiIsoSlice* s, std::size_t n);  // zeroed
 void heap_free(CmiIsoSlice* s, void* p);
 void* heap_realloc(CmiIsoSlice* s, void* p, std::size_t n);
 void* heap_memalign(CmiIsoSlice* s, std::size_t align, std::size_t n);

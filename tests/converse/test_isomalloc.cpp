@@ -79,11 +79,11 @@ TEST(Isomalloc, MallocFreeUsedBytesAndReuse) {
   EXPECT_EQ(CmiIsoSliceCheck(sl.s), nullptr);
 }
 
-TEST(Isomalloc, MemalignUpToAPage) {
+TEST(Isomalloc, MemalignAnyPowerOfTwo) {
   Slice sl(2);
   ASSERT_NE(sl.s, nullptr);
   std::vector<void*> ps;
-  for (std::size_t align = 1; align <= 4096; align *= 2)
+  for (std::size_t align = 1; align <= (std::size_t{4} << 20); align *= 2)
     for (std::size_t n : {1u, 40u, 3000u, 70000u}) {
       void* p = CmiIsoMemalign(sl.s, align, n);
       ASSERT_NE(p, nullptr);
@@ -92,11 +92,42 @@ TEST(Isomalloc, MemalignUpToAPage) {
       ps.push_back(p);
       ASSERT_EQ(CmiIsoSliceCheck(sl.s), nullptr) << CmiIsoSliceCheck(sl.s);
     }
-  EXPECT_EQ(CmiIsoMemalign(sl.s, 8192, 10), nullptr);
   EXPECT_EQ(CmiIsoMemalign(sl.s, 48, 10), nullptr);
   EXPECT_NE(std::string(CmiIsomallocError()).find("power of two"), std::string::npos);
   for (void* p : ps) CmiIsoFree(sl.s, p);
   EXPECT_EQ(CmiIsoUsedBytes(sl.s), 0u);
+}
+
+// calloc from the top of the heap zeroes only what was written before: bytes the heap used
+// and gave back without returning their pages must read as zero too.
+TEST(Isomalloc, CallocAfterTheTopShrank) {
+  Slice sl(9);
+  ASSERT_NE(sl.s, nullptr);
+  for (std::size_t dirty : {std::size_t{40000}, std::size_t{300000}}) {
+    void* a = CmiIsoMalloc(sl.s, dirty);
+    ASSERT_NE(a, nullptr);
+    std::memset(a, 0xff, dirty);
+    CmiIsoFree(sl.s, a);
+    const std::size_t n = 3 * dirty;
+    auto* z = static_cast<unsigned char*>(CmiIsoCalloc(sl.s, 1, n));
+    ASSERT_NE(z, nullptr);
+    std::size_t nonzero = 0;
+    for (std::size_t i = 0; i < n; ++i) nonzero += z[i] != 0;
+    EXPECT_EQ(nonzero, 0u) << dirty;
+    CmiIsoFree(sl.s, z);
+  }
+  EXPECT_EQ(CmiIsoUsedBytes(sl.s), 0u);
+}
+
+// A request larger than the slice's heap: nullptr, and the error names the slice.
+TEST(Isomalloc, RequestLargerThanTheSlice) {
+  Slice sl(10);
+  ASSERT_NE(sl.s, nullptr);
+  EXPECT_EQ(CmiIsoMalloc(sl.s, CmiIsomallocSliceBytes()), nullptr);
+  EXPECT_NE(std::string(CmiIsomallocError()).find("does not fit slice 10"), std::string::npos) << CmiIsomallocError();
+  void* p = CmiIsoMalloc(sl.s, 100);  // the heap goes on
+  EXPECT_NE(p, nullptr);
+  CmiIsoFree(sl.s, p);
 }
 
 // Random operations against a shadow map of (pointer -> size, seed).

@@ -386,8 +386,8 @@ struct CmiIsoSlice;
 // Call first thing in main(), before ConverseInit. If address-space randomization is on,
 // re-executes the program (same argv and environment) with it off, so that code and
 // libraries sit at the same addresses in every process (UCHARM_ISOMALLOC_REEXEC=0: never
-// re-execute). Takes +isomalloc-region=SIZE (default 1T) and +isomalloc-slice=SIZE
-// (default 4G) out of argv, then reserves the region (no memory, no swap). False: no
+// re-execute). Takes +isomalloc-region=SIZE (default and most 48T) and +isomalloc-slice=SIZE
+// (default 48G) out of argv, then reserves the region (no memory, no swap). False: no
 // region (CmiIsomallocError says why); with a region but randomization on, threads run
 // but cannot move (CmiIsomallocCanMigrate() is false). A bad option ends the program.
 bool CmiIsomallocInit(int& argc, char** argv);
@@ -404,12 +404,13 @@ int CmiIsoSliceId(const CmiIsoSlice* s);
 bool CmiIsomallocContains(const void* p);    // p lies in the region
 CmiIsoSlice* CmiIsoSliceOf(const void* p);   // the live slice holding p, or nullptr
 
-// The slice heap (16-byte aligned blocks; nullptr when the slice is full). Every byte of
-// its bookkeeping is inside the slice. Freeing a pointer from elsewhere aborts.
+// The slice heap (16-byte aligned blocks; nullptr when the slice is full, or the system
+// refuses the memory). Every byte of its bookkeeping is inside the slice. Freeing a pointer
+// from elsewhere aborts. Not thread-safe: callers that share a slice serialize.
 void* CmiIsoMalloc(CmiIsoSlice* s, std::size_t n);
 void* CmiIsoCalloc(CmiIsoSlice* s, std::size_t n, std::size_t size);
 void* CmiIsoRealloc(CmiIsoSlice* s, void* p, std::size_t n);
-// `align`: a power of two up to 4096.
+// `align`: a power of two.
 void* CmiIsoMemalign(CmiIsoSlice* s, std::size_t align, std::size_t n);
 void CmiIsoFree(CmiIsoSlice* s, void* p);
 std::size_t CmiIsoUsableSize(const void* p);
