@@ -8,12 +8,18 @@
 #include "rank.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <mutex>
+#include <string_view>
 #include <unistd.h>
 
 extern "C" {
@@ -27,6 +33,71 @@ void* __libc_memalign(std::size_t, std::size_t);
 namespace ampi::heap {
 
 thread_local CmiIsoSlice* g_active UCHARM_AMPI_HEAP_TLS = nullptr;
+std::atomic<bool> g_threads{false};
+
+namespace {
+
+// Slices hash onto these (two slices may share one: a little contention, never a wrong
+// answer). A lock is held only for one slice heap operation.
+struct alignas(64) LockWord {
+  std::atomic<int> word{0};
+};
+LockWord g_locks[64];
+
+void acquire(std::atomic<int>& w) {
+  for (unsigned tries = 0; w.exchange(1, std::memory_order_acquire) != 0;) {
+    while (w.load(std::memory_order_relaxed) != 0) {
+      // The holder may share this core (threads inherit the PE's binding): yield soon.
+      if (++tries < 64) {
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#endif
+      } else {
+        ::sched_yield();
+      }
+    }
+  }
+}
+
+// Code of the OpenMP runtimes (libgomp, LLVM's libomp): their state (the thread pool, the
+// cached team, per-thread control variables) belongs to the OS thread that runs a rank,
+// which the PE's other ranks share and which stays when the rank moves, so it is allocated
+// from glibc's heap even when a rank calls it. Found once, before any rank runs.
+struct TextRange {
+  std::uintptr_t lo, hi;
+};
+constexpr int kProcessCodeMax = 8;
+TextRange g_process_code[kProcessCodeMax];
+std::atomic<int> g_process_code_count{0};  // published after the ranges
+
+std::string_view file_name(const char* path) {
+  std::string_view p = path ? path : "";
+  const std::size_t slash = p.find_last_of('/');
+  return slash == std::string_view::npos ? p : p.substr(slash + 1);
+}
+
+int find_process_code(dl_phdr_info* info, std::size_t, void* count) {
+  const std::string_view base = file_name(info->dlpi_name);
+  if (!base.starts_with("libgomp.so") && !base.starts_with("libomp.so") && !base.starts_with("libiomp5.so"))
+    return 0;
+  int& n = *static_cast<int*>(count);
+  for (int i = 0; i < info->dlpi_phnum && n < kProcessCodeMax; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    const std::uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+    g_process_code[n++] = {lo, lo + ph.p_memsz};
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::atomic<int>* lock_slice(const CmiIsoSlice* slice) {
+  const auto a = reinterpret_cast<std::uintptr_t>(slice);
+  std::atomic<int>* w = &g_locks[((a >> 20) * 0x9e3779b97f4a7c15ull) >> 58].word;
+  acquire(*w);
+  return w;
+}
 
 UserScope::UserScope(CmiIsoSlice* slice) : saved_(g_active) {
   if (!slice)
@@ -34,10 +105,8 @@ UserScope::UserScope(CmiIsoSlice* slice) : saved_(g_active) {
   g_active = slice;
 }
 
-void prepare_process() {
-  static bool done = false;
-  if (done) return;
-  done = true;
+namespace {
+void prepare_process_once() {
   // A buffer for each standard stream now (setvbuf with _IOFBF allocates it), then the
   // mode glibc would have picked: line-buffered on a terminal.
   for (FILE* f : {stdin, stdout}) {
@@ -49,6 +118,16 @@ void prepare_process() {
   // first failure: have it now, so that a failure in a rank's code never puts it in a slice.
   (void)::dlsym(RTLD_DEFAULT, "ucharm_ampi_no_such_symbol");
   (void)::dlerror();
+  int n = 0;
+  ::dl_iterate_phdr(find_process_code, &n);
+  g_process_code_count.store(n, std::memory_order_release);
+}
+}  // namespace
+
+void prepare_process() {
+  // Once, whichever PE (a thread of this process) starts a rank first.
+  static std::once_flag once;
+  std::call_once(once, prepare_process_once);
 }
 
 void release_process_state() {
@@ -69,6 +148,39 @@ void* out_of_memory() {
 
 inline bool in_region(const void* p) { return p && CmiIsomallocContains(p); }
 
+// The slice to allocate from for a call from `caller`: the running rank's, unless the
+// caller keeps process state (g_process_code).
+inline CmiIsoSlice* slice_for(const void* caller) {
+  CmiIsoSlice* s = g_active;
+  if (!s) [[likely]]
+    return s;
+  const int n = g_process_code_count.load(std::memory_order_acquire);
+  const auto a = reinterpret_cast<std::uintptr_t>(caller);
+  for (int i = 0; i < n; ++i)
+    if (a >= g_process_code[i].lo && a < g_process_code[i].hi) return nullptr;
+  return s;
+}
+
+// Whether a thread started from `caller` is one of the runtime's own (UCX's, PMIx's, the
+// PEs'), which never touch a rank's memory.
+bool runtime_thread(const void* caller) {
+  Dl_info info;
+  if (!::dladdr(caller, &info) || !info.dli_fname) return false;
+  const std::string_view base = file_name(info.dli_fname);
+  for (std::string_view lib : {"libucharm", "libucs.", "libucp.", "libuct", "libucm.", "libpmix.", "libevent",
+                               "libhwloc.", "libcuda.", "libnvidia"})
+    if (base.starts_with(lib)) return true;
+  return false;
+}
+
+// memalign's alignment rules, as glibc's: at least 16; any other value rounds up to the
+// next power of two; 0 when none exists.
+inline std::size_t memalign_alignment(std::size_t align) {
+  if (align <= 16) return 16;
+  if (align > (SIZE_MAX / 2 + 1)) return 0;
+  return std::size_t{1} << (64 - __builtin_clzll(align - 1));
+}
+
 // While the slice allocator works (it may map pages, and UCX's memory hooks then run and
 // allocate for themselves), allocations are glibc's: only the program's own go to its slice.
 class InAllocator {
@@ -77,6 +189,7 @@ class InAllocator {
   ~InAllocator() { g_active = saved_; }
   InAllocator(const InAllocator&) = delete;
   InAllocator& operator=(const InAllocator&) = delete;
+  CmiIsoSlice* saved() const { return saved_; }
 
  private:
   CmiIsoSlice* saved_;
@@ -90,48 +203,33 @@ class InAllocator {
 using ampi::heap::g_active;
 using ampi::heap::InAllocator;
 using ampi::heap::in_region;
+using ampi::heap::memalign_alignment;
 using ampi::heap::out_of_memory;
+using ampi::heap::slice_for;
+using ampi::heap::SliceLock;
 
-#pragma GCC visibility push(default)
-extern "C" {
+namespace {
 
-void* malloc(std::size_t n) {
-  if (CmiIsoSlice* s = g_active) [[unlikely]] {
+// The entry points below pass their caller on (slice_for decides by it).
+void* do_malloc(std::size_t n, const void* caller) {
+  if (CmiIsoSlice* s = slice_for(caller)) [[unlikely]] {
     InAllocator in;
+    SliceLock lock(s);
     void* p = CmiIsoMalloc(s, n);
     return p ? p : out_of_memory();
   }
   return __libc_malloc(n);
 }
 
-void free(void* p) {
-  if (in_region(p)) [[unlikely]] {
-    // A block of a rank that left this process (a static destructor at exit): its pages
-    // are gone with it, and so is the block.
-    InAllocator in;
-    if (CmiIsoSlice* s = CmiIsoSliceOf(p)) CmiIsoFree(s, p);
-    return;
-  }
-  __libc_free(p);
-}
-
-void* calloc(std::size_t n, std::size_t size) {
-  if (CmiIsoSlice* s = g_active) [[unlikely]] {
-    InAllocator in;
-    void* p = CmiIsoCalloc(s, n, size);
-    return p ? p : out_of_memory();
-  }
-  return __libc_calloc(n, size);
-}
-
-// A block stays in the heap it came from (a rank's block resized by the runtime stays the
-// rank's).
-void* realloc(void* p, std::size_t n) {
-  if (!p) return malloc(n);
+// A block stays in the heap it came from (a rank's block resized by the runtime or by a
+// thread of the program stays the rank's).
+void* do_realloc(void* p, std::size_t n, const void* caller) {
+  if (!p) return do_malloc(n, caller);
   if (in_region(p)) [[unlikely]] {
     InAllocator in;
     CmiIsoSlice* s = CmiIsoSliceOf(p);
     if (!s) return out_of_memory();
+    SliceLock lock(s);
     if (n == 0) {
       CmiIsoFree(s, p);
       return nullptr;
@@ -142,45 +240,91 @@ void* realloc(void* p, std::size_t n) {
   return __libc_realloc(p, n);
 }
 
-void* reallocarray(void* p, std::size_t n, std::size_t size) {
-  std::size_t bytes;
-  if (__builtin_mul_overflow(n, size, &bytes)) return out_of_memory();
-  return realloc(p, bytes);
-}
-
-void* memalign(std::size_t align, std::size_t n) {
-  if (CmiIsoSlice* s = g_active) [[unlikely]] {
-    if (align > 4096 || (align & (align - 1)) != 0) {
+// memalign as glibc's: any alignment, rounded up to a power of two (EINVAL past the
+// largest).
+void* do_memalign(std::size_t align, std::size_t n, const void* caller) {
+  if (CmiIsoSlice* s = slice_for(caller)) [[unlikely]] {
+    const std::size_t a = memalign_alignment(align);
+    if (a == 0) {
       errno = EINVAL;
       return nullptr;
     }
     InAllocator in;
-    void* p = CmiIsoMemalign(s, align < 16 ? 16 : align, n);
+    SliceLock lock(s);
+    void* p = CmiIsoMemalign(s, a, n);
     return p ? p : out_of_memory();
   }
   return __libc_memalign(align, n);
 }
 
-void* aligned_alloc(std::size_t align, std::size_t n) { return memalign(align, n); }
+}  // namespace
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+void* malloc(std::size_t n) { return do_malloc(n, __builtin_return_address(0)); }
+
+void free(void* p) {
+  if (in_region(p)) [[unlikely]] {
+    // A block of a rank that left this process (a static destructor at exit): its pages
+    // are gone with it, and so is the block.
+    InAllocator in;
+    if (CmiIsoSlice* s = CmiIsoSliceOf(p)) {
+      SliceLock lock(s);
+      CmiIsoFree(s, p);
+    }
+    return;
+  }
+  __libc_free(p);
+}
+
+void* calloc(std::size_t n, std::size_t size) {
+  if (CmiIsoSlice* s = slice_for(__builtin_return_address(0))) [[unlikely]] {
+    InAllocator in;
+    SliceLock lock(s);
+    void* p = CmiIsoCalloc(s, n, size);
+    return p ? p : out_of_memory();
+  }
+  return __libc_calloc(n, size);
+}
+
+void* realloc(void* p, std::size_t n) { return do_realloc(p, n, __builtin_return_address(0)); }
+
+void* reallocarray(void* p, std::size_t n, std::size_t size) {
+  std::size_t bytes;
+  if (__builtin_mul_overflow(n, size, &bytes)) return out_of_memory();
+  return do_realloc(p, bytes, __builtin_return_address(0));
+}
+
+void* memalign(std::size_t align, std::size_t n) { return do_memalign(align, n, __builtin_return_address(0)); }
+
+void* aligned_alloc(std::size_t align, std::size_t n) {
+  return do_memalign(align, n, __builtin_return_address(0));
+}
 
 int posix_memalign(void** out, std::size_t align, std::size_t n) {
-  if (align < sizeof(void*) || (align & (align - 1)) != 0) return EINVAL;
+  // glibc's rule: a power of two times sizeof(void*).
+  if (align % sizeof(void*) != 0 || (align & (align - 1)) != 0 || align == 0) return EINVAL;
   const int saved = errno;
-  void* p = memalign(align, n);
+  void* p = do_memalign(align, n, __builtin_return_address(0));
   if (!p) {
     const int e = errno;
     errno = saved;
     return e ? e : ENOMEM;
   }
   *out = p;
+  errno = saved;
   return 0;
 }
 
-void* valloc(std::size_t n) { return memalign(static_cast<std::size_t>(::getpagesize()), n); }
+void* valloc(std::size_t n) {
+  return do_memalign(static_cast<std::size_t>(::getpagesize()), n, __builtin_return_address(0));
+}
 
 void* pvalloc(std::size_t n) {
   const std::size_t page = static_cast<std::size_t>(::getpagesize());
-  return memalign(page, (n + page - 1) / page * page);
+  if (n > SIZE_MAX - page) return out_of_memory();
+  return do_memalign(page, (n + page - 1) / page * page, __builtin_return_address(0));
 }
 
 std::size_t malloc_usable_size(void* p) {
@@ -189,6 +333,20 @@ std::size_t malloc_usable_size(void* p) {
   // glibc's own (the one this definition hides).
   static const Fn libc = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "malloc_usable_size"));
   return p && libc ? libc(p) : 0;
+}
+
+// A thread's own records (its TLS vector, glibc's stack cache) belong to the process: made
+// from glibc's heap even when a rank starts the thread. A thread that the program's code
+// or libraries start may share the rank's memory: from then on slice heaps take their lock.
+int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*), void* arg) {
+  using Fn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  InAllocator in;
+  static const Fn next = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_create"));
+  if (!ampi::heap::g_threads.load(std::memory_order_relaxed) &&
+      (in.saved() || !ampi::heap::runtime_thread(__builtin_return_address(0))))
+    ampi::heap::g_threads.store(true);
+  if (!next) return EAGAIN;
+  return next(thread, attr, start, arg);
 }
 
 }  // extern "C"

@@ -6,6 +6,8 @@
 
 #include <ucharm/converse.h>
 
+#include <atomic>
+
 namespace ampi::heap {
 
 // The slice that allocations come from now; nullptr: glibc's heap. Per OS thread: a PE's
@@ -21,6 +23,31 @@ namespace ampi::heap {
 #define UCHARM_AMPI_HEAP_TLS __attribute__((tls_model("initial-exec")))
 #endif
 extern thread_local CmiIsoSlice* g_active UCHARM_AMPI_HEAP_TLS;
+
+// Threads the program starts (OpenMP, std::thread, a task pool) allocate from glibc's heap
+// (g_active is null in them), but they may free or resize the rank's blocks while the rank
+// allocates: a slice's heap is then used under a lock. Until the first such thread is
+// started (pthread_create in the program's code or its libraries, heap.cpp), no lock is
+// taken, so ranks that start no threads pay nothing. Never cleared.
+extern std::atomic<bool> g_threads;
+
+// Takes the slice's lock (a spin lock) and returns its word (heap.cpp).
+std::atomic<int>* lock_slice(const CmiIsoSlice* slice);
+
+// Holds the slice's lock while it lives, once g_threads is set.
+class SliceLock {
+ public:
+  explicit SliceLock(const CmiIsoSlice* slice)
+      : word_(g_threads.load(std::memory_order_relaxed) ? lock_slice(slice) : nullptr) {}
+  ~SliceLock() {
+    if (word_) word_->store(0, std::memory_order_release);
+  }
+  SliceLock(const SliceLock&) = delete;
+  SliceLock& operator=(const SliceLock&) = delete;
+
+ private:
+  std::atomic<int>* word_ = nullptr;
+};
 
 // Entering the runtime from the program (the generated PMPI_X wrappers): glibc's heap until
 // the call returns, whatever it switches to meanwhile.

@@ -16,8 +16,14 @@ CmiIsoSlice* switch_heap(CmiIsoSlice* slice) {
 }
 
 bool isomalloc_init(int& argc, char** argv) { return CmiIsomallocInit(argc, argv); }
-void* slice_alloc_pages(CmiIsoSlice* slice, std::size_t bytes) { return CmiIsoMemalign(slice, 4096, bytes); }
-void slice_free(CmiIsoSlice* slice, void* p) { CmiIsoFree(slice, p); }
+void* slice_alloc_pages(CmiIsoSlice* slice, std::size_t bytes) {
+  heap::SliceLock lock(slice);  // a thread of the program may be freeing a block of it
+  return CmiIsoMemalign(slice, 4096, bytes);
+}
+void slice_free(CmiIsoSlice* slice, void* p) {
+  heap::SliceLock lock(slice);
+  CmiIsoFree(slice, p);
+}
 CmiIsoSlice* slice_of(const void* p) { return CmiIsoSliceOf(p); }
 std::size_t slice_bytes() { return CmiIsomallocSliceBytes(); }
 
