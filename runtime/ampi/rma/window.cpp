@@ -164,8 +164,9 @@ int create(const char* fn, MPI_Comm comm, void* base, MPI_Aint size, int disp_un
       block = reinterpret_cast<std::uintptr_t>(p);
     }
     if (int rc = coll_bcast(&block, 1, MPI_UINT64_T, 0, wc, coll_tag(wc))) return rc;
-    // A member without memory has none to share: its base is NULL (MPI_Win_shared_query).
-    base = size > 0 ? reinterpret_cast<char*>(block) + offset[static_cast<std::size_t>(w->me)] : nullptr;
+    // A member of size 0 gets its place in the sequence too (where the next part starts), as
+    // OpenMPI and MPICH give it: rank r+1's base is rank r's + its size for every r.
+    base = reinterpret_cast<char*>(block) + offset[static_cast<std::size_t>(w->me)];
   }
   w->base = flavor == MPI_WIN_FLAVOR_DYNAMIC ? MPI_BOTTOM : base;
   w->device = size > 0 && base && is_device(base);
