@@ -3,11 +3,13 @@ virtualenv outside the tree, running a charm4py-style program at 2 PEs through t
 virtualenv's `ucharmrun` console script, with nothing of the source or build tree on any
 path (checked inside the program: where ucharm, its libraries and UCX were loaded from).
 
-    python wheel_test.py --source bindings/python --work DIR [--ucx-root PATH]
+    python wheel_test.py --source bindings/python --work DIR [--build-dir DIR] [--ucx-root PATH]
 
---work keeps what makes a second run fast: the wheel's CMake build folder (incremental)
-and a wheelhouse of the wheel's dependencies (greenlet, numpy, libucx-cu13; downloaded
-once, then installed with --no-index). Everything else lives in a temporary folder.
+--work keeps what makes a second run fast: the wheel's CMake build folder (incremental;
+--build-dir puts it elsewhere, e.g. the one tools/setup.sh's `pip install` made, so that
+the runtime is not compiled once more) and a wheelhouse of the wheel's dependencies
+(greenlet, numpy, libucx-cu13; downloaded once, then installed with --no-index).
+Everything else lives in a temporary folder.
 Exit codes: 0 passed, 1 failed, 77 skipped (no venv/pip, or the dependencies cannot be
 had), as CTest's SKIP_RETURN_CODE says.
 """
@@ -106,12 +108,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", required=True, help="bindings/python")
     ap.add_argument("--work", required=True, help="a folder kept between runs (build folder, wheelhouse)")
+    ap.add_argument("--build-dir", default="", help="the wheel's CMake build folder (default: WORK/build)")
     ap.add_argument("--ucx-root", default="", help="the UCX the project build uses (UCHARM_UCX_ROOT)")
     a = ap.parse_args()
     source = pathlib.Path(a.source).resolve()
     tree = source.parents[1]
     work = pathlib.Path(a.work).resolve()
     work.mkdir(parents=True, exist_ok=True)
+    build_dir = pathlib.Path(a.build_dir).resolve() if a.build_dir else work / "build"
     t_start = time.monotonic()
 
     probe = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True, text=True)
@@ -135,7 +139,7 @@ def main():
         #    the CMake build folder is kept in --work, so a second run only relinks.
         dist = tmp / "dist"
         cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist),
-               "-C", f"build-dir={work / 'build'}", str(source)]
+               "-C", f"build-dir={build_dir}", str(source)]
         if a.ucx_root:
             cmd[5:5] = ["-C", f"cmake.define.UCHARM_UCX_ROOT={a.ucx_root}"]
         p = run(cmd, timeout=1500, env=clean_env({"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}))
