@@ -66,7 +66,7 @@ PROGS = [
           Run(4, 2, ["+balancer", "RandCentLB"], expect=["All tests passed"])]),
     Prog("jacobi3d (tests)", "tests/ampi/jacobi3d", "jacobi", "jacobi",
          [Run(8, 2, ["2", "2", "2", "200"], expect=[r"iter 200 "])],
-         note="run without +killFile (Charm++'s fault injection)", timeout=5),
+         note="run without +killFile (Charm++'s fault injection)", timeout=10),
     Prog("exit_explicit", "tests/ampi/exit", "exit_explicit", "exit_explicit",
          [Run(2, 1, [], rc=42)]),
     Prog("exit_return", "tests/ampi/exit", "exit_return", "exit_return",
