@@ -18,7 +18,7 @@ struct Iget {
   int number = 0;
   char* block = nullptr;  // in the rank's heap
   MPI_Request req = MPI_REQUEST_NULL;  // until AMPI_Iget_wait
-  Rank* owner = nullptr;
+  int owner = -1;  // world rank
   int target = 0;
   long long bytes = 0;
   MPI_Comm comm = MPI_COMM_NULL;
@@ -37,12 +37,12 @@ Igets& igets() {
 
 Iget* find_number(int number) {
   for (Iget& g : igets().live)
-    if (g.number == number && g.owner == g_running.rank) return &g;
+    if (g.number == number && g.owner == world_rank()) return &g;
   return nullptr;
 }
 Iget* find_request(MPI_Request req) {
   for (Iget& g : igets().live)
-    if (g.req == req && req != MPI_REQUEST_NULL && g.owner == g_running.rank) return &g;
+    if (g.req == req && req != MPI_REQUEST_NULL && g.owner == world_rank()) return &g;
   return nullptr;
 }
 
@@ -109,7 +109,7 @@ int AMPI_Iget(MPI_Aint orgdisp, int orgcnt, MPI_Datatype orgtype, int rank, MPI_
   all.next = all.next == INT_MAX ? 1 : all.next + 1;
   g.block = block;
   g.req = req;
-  g.owner = g_running.rank;
+  g.owner = world_rank();
   g.target = rank;
   g.bytes = static_cast<long long>(orgcnt) * static_cast<long long>(type_size(orgtype));
   g.comm = w->comm;
