@@ -6,9 +6,9 @@
 //          notified puts to the next PE checked in order by the target's poller, and a
 //          put + fence + flag put to an idle PE whose poller must see the flag, and the
 //          data with it (how long that took is printed, never judged: a correctness test
-//          holds no time bound; benchmarks/run_idle.sh judges it). Ends "rma ok".
+//          holds no time bound; benchmarks/run_time_bounds.sh judges it). Ends "rma ok".
 //   idle R the flag put to an idle PE only, R rounds (default 20); each PE prints the
-//          median and the largest delay ("idle wake: PE p ..."), for benchmarks/run_idle.sh.
+//          median and the largest delay ("idle wake: PE p ..."), for benchmarks/run_time_bounds.sh.
 //   range  PE 0 puts 16 bytes at offset 8190 of PE 1's 8192-byte region: must end the job
 //          naming the region's size, the offset and the length.
 #include <ucharm/converse.h>

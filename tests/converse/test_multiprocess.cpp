@@ -323,7 +323,7 @@ TEST(Converse, QueueOrderThroughTheScheduler) {
   expect_ok(r, "queue ok");
 }
 
-// The idle PEs' CPU time while they wait is printed; benchmarks/run_idle.sh judges it.
+// The idle PEs' CPU time while they wait is printed; benchmarks/run_time_bounds.sh judges it.
 TEST(Converse, IdlePesWaitAndWakeForAMessage) {
   Result r = job(4, {"idle"});
   expect_ok(r, "idle ok");

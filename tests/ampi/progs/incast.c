@@ -3,7 +3,7 @@
  * with MPI_ANY_SOURCE and checks the order per source. With more ranks than cores, ranks
  * that wait must leave the cores to the one that computes: rank 0 times the same work
  * twice, once while the others wait in a barrier and once during the incast, and prints
- * both; benchmarks/run_idle.sh judges them (at most 2.5x, +0.3 s), the tests do not (a
+ * both; benchmarks/run_time_bounds.sh judges them (at most 2.5x, +0.3 s), the tests do not (a
  * loaded machine slows the work too).
  *   incast [MSGS] [notime]   messages from each rank (default 2000); notime: a short
  *                            computation (the tests), too short to be timed

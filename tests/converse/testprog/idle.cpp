@@ -1,6 +1,6 @@
 // idle: PE 0 computes for one second while the others wait in the scheduler; each idle
 // PE then reports the CPU time it used meanwhile, and every report must arrive (the idle
-// PEs wake for it). The CPU time is printed, not judged here: benchmarks/run_idle.sh holds
+// PEs wake for it). The CPU time is printed, not judged here: benchmarks/run_time_bounds.sh holds
 // it to 0.3 s.
 #include "common.h"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# What an idle PE costs and how soon it wakes: the time bounds the correctness tests print
-# but do not judge (a loaded machine would fail them), judged here on a quiet one.
+# The time bounds the correctness tests print but do not judge (a loaded machine would fail
+# them), judged here on a quiet one: what an idle PE costs and how soon it wakes, and how
+# long 1024 ranks on one PE take.
 #   idle wake   a flag put (put + fence + put, by CMA: nothing wakes the target) to an idle
 #               PE with a poller is noticed within 50 ms, in every one of 20 rounds at 2 PEs
 #               (tests/converse/rma_prog.cpp, mode idle)
@@ -9,7 +10,10 @@
 #   incast      ranks waiting for a computing rank (their small sends queued because its
 #               shared-memory FIFO is full) leave it the cores: its work takes at most
 #               2.5x (+0.3 s) as long as alone, at 8 and 16 PEs (tests/ampi/progs/incast.c)
-#   benchmarks/run_idle.sh [build-dir]
+#   many ranks  1024 virtual ranks on one PE (Allgather, Alltoall, Gather, Comm_split: n
+#               receives posted at once) end within 30 s (about 9 s with the indexed matching
+#               queues; 45 s when matching searched one list) (tests/ampi/progs/many_ranks.c)
+#   benchmarks/run_time_bounds.sh [build-dir]
 # Prints one PASS/MISS line per target; exits 1 if any missed. Needs UCHARM_BUILD_TESTS.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,4 +48,10 @@ for pes in 8 16; do
   echo "$out" | grep -q "incast: ok ($pes ranks)" || ok=0
   verdict "incast ($pes PEs)" "${ok:-0}" "${line#incast: } (target: during <= 2.5 x alone + 0.3 s)"
 done
+SECONDS=0
+out=$("$run" -n 1 --timeout 120 "$build/tests/ampi/ampi_many_ranks" +vp 1024 2>&1)
+took=$SECONDS
+ok=0; echo "$out" | grep -q 'many_ranks: ok (1024 ranks)' && [ "$took" -le 30 ] && ok=1
+echo "$out" | grep -q 'many_ranks: ok' || echo "$out" | tail -5
+verdict "many ranks (1 PE, +vp 1024)" "$ok" "$took s (target <= 30 s)"
 exit $missed
