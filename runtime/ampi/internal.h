@@ -194,6 +194,9 @@ bool staging_forced();   // +ampi-staging: device buffers go through host memory
 bool cuda_loaded();      // the CUDA driver is loaded: buffers may be device memory
 // `p` is CUDA device memory (pt2pt/transfer.cpp; no query at all without the CUDA driver loaded).
 bool is_device(const void* p);
+// Copies n bytes between any two buffers, host or device (cudaMemcpy when either is device
+// memory), in the calling thread.
+void copy_bytes_any(void* dst, const void* src, std::size_t n);
 std::size_t direct_min();  // +ampi-direct-min: contiguous host sends this large go zero-copy
 std::size_t rank_stack_size();  // +ampi-stacksize: every thread of a rank gets this much
 bool wtime_is_global();  // MPI_WTIME_IS_GLOBAL: every rank reads one clock (rank.cpp)

@@ -67,9 +67,17 @@ void copy_typed(const void* src, int scount, MPI_Datatype stype, void* dst, int 
 }
 void copy_elems(const void* src, void* dst, int count, MPI_Datatype t) { copy_typed(src, count, t, dst, count, t); }
 
-// layer (which knows device memory): the host staging of device buffers.
+// Copies `count` elements of a rank from src to dst where either is device memory (the host
+// staging of device buffers): contiguous types with one copy, others through the rank's
+// point-to-point to itself, which packs and unpacks device data.
 int self_copy(const void* src, void* dst, int count, MPI_Datatype t, Comm& c, int tag) {
   if (count <= 0) return MPI_SUCCESS;
+  if (type_contiguous(t)) {  // one copy (cudaMemcpy): no transfer of the rank to itself
+    const std::ptrdiff_t lb = type_lb(t);
+    copy_bytes_any(static_cast<char*>(dst) + lb, static_cast<const char*>(src) + lb,
+                   static_cast<std::size_t>(count) * type_size(t));
+    return MPI_SUCCESS;
+  }
   MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   int e = irecv(dst, count, t, c.rank, tag, c, Ctx::Coll, &r[0]);
   if (!e) e = isend(src, count, t, c.rank, tag, c, Ctx::Coll, &r[1]);

@@ -34,6 +34,7 @@ constexpr std::uint32_t kInternalFlags = kSyncAck;  // with kSendDone or kPulled
 }  // namespace
 
 bool is_device(const void* p) { return p && cuda_loaded() && CmiGetMemoryType(p) == CmiMemoryType::Cuda; }
+void copy_bytes_any(void* dst, const void* src, std::size_t n) { pt2pt::copy_any(dst, src, n); }
 
 namespace pt2pt {
 
