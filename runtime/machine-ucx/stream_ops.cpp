@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -127,7 +128,12 @@ class StreamOps {
 
   // Runs the completions of the points whose streams have arrived; returns how many.
   int poll() {
-    if (waiting_.empty()) return 0;
+    if (waiting_.empty() || polling_) return 0;
+    struct Guard {
+      bool& b;
+      explicit Guard(bool& f) : b(f) { b = true; }
+      ~Guard() { b = false; }
+    } guard(polling_);
     arrived_.clear();
     std::size_t keep = 0;
     for (std::uint32_t slot : waiting_) {
@@ -182,23 +188,58 @@ class StreamOps {
     unsigned c = 12;  // 4 KiB at least
     while ((std::size_t{1} << c) < size) ++c;
     if (c >= kClasses) fatal(fmt::format("a stream-ordered transfer of {} bytes is too large to stage", size));
-    std::vector<void*>& fl = stage_free_[c];
-    if (!fl.empty()) {
-      void* p = fl.back();
-      fl.pop_back();
-      return p;
-    }
+    if (void* p = take_free(c)) return p;
     // Carved from slabs of pinned memory: allocating page-locked memory is an implicit
     // synchronization point for the device, which never completes while a stream waits for
     // this PE. So one slab (UCHARM_STREAM_STAGING_MB, default 64) is taken at the first
-    // staged transfer, before this PE's streams wait; another only if it runs out.
+    // staged transfer, before this PE's streams wait; when it runs out while points are
+    // open, the buffers of finished transfers are waited for first (both ends of a chain
+    // in one process need twice the buffers), and another slab taken only if none comes.
     const std::size_t bytes = std::size_t{1} << c;
+    if (slab_left_ < bytes && open_ + waiting_.size() > 0)
+      if (void* p = wait_for_free(c)) return p;
     if (slab_left_ < bytes) new_slab(bytes);
     void* p = slab_next_;
     slab_next_ += bytes;
     slab_left_ -= bytes;
     stage_class_[p] = c;
     return p;
+  }
+
+  // A free staging buffer of class c, or of the next two classes up (less carving).
+  void* take_free(unsigned c) {
+    for (unsigned k = c; k < kClasses && k <= c + 2; ++k) {
+      std::vector<void*>& fl = stage_free_[k];
+      if (fl.empty()) continue;
+      void* p = fl.back();
+      fl.pop_back();
+      return p;
+    }
+    return nullptr;
+  }
+
+  // Progresses this PE's transfers and points (they release staging buffers) until a buffer
+  // of class c is free. Gives up after kStageWaitS seconds in which nothing moved: a
+  // release may need work of the program's (an entry method, a kernel still running).
+  void* wait_for_free(unsigned c) {
+    if (polling_) return nullptr;  // inside poll()'s completions: no nested poll
+    using clock = std::chrono::steady_clock;
+    auto last_move = clock::now();
+    while (clock::now() - last_move < std::chrono::seconds(kStageWaitS)) {
+      const std::size_t arrived = poll();
+      const int n = LrtsProgress();
+      if (void* p = take_free(c)) return p;
+      if (arrived > 0 || n > 0) last_move = clock::now();
+      if (open_ + waiting_.size() == 0) return nullptr;  // nothing open: a new slab is safe
+      ::sched_yield();
+    }
+    fmt::print(stderr,
+               "ucharm: PE {}: stream-ordered staging: the pinned buffers ({} MiB) are all in use by open transfers "
+               "and none was released in {} s; taking more pinned memory, which waits for this PE's streams (if "
+               "one of them waits for this PE, the job hangs here: set UCHARM_STREAM_STAGING_MB larger, or "
+               "enqueue fewer transfers ahead)\n",
+               M().info.my_pe, slab_bytes_ >> 20, kStageWaitS);
+    return nullptr;
   }
 
   void new_slab(std::size_t at_least) {
@@ -216,6 +257,7 @@ class StreamOps {
                         "the slab size)",
                         size, cu.name_of(r)));
     ++slabs_;  // kept until the process ends (freeing pinned memory synchronizes the device)
+    slab_bytes_ += size;
     slab_next_ = static_cast<char*>(p);
     slab_left_ = size;
   }
@@ -380,6 +422,9 @@ class StreamOps {
   char* slab_next_ = nullptr;  // the free end of the current staging slab
   std::size_t slab_left_ = 0;
   unsigned slabs_ = 0;
+  std::size_t slab_bytes_ = 0;  // pinned staging memory taken so far
+  bool polling_ = false;        // poll() is running completions
+  static constexpr int kStageWaitS = 10;
 };
 
 // This PE's points (non-SMP: one PE per process, reached only through ops()).
