@@ -77,7 +77,7 @@ static void aligned(struct tctx* t) {
         int rc = posix_memalign(&p, align, n);
         CHECK_EQ(t, rc, 0);
       } else if (way == 1) {
-        p = aligned_alloc(align, n);
+        p = aligned_alloc(align, (n + align - 1) / align * align); /* C11: a multiple of align */
       } else {
         p = memalign(align, n);
       }
@@ -123,6 +123,7 @@ static void aligned(struct tctx* t) {
   CHECK(t, pv && (uintptr_t)pv % page == 0);
   CHECK(t, pv && malloc_usable_size(pv) >= page, "pvalloc(10): usable %zu", pv ? malloc_usable_size(pv) : 0);
   free(pv);
+#if !defined(__SANITIZE_ADDRESS__) /* AddressSanitizer ends the program on these, glibc does not */
   /* memalign takes the next power of two for any other alignment, as glibc. */
   void* m = memalign(24, 100);
   CHECK(t, m && (uintptr_t)m % 32 == 0);
@@ -135,6 +136,7 @@ static void aligned(struct tctx* t) {
     CHECK_EQ(t, rc, EINVAL);
     CHECK(t, out == (void*)&t, "alignment %zu: *out changed", bad[i]);
   }
+#endif
   CHECK_EQ(t, malloc_usable_size(NULL), 0);
 }
 
