@@ -70,6 +70,10 @@ constexpr int kProcessCodeMax = 8;
 TextRange g_process_code[kProcessCodeMax];
 std::atomic<int> g_process_code_count{0};  // published after the ranges
 
+// Set once either g_threads is or process code was found: until then the entry points take
+// their shortest path (no lock, no caller check).
+std::atomic<bool> g_careful{false};
+
 std::string_view file_name(const char* path) {
   std::string_view p = path ? path : "";
   const std::size_t slash = p.find_last_of('/');
@@ -121,6 +125,7 @@ void prepare_process_once() {
   int n = 0;
   ::dl_iterate_phdr(find_process_code, &n);
   g_process_code_count.store(n, std::memory_order_release);
+  if (n > 0) g_careful.store(true);
 }
 }  // namespace
 
@@ -141,29 +146,29 @@ void release_process_state() {
 namespace {
 
 // Where a rank's allocation failed: as glibc does, ENOMEM and nullptr.
-void* out_of_memory() {
+[[maybe_unused]] void* out_of_memory() {
   errno = ENOMEM;
   return nullptr;
 }
 
 inline bool in_region(const void* p) { return p && CmiIsomallocContains(p); }
 
-// The slice to allocate from for a call from `caller`: the running rank's, unless the
-// caller keeps process state (g_process_code).
-inline CmiIsoSlice* slice_for(const void* caller) {
-  CmiIsoSlice* s = g_active;
-  if (!s) [[likely]]
-    return s;
+// Whether `caller` is code that keeps process state (g_process_code): its allocations are
+// glibc's even while a rank runs.
+[[gnu::noinline, maybe_unused]] bool process_code(const void* caller) {
   const int n = g_process_code_count.load(std::memory_order_acquire);
   const auto a = reinterpret_cast<std::uintptr_t>(caller);
   for (int i = 0; i < n; ++i)
-    if (a >= g_process_code[i].lo && a < g_process_code[i].hi) return nullptr;
-  return s;
+    if (a >= g_process_code[i].lo && a < g_process_code[i].hi) return true;
+  return false;
+}
+inline bool from_process_code(const void* caller) {
+  return g_process_code_count.load(std::memory_order_relaxed) != 0 && process_code(caller);
 }
 
 // Whether a thread started from `caller` is one of the runtime's own (UCX's, PMIx's, the
 // PEs'), which never touch a rank's memory.
-bool runtime_thread(const void* caller) {
+[[maybe_unused]] bool runtime_thread(const void* caller) {
   Dl_info info;
   if (!::dladdr(caller, &info) || !info.dli_fname) return false;
   const std::string_view base = file_name(info.dli_fname);
@@ -200,61 +205,94 @@ class InAllocator {
 }  // namespace ampi::heap
 
 #if !defined(__SANITIZE_ADDRESS__)
+using ampi::heap::from_process_code;
 using ampi::heap::g_active;
 using ampi::heap::InAllocator;
 using ampi::heap::in_region;
 using ampi::heap::memalign_alignment;
 using ampi::heap::out_of_memory;
-using ampi::heap::slice_for;
 using ampi::heap::SliceLock;
 
 namespace {
 
-// The entry points below pass their caller on (slice_for decides by it).
-void* do_malloc(std::size_t n, const void* caller) {
-  if (CmiIsoSlice* s = slice_for(caller)) [[unlikely]] {
-    InAllocator in;
-    SliceLock lock(s);
-    void* p = CmiIsoMalloc(s, n);
-    return p ? p : out_of_memory();
-  }
-  return __libc_malloc(n);
+// Whether the slice path must check its caller or take the slice's lock (g_careful).
+inline bool careful() { return ampi::heap::g_careful.load(std::memory_order_relaxed); }
+
+// Runs a slice heap operation with glibc as the allocator meanwhile and, once threads of
+// the program exist, under the slice's lock. The entry points call the slice heap directly
+// until g_careful is set (their shortest path, as cheap as before there were locks); then
+// these out-of-line paths, which also check the caller.
+template <class Op>
+inline auto in_slice(const CmiIsoSlice* s, Op op) {
+  InAllocator in;
+  if (!ampi::heap::g_threads.load(std::memory_order_relaxed)) [[likely]]
+    return op();
+  SliceLock lock(s);
+  return op();
 }
 
-// A block stays in the heap it came from (a rank's block resized by the runtime or by a
-// thread of the program stays the rank's).
-void* do_realloc(void* p, std::size_t n, const void* caller) {
-  if (!p) return do_malloc(n, caller);
-  if (in_region(p)) [[unlikely]] {
-    InAllocator in;
-    CmiIsoSlice* s = CmiIsoSliceOf(p);
-    if (!s) return out_of_memory();
-    SliceLock lock(s);
-    if (n == 0) {
-      CmiIsoFree(s, p);
-      return nullptr;
-    }
-    void* q = CmiIsoRealloc(s, p, n);
-    return q ? q : out_of_memory();
-  }
-  return __libc_realloc(p, n);
+[[gnu::noinline]] void* slice_malloc(CmiIsoSlice* s, std::size_t n, const void* caller) {
+  if (from_process_code(caller)) [[unlikely]]
+    return __libc_malloc(n);
+  void* p = in_slice(s, [&] { return CmiIsoMalloc(s, n); });
+  return p ? p : out_of_memory();
+}
+
+[[gnu::noinline]] void* slice_calloc(CmiIsoSlice* s, std::size_t n, std::size_t size, const void* caller) {
+  if (from_process_code(caller)) [[unlikely]]
+    return __libc_calloc(n, size);
+  void* p = in_slice(s, [&] { return CmiIsoCalloc(s, n, size); });
+  return p ? p : out_of_memory();
 }
 
 // memalign as glibc's: any alignment, rounded up to a power of two (EINVAL past the
 // largest).
-void* do_memalign(std::size_t align, std::size_t n, const void* caller) {
-  if (CmiIsoSlice* s = slice_for(caller)) [[unlikely]] {
-    const std::size_t a = memalign_alignment(align);
-    if (a == 0) {
-      errno = EINVAL;
-      return nullptr;
-    }
-    InAllocator in;
-    SliceLock lock(s);
-    void* p = CmiIsoMemalign(s, a, n);
-    return p ? p : out_of_memory();
+[[gnu::noinline]] void* slice_memalign(CmiIsoSlice* s, std::size_t align, std::size_t n, const void* caller) {
+  if (from_process_code(caller)) [[unlikely]]
+    return __libc_memalign(align, n);
+  const std::size_t a = memalign_alignment(align);
+  if (a == 0) {
+    errno = EINVAL;
+    return nullptr;
   }
+  void* p = in_slice(s, [&] { return CmiIsoMemalign(s, a, n); });
+  return p ? p : out_of_memory();
+}
+
+void* do_memalign(std::size_t align, std::size_t n, const void* caller) {
+  if (CmiIsoSlice* s = g_active) [[unlikely]]
+    return slice_memalign(s, align, n, caller);
   return __libc_memalign(align, n);
+}
+
+// A block of a slice, wherever it is freed. A block of a rank that left this process (a
+// static destructor at exit): its pages are gone with it, and so is the block.
+[[gnu::noinline]] void slice_free(void* p) {
+  if (CmiIsoSlice* s = CmiIsoSliceOf(p)) in_slice(s, [&] { CmiIsoFree(s, p); });
+}
+
+// A block stays in the heap it came from (a rank's block resized by the runtime or by a
+// thread of the program stays the rank's).
+[[gnu::noinline]] void* slice_realloc(void* p, std::size_t n) {
+  CmiIsoSlice* s = CmiIsoSliceOf(p);
+  if (!s) return out_of_memory();
+  if (n == 0) {
+    in_slice(s, [&] { CmiIsoFree(s, p); });
+    return nullptr;
+  }
+  void* q = in_slice(s, [&] { return CmiIsoRealloc(s, p, n); });
+  return q ? q : out_of_memory();
+}
+
+void* do_realloc(void* p, std::size_t n, const void* caller) {
+  if (!p) {
+    if (CmiIsoSlice* s = g_active) [[unlikely]]
+      return slice_malloc(s, n, caller);
+    return __libc_malloc(n);
+  }
+  if (in_region(p)) [[unlikely]]
+    return slice_realloc(p, n);
+  return __libc_realloc(p, n);
 }
 
 }  // namespace
@@ -262,29 +300,31 @@ void* do_memalign(std::size_t align, std::size_t n, const void* caller) {
 #pragma GCC visibility push(default)
 extern "C" {
 
-void* malloc(std::size_t n) { return do_malloc(n, __builtin_return_address(0)); }
+void* malloc(std::size_t n) {
+  if (CmiIsoSlice* s = g_active) [[unlikely]] {
+    if (careful()) [[unlikely]]
+      return slice_malloc(s, n, __builtin_return_address(0));
+    InAllocator in;
+    void* p = CmiIsoMalloc(s, n);
+    return p ? p : out_of_memory();
+  }
+  return __libc_malloc(n);
+}
 
 void free(void* p) {
   if (in_region(p)) [[unlikely]] {
-    // A block of a rank that left this process (a static destructor at exit): its pages
-    // are gone with it, and so is the block.
+    if (careful()) [[unlikely]]
+      return slice_free(p);
     InAllocator in;
-    if (CmiIsoSlice* s = CmiIsoSliceOf(p)) {
-      SliceLock lock(s);
-      CmiIsoFree(s, p);
-    }
+    if (CmiIsoSlice* s = CmiIsoSliceOf(p)) CmiIsoFree(s, p);
     return;
   }
   __libc_free(p);
 }
 
 void* calloc(std::size_t n, std::size_t size) {
-  if (CmiIsoSlice* s = slice_for(__builtin_return_address(0))) [[unlikely]] {
-    InAllocator in;
-    SliceLock lock(s);
-    void* p = CmiIsoCalloc(s, n, size);
-    return p ? p : out_of_memory();
-  }
+  if (CmiIsoSlice* s = g_active) [[unlikely]]
+    return slice_calloc(s, n, size, __builtin_return_address(0));
   return __libc_calloc(n, size);
 }
 
@@ -343,8 +383,10 @@ int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)
   InAllocator in;
   static const Fn next = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_create"));
   if (!ampi::heap::g_threads.load(std::memory_order_relaxed) &&
-      (in.saved() || !ampi::heap::runtime_thread(__builtin_return_address(0))))
+      (in.saved() || !ampi::heap::runtime_thread(__builtin_return_address(0)))) {
     ampi::heap::g_threads.store(true);
+    ampi::heap::g_careful.store(true);
+  }
   if (!next) return EAGAIN;
   return next(thread, attr, start, arg);
 }
