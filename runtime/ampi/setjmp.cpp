@@ -23,7 +23,9 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__x86_64__)
+// Not in AddressSanitizer builds: ranks do not move there, and ASan's own longjmp handling
+// (it unpoisons the stack it leaves) misreads a jump made through these on a rank's stack.
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
 
 extern "C" [[noreturn]] void __longjmp_chk(struct __jmp_buf_tag env[1], int val) noexcept;
 
@@ -172,4 +174,4 @@ void __longjmp_chk(struct __jmp_buf_tag env[1], int val) noexcept {
 }  // extern "C"
 #pragma GCC visibility pop
 
-#endif  // __x86_64__
+#endif  // __x86_64__ && !__SANITIZE_ADDRESS__
