@@ -18,6 +18,7 @@ struct CudaDriver {
   CUresult (*event_query)(CUevent) = nullptr;
   CUresult (*event_destroy)(CUevent) = nullptr;
   CUresult (*error_name)(CUresult, const char**) = nullptr;
+  CUresult (*stream_get_ctx)(CUstream, CUcontext*) = nullptr;  // optional
   const char* name_of(CUresult r) const;
   // CUDA IPC mappings and stream memory operations (cuda_ipc.cpp). Optional: null where
   // the driver lacks them, without making `ok` false.
@@ -53,6 +54,36 @@ struct CudaDriver {
 
 // Opened on first use; `ok` is false where there is no driver or no GPU.
 const CudaDriver& cuda_driver();
+
+// Makes `ctx` current for the scope (if it is not already): the PE's thread may have
+// another context current, or none (a library such as UCX may have popped it).
+class CtxScope {
+ public:
+  explicit CtxScope(void* ctx) {
+    const CudaDriver& cu = cuda_driver();
+    CUcontext cur = nullptr;
+    if (!ctx || !cu.ipc.ctx_push || (cu.ctx_get_current(&cur) == CUDA_SUCCESS && cur == ctx)) return;
+    pushed_ = cu.ipc.ctx_push(static_cast<CUcontext>(ctx)) == CUDA_SUCCESS;
+  }
+  ~CtxScope() {
+    CUcontext c = nullptr;
+    if (pushed_) cuda_driver().ipc.ctx_pop(&c);
+  }
+  CtxScope(const CtxScope&) = delete;
+  CtxScope& operator=(const CtxScope&) = delete;
+
+ private:
+  bool pushed_ = false;
+};
+
+// The context `stream` belongs to; nullptr where the driver cannot tell (then the
+// current one is used).
+inline CUcontext context_of(CUstream stream) {
+  const CudaDriver& cu = cuda_driver();
+  CUcontext c = nullptr;
+  if (!cu.stream_get_ctx || cu.stream_get_ctx(stream, &c) != CUDA_SUCCESS) return nullptr;
+  return c;
+}
 
 }  // namespace ucharm::machine
 #endif

@@ -58,27 +58,6 @@ const char* need_driver() {
   return nullptr;
 }
 
-// Makes `ctx` current for the scope (if it is not already), as the PE's thread may have
-// another context current, or none.
-class CtxScope {
- public:
-  explicit CtxScope(void* ctx) {
-    const CudaDriver& cu = cuda_driver();
-    CUcontext cur = nullptr;
-    if (!ctx || (cu.ctx_get_current(&cur) == CUDA_SUCCESS && cur == ctx)) return;
-    pushed_ = cu.ipc.ctx_push(static_cast<CUcontext>(ctx)) == CUDA_SUCCESS;
-  }
-  ~CtxScope() {
-    CUcontext c = nullptr;
-    if (pushed_) cuda_driver().ipc.ctx_pop(&c);
-  }
-  CtxScope(const CtxScope&) = delete;
-  CtxScope& operator=(const CtxScope&) = delete;
-
- private:
-  bool pushed_ = false;
-};
-
 const char* device_of(void* ctx, CUdevice& dev) {
   CtxScope scope(ctx);
   CUresult r = cuda_driver().ipc.ctx_get_device(&dev);

@@ -181,8 +181,17 @@ void defer_on_stream(Deferred* d, GpuStream stream) {
 #ifdef UCHARM_HAVE_CUDA
   const CudaDriver& cu = cuda_driver();
   if (!cu.ok) fatal("an operation names a CUDA stream, but CUDA is not available in this process (no driver or GPU)");
+  // The event is made and recorded in the stream's context, whatever is current on this
+  // thread (a CuPy stream's context may not be: seen with 2 PEs sharing one GPU).
+  const CUcontext ctx = context_of(static_cast<CUstream>(stream));
+  CtxScope scope(ctx);
+  if (d->event && d->event_ctx != ctx) {
+    cu.event_destroy(d->event);
+    d->event = nullptr;
+  }
   CUresult r = CUDA_SUCCESS;
   if (!d->event) r = cu.event_create(&d->event, CU_EVENT_DISABLE_TIMING);
+  d->event_ctx = ctx;
   if (r == CUDA_SUCCESS) r = cu.event_record(d->event, static_cast<CUstream>(stream));
   if (r != CUDA_SUCCESS)
     fatal(fmt::format("recording an event on CUDA stream {} for {} failed: {} (is the stream valid, and its "
@@ -208,7 +217,11 @@ int start_deferred() {
   const CudaDriver& cu = cuda_driver();
   Deferred* prev = nullptr;
   for (Deferred* d = m.deferred_head; d;) {
-    CUresult r = cu.event_query(d->event);
+    CUresult r = CUDA_SUCCESS;
+    {
+      CtxScope scope(d->event_ctx);
+      r = cu.event_query(d->event);
+    }
     if (r == CUDA_ERROR_NOT_READY) {
       prev = d;
       d = d->next;

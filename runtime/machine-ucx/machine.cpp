@@ -329,6 +329,7 @@ void LrtsExit() {
   discard_unexpected();
 #ifdef UCHARM_HAVE_CUDA
   m.deferred_pool.for_each([](Deferred& d) {
+    CtxScope scope(d.event_ctx);
     if (d.event) cuda_driver().event_destroy(d.event);
     d.event = nullptr;
   });

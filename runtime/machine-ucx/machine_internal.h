@@ -66,7 +66,8 @@ struct Deferred {
   Completion done;
   DeviceRdmaOp* op;
 #ifdef UCHARM_HAVE_CUDA
-  CUevent event;
+  CUevent event;          // kept with the pooled record, remade if the next stream's context differs
+  CUcontext event_ctx;
 #endif
   Deferred* next;         // FIFO of waiting operations
   Deferred* next_free;

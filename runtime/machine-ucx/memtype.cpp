@@ -39,6 +39,7 @@ const CudaDriver& cuda_driver() {
                sym(c.mem_free, "cuMemFree_v2") && sym(c.event_create, "cuEventCreate") &&
                sym(c.event_record, "cuEventRecord") && sym(c.event_query, "cuEventQuery") &&
                sym(c.event_destroy, "cuEventDestroy_v2") && sym(c.error_name, "cuGetErrorName");
+    sym(c.stream_get_ctx, "cuStreamGetCtx");
     c.ok = all && cu_init(0) == CUDA_SUCCESS;  // no GPU: everything is host
     // CUDA IPC and stream memory operations (cuda_ipc.cpp checks each before use).
     // The _v2 names are what cuda.h's macros select (CUDA 12 and 13).

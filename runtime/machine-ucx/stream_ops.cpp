@@ -109,6 +109,9 @@ class StreamOps {
     waiting_.push_back(slot);
     ++M().gpu_inflight;  // the ready word wakes nobody: the PE must not sleep on the network
     ++open_;
+    if (M().trace_ops)
+      fmt::print(stderr, "ucharm: PE {}: stream point (slot {}, number {}) enqueued on stream {}{}\n", M().info.my_pe,
+                 slot, seq, stream, stream_waits ? ", the stream waits for it" : "");
     return StreamOp{slot, seq};
   }
 
@@ -153,6 +156,8 @@ class StreamOps {
         continue;
       }
       s.started = true;
+      if (M().trace_ops)
+        fmt::print(stderr, "ucharm: PE {}: stream point (slot {}, number {}) reached\n", M().info.my_pe, slot, s.seq);
       if (s.on_ready.fn) s.on_ready.fn(s.on_ready.ctx);
     }
     return static_cast<int>(arrived_.size());
@@ -166,6 +171,8 @@ class StreamOps {
                         "before its stream reached it)",
                         op.slot, op.seq));
     store(words_of(op.slot).done, op.seq);
+    if (M().trace_ops)
+      fmt::print(stderr, "ucharm: PE {}: stream point (slot {}, number {}) done\n", M().info.my_pe, op.slot, op.seq);
     s.started = false;
     --open_;
     free_.push_back(op.slot);
