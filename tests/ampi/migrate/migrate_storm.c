@@ -110,6 +110,11 @@ int main(int argc, char** argv) {
     free(rbuf);
     free(reqs);
     free(st);
+    /* The next round only when every rank is done with this one: a wildcard receive of this
+     * round may otherwise take a neighbour's next-round message (MPI allows it), leaving this
+     * round's own message, a direct transfer whose send completes only when it is received,
+     * unmatched: the sender waits for it while the neighbour waits in AMPI_Migrate. */
+    MPI_Barrier(storm);
   }
   MPI_Info_free(&hints);
   MPI_Comm_free(&storm);
