@@ -12,7 +12,8 @@
 #   python  the CuPy tests and the Python Jacobi3D --verify (tools/gpu-python.sh);
 #   all     all of these (the default).
 # then prints one summary table. Full logs go to $OUT. Exit status: non-zero if any failed.
-#   tools/gpu-check.sh [all|ctest|jacobi|ampi|python]...   (GPU_DIAG=1 adds UCX/CUDA diagnostics)
+#   tools/gpu-check.sh [all|ctest|jacobi|ampi|python]...   (GPU_DIAG=1 adds UCX/CUDA diagnostics
+#                                                          and traced one-PE stream chains)
 set -uo pipefail
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
@@ -165,6 +166,26 @@ if [ "${GPU_DIAG:-0}" = 1 ]; then
     echo "device cuda on $n PEs: exit $?"; grep -iE "cuda|error|warn|segm|abort" "$out/diag$n.txt" | head -8
   done
   "$R" -n 1 --timeout 60 "$build/tests/converse/converse_testprog" memtype 2>&1 | tail -4
+  # A stream-ordered chain between two chares of one PE, in variants (staged, unstaged,
+  # pinned host buffers, the slab large enough for every round in flight): each op traced,
+  # and where one hangs, every thread's stack (gdb or eu-stack, when the machine has one).
+  so=$build/tests/core/core_stream_ordered
+  for v in "" UCHARM_STREAM_STAGING=0 SO_HOSTBUF=1 UCHARM_STREAM_STAGING_MB=256; do
+    log="$out/chain1-${v:-staged}.txt"
+    env UCHARM_TRACE_OPS=1 SO_ROUNDS=40 $v "$R" -n 1 --timeout 40 "$so" gpu > "$log" 2>&1 &
+    job=$!
+    for _ in $(seq 150); do kill -0 $job 2>/dev/null || break; sleep 0.1; done
+    if kill -0 $job 2>/dev/null; then
+      for p in $(pgrep -f "core_stream_ordered gpu"); do
+        [ "$(cat /proc/$p/comm)" = ucharmrun ] && continue
+        for t in /proc/$p/task/*; do echo "thread $(cat $t/comm) wchan $(cat $t/wchan)"; done >> "$log.stacks"
+        { command -v gdb >/dev/null && timeout 30 gdb -p $p -batch -ex "thread apply all bt 30"; } >> "$log.stacks" 2>&1
+        { command -v eu-stack >/dev/null && timeout 20 eu-stack -p $p; } >> "$log.stacks" 2>&1
+      done
+    fi
+    wait $job
+    echo "chain on 1 PE ${v:-(staged)}: exit $?; $(grep -c 'point .* reached' "$log") points reached, last: $(grep ucharm: "$log" | tail -1)"
+  done
 fi
 
 echo
