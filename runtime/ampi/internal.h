@@ -231,6 +231,16 @@ void request_set_comm(MPI_Request h, MPI_Comm comm);
 // and PE are fixed while the window lives (AMPI_Migrate, AMPI_Migrate_to_pe call it).
 void rma_check_can_move(Rank* r, const char* fn);
 
+// ---- MPI-IO (io/) ---------------------------------------------------------------------------
+// A rank's open files: io/io.h defines the table; each rank owns one.
+namespace io { struct FileTable; }
+struct FileTableDeleter { void operator()(io::FileTable* t) const; };
+using FileTablePtr = std::unique_ptr<io::FileTable, FileTableDeleter>;
+FileTablePtr file_table_new();
+// Packs a rank's files for a move or a checkpoint (path, amode, view, pointers, hints, ...;
+// not their contents); unpacking (after pup_comm_state) reopens each path in this process.
+void pup_file_state(PUP::er& p, FileTablePtr& t);
+
 // ---- program start (rank.cpp; called by the program's loader) -----------------------------
 // What the loader gives the runtime: where each rank's main is.
 using MainFn = int (*)(int, char**);
