@@ -7,6 +7,7 @@
 //   comm/        communicators, groups, attributes, error handlers, topologies, info
 //   datatype/    the datatype table, layouts, pack/unpack, MPI_Type_*, MPI_Pack
 //   coll/        collectives (blocking and nonblocking) over the internal point-to-point
+//   io/          MPI-IO: files, views, every access family, two-phase collective buffering
 //   ops.cpp      predefined and user reduction operations
 //   loader.cpp   the program loader: one private copy of the program per rank (ampicc)
 #pragma once
