@@ -144,17 +144,16 @@ int shfp_update(File& f, std::int64_t delta, bool set, std::int64_t* old, const 
   return MPI_SUCCESS;
 }
 
-// The transfer itself: `count` t's at `buf`, from data byte `from` of the view on.
-int execute(File& f, Dir d, std::int64_t from, void* buf, int count, MPI_Datatype t, bool coll, const int* tags,
-            std::int64_t* done, const char* fn) {
+// The transfer itself: `count` t's at `buf` to or from the file ranges `segs` (the view's
+// data mapped when the access was started), in representation `rep`.
+int execute(File& f, Dir d, const std::vector<Seg>& segs, Rep rep, void* buf, int count, MPI_Datatype t, bool coll,
+            const int* tags, std::int64_t* done, const char* fn) {
   const auto bytes = static_cast<std::int64_t>(count) * static_cast<std::int64_t>(type_size(t));
-  std::vector<Seg> segs;
-  view_map(f, from, bytes, segs);
   std::vector<char> data;
   int rc;
   const bool tp = coll && two_phase_enabled(f, d);
   if (d == Dir::Write) {
-    if ((rc = rep_to_file(f, buf, count, t, data, fn))) {
+    if ((rc = rep_to_file(f, rep, buf, count, t, data, fn))) {
       // The others still take part in a collective exchange (with no data from this rank).
       if (tp) two_phase(f, d, {}, nullptr, tags, done, fn);
       return rc;
@@ -164,8 +163,15 @@ int execute(File& f, Dir d, std::int64_t from, void* buf, int count, MPI_Datatyp
   }
   data.resize(static_cast<std::size_t>(bytes));
   rc = tp ? two_phase(f, d, segs, data.data(), tags, done, fn) : io_segs(f, d, segs, data.data(), done, fn);
-  if (int e = rep_from_file(f, data, static_cast<std::size_t>(*done), buf, count, t, fn)) rc = rc ? rc : e;
+  if (int e = rep_from_file(f, rep, data, static_cast<std::size_t>(*done), buf, count, t, fn)) rc = rc ? rc : e;
   return rc;
+}
+
+// The file ranges of an access of `count` t's from data byte `from` of f's current view.
+std::vector<Seg> plan(File& f, std::int64_t from, int count, MPI_Datatype t) {
+  std::vector<Seg> segs;
+  view_map(f, from, static_cast<std::int64_t>(count) * static_cast<std::int64_t>(type_size(t)), segs);
+  return segs;
 }
 
 struct Call {
@@ -188,7 +194,7 @@ int prepare(const Call& c, File& f, std::int64_t* from, int* tags) {
   const std::int64_t etypes = bytes / f.e_size;
   Comm& d = file_comm(f);
   if (c.coll)
-    for (int i = 0; i < 4; ++i) tags[i] = coll_tag(d);
+    for (int i = 0; i < kTwoPhaseTags; ++i) tags[i] = coll_tag(d);
   switch (c.ptr) {
     case Ptr::Explicit:
       if (c.offset < 0) return file_error(&f, MPI_ERR_ARG, c.fn, "offset %lld is negative", c.offset);
@@ -232,26 +238,29 @@ int blocking(const Call& c, MPI_Status* st) {
   if (c.coll && f->split_active)
     return file_error(f, MPI_ERR_OTHER, c.fn, "a split collective is still active on %s", f->path.c_str());
   std::int64_t from = 0;
-  int tags[4] = {};
+  int tags[kTwoPhaseTags] = {};
   const MPI_Offset pos0 = f->pos;
   if ((rc = prepare(c, *f, &from, tags))) return rc;
   std::int64_t done = 0;
-  rc = execute(*f, c.d, from, c.buf, c.count, c.t, c.coll, tags, &done, c.fn);
+  rc = execute(*f, c.d, plan(*f, from, c.count, c.t), f->rep, c.buf, c.count, c.t, c.coll, tags, &done, c.fn);
   if (c.ptr == Ptr::Individual) f->pos = pos0 + done / f->e_size;  // a read stops at the end of the file
   fill_status(st, done);
   return rc;
 }
 
-// A nonblocking access: a task of the rank does the transfer.
+// A nonblocking access: a task of the rank does the transfer, on the file ranges and in the
+// representation of the view when the call was made (the view may change before it runs).
 struct Job {
   MPI_File fh;
   Dir d;
   std::int64_t from;
+  std::vector<Seg> segs;
+  Rep rep;
   void* buf;
   int count;
   MPI_Datatype t;
   bool coll;
-  int tags[4];
+  int tags[kTwoPhaseTags];
   MPI_Request req = MPI_REQUEST_NULL;
   const char* fn;
 };
@@ -261,7 +270,7 @@ int job_body(void* arg) {
   int rc;
   File* f = file_get(j->fh, j->fn, &rc);
   std::int64_t done = 0;
-  if (f) rc = execute(*f, j->d, j->from, j->buf, j->count, j->t, j->coll, j->tags, &done, j->fn);
+  if (f) rc = execute(*f, j->d, j->segs, j->rep, j->buf, j->count, j->t, j->coll, j->tags, &done, j->fn);
   pt2pt::status_set_bytes(current_rank()->p2p().req(j->req).status, done);
   type_release(j->t);
   return rc;
@@ -276,6 +285,8 @@ int nonblocking(const Call& c, MPI_Request* request) {
     return file_error(f, MPI_ERR_OTHER, c.fn, "a split collective is still active on %s", f->path.c_str());
   auto j = std::make_unique<Job>();
   if ((rc = prepare(c, *f, &j->from, j->tags))) return rc;
+  j->segs = plan(*f, j->from, c.count, c.t);
+  j->rep = f->rep;
   j->fh = c.fh;
   j->d = c.d;
   j->buf = c.buf;

@@ -107,7 +107,7 @@ int two_phase(File& f, Dir d, const std::vector<Seg>& segs, char* data, const in
   std::int64_t glo = LLONG_MAX, ghi = LLONG_MIN;
   for (const Range& r : all)
     if (r.hi > r.lo) glo = std::min(glo, r.lo), ghi = std::max(ghi, r.hi);
-  if (glo >= ghi) return MPI_SUCCESS;  // nobody has data
+  if (glo >= ghi) return MPI_SUCCESS;  // nobody has data (every member sees it)
 
   // 2. The aggregators: cb_nodes of them spread over the ranks, or one per process.
   std::vector<int> aggs;
@@ -291,6 +291,12 @@ int two_phase(File& f, Dir d, const std::vector<Seg>& segs, char* data, const in
   }
   if (int rc = wait_all(static_cast<int>(answers.size()), answers.data(), nullptr); rc && !io_rc)
     io_rc = exchange_error(f, rc, fn);
+
+  // Every member learns whether any aggregator failed.
+  int worst = io_rc;
+  if (int rc = coll_allreduce(&io_rc, &worst, 1, MPI_INT, MPI_MAX, c, tags[4])) return exchange_error(f, rc, fn);
+  if (worst != MPI_SUCCESS && io_rc == MPI_SUCCESS)
+    io_rc = file_error(&f, worst, fn, "%s: another member's part of the collective access failed", f.path.c_str());
 
   // What this member's call moved: all of it (writes), or its data before the end of the file.
   std::int64_t total = 0;

@@ -97,18 +97,20 @@ void view_flatten(File& f);
 void view_map(File& f, std::int64_t from, std::int64_t n, std::vector<Seg>& out);
 // Converts `n` bytes of packed native data of `count` t's into / out of the view's datarep
 // in place or into `out` (same size: checked at set_view).
-int rep_to_file(File& f, const void* buf, int count, MPI_Datatype t, std::vector<char>& out, const char* fn);
-int rep_from_file(File& f, const std::vector<char>& in, std::size_t bytes, void* buf, int count, MPI_Datatype t,
-                  const char* fn);
+// `rep`: the view's representation when the access was started.
+int rep_to_file(File& f, Rep rep, const void* buf, int count, MPI_Datatype t, std::vector<char>& out, const char* fn);
+int rep_from_file(File& f, Rep rep, const std::vector<char>& in, std::size_t bytes, void* buf, int count,
+                  MPI_Datatype t, const char* fn);
 void view_reset(File& f);
 // The position (in etypes) of the first data of the view at or after file byte `b`.
 std::int64_t view_position_of(File& f, std::int64_t b);  // the default view: disp 0, MPI_BYTE, MPI_BYTE, native
 
 // ---- collective.cpp ----
 enum class Dir : std::uint8_t { Read, Write };
+inline constexpr int kTwoPhaseTags = 5;  // a collective access takes this many tags at its call
 // Two-phase collective access over f's communicator: this rank's `segs` (file ranges in
-// ascending order) with `data` (their bytes in order: filled for reads). `tags`: 4
-// collective tags taken at the call. Returns the bytes this rank read (reads) or wrote.
+// ascending order) with `data` (their bytes in order: filled for reads). `tags`: the
+// collective tags taken at the call (every member fails alike when one failed). Returns the bytes this rank read (reads) or wrote.
 int two_phase(File& f, Dir d, const std::vector<Seg>& segs, char* data, const int* tags, std::int64_t* done,
               const char* fn);
 bool two_phase_enabled(File& f, Dir d);

@@ -150,10 +150,10 @@ std::int64_t view_position_of(File& f, std::int64_t b) {
   return (k * f.ft_size + data + f.e_size - 1) / f.e_size;
 }
 
-int rep_to_file(File& f, const void* buf, int count, MPI_Datatype t, std::vector<char>& out, const char* fn) {
+int rep_to_file(File& f, Rep rep, const void* buf, int count, MPI_Datatype t, std::vector<char>& out, const char* fn) {
   const std::size_t bytes = static_cast<std::size_t>(count) * type_size(t);
   out.resize(bytes);
-  if (f.rep != Rep::External32) {
+  if (rep != Rep::External32) {
     if (bytes) type_pack(buf, count, t, out.data());
     return MPI_SUCCESS;
   }
@@ -166,11 +166,11 @@ int rep_to_file(File& f, const void* buf, int count, MPI_Datatype t, std::vector
   return MPI_SUCCESS;
 }
 
-int rep_from_file(File& f, const std::vector<char>& in, std::size_t bytes, void* buf, int count, MPI_Datatype t,
+int rep_from_file(File& f, Rep rep, const std::vector<char>& in, std::size_t bytes, void* buf, int count, MPI_Datatype t,
                   const char* fn) {
   const std::size_t tsize = type_size(t);
   if (bytes == 0 || tsize == 0) return MPI_SUCCESS;
-  if (f.rep != Rep::External32) {
+  if (rep != Rep::External32) {
     // Whole basic elements only (a read that stopped at the end of the file mid-element).
     std::size_t whole = bytes;
     while (whole > 0 && type_basic_elements(t, whole) < 0) --whole;
