@@ -267,7 +267,10 @@ int two_phase(File& f, Dir d, const std::vector<Seg>& segs, char* data, const in
       buf.resize(static_cast<std::size_t>(top - lo));
       {
         Lock lock(f, d == Dir::Write, lo, top);
-        if (d == Dir::Read || holes) io_rc = window_io(f, Dir::Read, lo, top, buf.data(), fn);
+        // A write window with holes is read first, so one pwrite keeps the bytes between
+        // the pieces; where the file cannot be read, each piece is written by itself.
+        const bool piecewise = d == Dir::Write && holes && !f.readable;
+        if (d == Dir::Read || (holes && !piecewise)) io_rc = window_io(f, Dir::Read, lo, top, buf.data(), fn);
         for (std::size_t i = first; !io_rc && i < refs.size() && refs[i].off < top; ++i) {
           const Ref& r = refs[i];
           const std::int64_t a = std::max(lo, r.off), b = std::min(top, r.off + r.len);
@@ -275,7 +278,11 @@ int two_phase(File& f, Dir d, const std::vector<Seg>& segs, char* data, const in
           if (d == Dir::Write) std::memcpy(buf.data() + (a - lo), r.p + (a - r.off), static_cast<std::size_t>(b - a));
           else std::memcpy(r.p + (a - r.off), buf.data() + (a - lo), static_cast<std::size_t>(b - a));
         }
-        if (!io_rc && d == Dir::Write) io_rc = window_io(f, Dir::Write, lo, top, buf.data(), fn);
+        if (!io_rc && d == Dir::Write && !piecewise) io_rc = window_io(f, Dir::Write, lo, top, buf.data(), fn);
+        for (std::size_t i = first; piecewise && !io_rc && i < refs.size() && refs[i].off < top; ++i) {
+          const std::int64_t a = std::max(lo, refs[i].off), b = std::min(top, refs[i].off + refs[i].len);
+          if (b > a) io_rc = window_io(f, Dir::Write, a, b, buf.data() + (a - lo), fn);
+        }
       }
       lo = top;
     }

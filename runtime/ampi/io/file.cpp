@@ -108,9 +108,20 @@ namespace {
 int open_flags(int amode) {
   int fl = O_CLOEXEC;
   if (amode & MPI_MODE_RDONLY) fl |= O_RDONLY;
-  else if (amode & MPI_MODE_WRONLY) fl |= O_WRONLY;
-  else fl |= O_RDWR;
+  else fl |= O_RDWR;  // WRONLY too where the file allows: collective writes read holes first
   return fl;
+}
+
+// Opens f's path for f.amode (plus `extra`: O_CREAT, O_EXCL); a write-only file whose
+// permissions refuse reading is opened O_WRONLY (f.readable false). -1 and errno on failure.
+int open_path(File& f, int extra) {
+  f.readable = true;
+  int fd = ::open(f.path.c_str(), open_flags(f.amode) | extra, 0666);
+  if (fd < 0 && errno == EACCES && (f.amode & MPI_MODE_WRONLY)) {
+    fd = ::open(f.path.c_str(), (open_flags(f.amode) & ~O_RDWR) | O_WRONLY | extra, 0666);
+    f.readable = false;
+  }
+  return fd;
 }
 
 // Every member's (code, errno): the first failure wins, the same on all.
@@ -130,11 +141,14 @@ int agree(Comm& c, Outcome mine, Outcome* first) {
   return MPI_SUCCESS;
 }
 
-std::string shfp_name(const std::string& path, int pid, std::uint32_t context) {
+// Unique per open: the process of rank 0, its world rank (ranks of one process open files
+// on their own MPI_COMM_SELF at once) and the duplicate communicator's context.
+std::string shfp_name(const std::string& path, int pid, int world0, std::uint32_t context) {
   const std::size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  return dir + "." + base + ".shfp." + std::to_string(pid) + "." + std::to_string(context);
+  return dir + "." + base + ".shfp." + std::to_string(pid) + "." + std::to_string(world0) + "." +
+         std::to_string(context);
 }
 
 int check_amode(int amode, std::string* why) {
@@ -203,7 +217,7 @@ void open_shfp(File& f) {
 }  // namespace
 
 int reopen(File& f, std::string* why) {
-  f.fd = ::open(f.path.c_str(), open_flags(f.amode));
+  f.fd = open_path(f, 0);
   if (f.fd < 0) {
     *why = std::strerror(errno);
     return errno_class(errno);
@@ -305,13 +319,12 @@ int PMPI_File_open(MPI_Comm comm, const char* filename, int amode, MPI_Info info
 
   // Rank 0 creates (MPI_MODE_CREATE, MPI_MODE_EXCL) and makes the shared pointer's file;
   // then the others open what it made. Every member learns the first failure.
-  const int flags = open_flags(amode);
   Outcome mine;
   if (d.rank == 0) {
-    int fl = flags;
+    int fl = 0;
     if (amode & MPI_MODE_CREATE) fl |= O_CREAT;
     if (amode & MPI_MODE_EXCL) fl |= O_EXCL;
-    f->fd = ::open(path.c_str(), fl, 0666);
+    f->fd = open_path(*f, fl);
     if (f->fd < 0) mine = Outcome{errno_class(errno), errno, 0, 0};
     mine.extra = static_cast<std::int32_t>(getpid());
   }
@@ -320,7 +333,7 @@ int PMPI_File_open(MPI_Comm comm, const char* filename, int amode, MPI_Info info
   int rc = coll_allgather(&mine, sizeof mine, MPI_BYTE, all.data(), d, coll_tag(d));
   const int pid0 = all[0].extra;
   if (!rc && all[0].code == MPI_SUCCESS) {
-    f->shfp_path = shfp_name(path, pid0, d.context);
+    f->shfp_path = shfp_name(path, pid0, d.members[0], d.context);
     std::int64_t init = 0;
     if (d.rank == 0) {
       if (amode & MPI_MODE_APPEND) {
@@ -333,7 +346,7 @@ int PMPI_File_open(MPI_Comm comm, const char* filename, int amode, MPI_Info info
     if (d.size() > 1 && (rc = coll_barrier(d, coll_tag(d))) == MPI_SUCCESS) {
       mine = Outcome{};
       if (d.rank != 0) {
-        f->fd = ::open(path.c_str(), flags);
+        f->fd = open_path(*f, 0);
         if (f->fd < 0) mine = Outcome{errno_class(errno), errno, 0, 0};
         else open_shfp(*f);
       }

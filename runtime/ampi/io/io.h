@@ -44,7 +44,8 @@ struct File {
   std::string path;
   int amode = 0;
   MPI_Comm comm = MPI_COMM_NULL;  // the runtime's own duplicate (MPI_ERRORS_RETURN)
-  int fd = -1;
+  int fd = -1;                    // opened O_RDWR for MPI_MODE_WRONLY too, where allowed
+  bool readable = true;           // fd can be read (collective writes fill holes by reading)
   int shfp_fd = -1;               // the hidden shared-pointer file (-1: not available)
   std::string shfp_path;
   std::string shfp_error;         // why it is not available

@@ -8,7 +8,8 @@
  *   nonblocking iread/iwrite (_at, _shared, _all, _at_all) with Wait/Test/Waitall; split
  *   external32  a round trip in "external32" (big-endian bytes on disk) and its refusals
  *   atomic      atomic mode: overlapping concurrent writes are never mixed
- *   collective  an interleaved array written and read with _all, checked byte by byte */
+ *   collective  an interleaved array written and read with _all, checked byte by byte;
+ *               a write-only file whose holes between the written pieces keep their bytes */
 #include "../progs/check.h"
 
 #include <errno.h>
@@ -585,6 +586,56 @@ static void test_collective(struct env* e, const char* cb_nodes, const char* cb_
   CHECK_MPI(t, MPI_File_close(&fh));
 }
 
+/* Holes: a write-only file whose earlier bytes must survive a collective write that covers
+ * only part of each window (the odd ranks write nothing): the aggregators fill the holes. */
+static void test_holes(struct env* e) {
+  struct tctx* t = &e->t;
+  t->section = "holes";
+  char p[512];
+  path_of(e, "holes.dat", p);
+  const int n = t->size, blk = 5, nblocks = 20, total = blk * n * nblocks;
+  MPI_File fh;
+  CHECK_MPI(t, MPI_File_open(MPI_COMM_WORLD, p, MPI_MODE_WRONLY | MPI_MODE_CREATE, MPI_INFO_NULL, &fh));
+  if (t->rank == 0) {
+    int* fill = malloc(sizeof(int) * total);
+    for (int i = 0; i < total; i++) fill[i] = -7;
+    CHECK_MPI(t, MPI_File_write_at(fh, 0, fill, total, MPI_INT, MPI_STATUS_IGNORE));
+    free(fill);
+  }
+  CHECK_MPI(t, MPI_File_sync(fh));
+  MPI_Datatype ft, rft;
+  MPI_Type_vector(1, blk, blk * n, MPI_INT, &ft);
+  MPI_Type_create_resized(ft, 0, (MPI_Aint)(blk * n * 4), &rft);
+  MPI_Type_commit(&rft);
+  CHECK_MPI(t, MPI_File_set_view(fh, (MPI_Offset)t->rank * blk * 4, MPI_INT, rft, "native", MPI_INFO_NULL));
+  int* mine = malloc(sizeof(int) * blk * nblocks);
+  for (int i = 0; i < blk * nblocks; i++) mine[i] = (i / blk) * blk * n + t->rank * blk + i % blk;
+  CHECK_MPI(t, MPI_File_write_all(fh, mine, t->rank % 2 ? 0 : blk * nblocks, MPI_INT, MPI_STATUS_IGNORE));
+  CHECK_MPI(t, MPI_File_close(&fh));
+  MPI_Barrier(MPI_COMM_WORLD);
+  int* whole = malloc(sizeof(int) * total);
+  FILE* fp = fopen(p, "rb");
+  CHECK(t, fp != NULL);
+  if (fp) {
+    CHECK_EQ(t, fread(whole, sizeof(int), total, fp), total);
+    fclose(fp);
+    int bad = 0;
+    for (int i = 0; i < total && bad < 5; i++) {
+      const int owner = (i / blk) % n, want = owner % 2 ? -7 : i;
+      if (whole[i] != want) {
+        CHECK(t, 0, "element %d holds %d, expected %d", i, whole[i], want);
+        bad++;
+      }
+    }
+  }
+  free(whole);
+  free(mine);
+  MPI_Type_free(&rft);
+  MPI_Type_free(&ft);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (t->rank == 0) CHECK_MPI(t, MPI_File_delete(p, MPI_INFO_NULL));
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   struct env e;
@@ -610,6 +661,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(a, "collective")) {
       test_collective(&e, NULL, NULL, "coll_default.dat");
       test_collective(&e, "2", "256", "coll_windows.dat");
+      test_holes(&e);
     } else if (e.t.rank == 0) {
       fprintf(stderr, "io: unknown part %s\n", a);
       e.t.fails++;
