@@ -21,8 +21,10 @@ namespace {
 
 struct Collect {
   std::vector<Seg>* out;
-  bool ordered = true;
-  std::int64_t end = 0;
+  bool ordered = true;   // no displacement below an earlier one (overlaps are allowed)
+  bool negative = false;
+  bool overlap = false;  // a range starts before an earlier one ends
+  std::int64_t last = 0, end = 0;
 };
 void collect(void* ctx, std::ptrdiff_t offset, std::size_t n, std::size_t reps, std::ptrdiff_t stride,
              MPI_Datatype basic) {
@@ -31,11 +33,14 @@ void collect(void* ctx, std::ptrdiff_t offset, std::size_t n, std::size_t reps, 
   if (len == 0) return;
   for (std::size_t k = 0; k < reps; ++k) {
     const std::int64_t off = offset + static_cast<std::int64_t>(k) * stride;
-    if (!c->out->empty() && off < c->end) c->ordered = false;
+    if (!c->out->empty() && off < c->last) c->ordered = false;
+    if (off < 0) c->negative = true;
+    if (!c->out->empty() && off < c->end) c->overlap = true;
     if (!c->out->empty() && c->out->back().off + c->out->back().len == off)
       c->out->back().len += len;
     else
       c->out->push_back(Seg{off, len});
+    c->last = off;
     c->end = std::max(c->end, off + len);
   }
 }
@@ -223,17 +228,25 @@ int PMPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Dat
     return file_error(f, MPI_ERR_ARG, fn, "disp %lld is negative", disp);
   }
   const std::size_t esize = type_size(etype), fsize = type_size(filetype);
-  if (type_lb(etype) < 0 || type_lb(filetype) < 0)
-    return file_error(f, MPI_ERR_TYPE, fn, "the etype and filetype must not have negative displacements");
+  // MPI 3.1 §13.3: the etype's and filetype's displacements are non-negative and
+  // nondecreasing, and do not overlap unless the file is read-only. ROMIO's class for
+  // these, MPI_ERR_IO, is what programs check.
+  for (const MPI_Datatype t : {etype, filetype}) {
+    std::vector<Seg> flat;
+    Collect c{&flat};
+    type_for_each_run(t, 1, collect, &c);
+    if (c.negative || type_lb(t) < 0)
+      return file_error(f, MPI_ERR_IO, fn, "the %s %s has a negative displacement", t == etype ? "etype" : "filetype",
+                        type_name(t).c_str());
+    if (!c.ordered)
+      return file_error(f, MPI_ERR_IO, fn, "the %s %s has decreasing displacements", t == etype ? "etype" : "filetype",
+                        type_name(t).c_str());
+    if (c.overlap && !(f->amode & MPI_MODE_RDONLY))
+      return file_error(f, MPI_ERR_IO, fn, "the %s %s has overlapping displacements (allowed on MPI_MODE_RDONLY files only)",
+                        t == etype ? "etype" : "filetype", type_name(t).c_str());
+  }
   if (esize == 0 || fsize % esize != 0)
     return file_error(f, MPI_ERR_TYPE, fn, "the filetype (%zu bytes) is not made of whole etypes (%zu bytes)", fsize, esize);
-  std::vector<Seg> flat;
-  Collect c{&flat};
-  type_for_each_run(filetype, 1, collect, &c);
-  if (!c.ordered)
-    return file_error(f, MPI_ERR_TYPE, fn, "the filetype's displacements must be nondecreasing and must not overlap");
-  if (!flat.empty() && flat.front().off < 0)
-    return file_error(f, MPI_ERR_TYPE, fn, "the filetype has a negative displacement");
   if (r == Rep::External32) {
     MPI_Datatype bad;
     if (!external_layout_ok(etype, &bad) || !external_layout_ok(filetype, &bad))
