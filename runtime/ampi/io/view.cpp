@@ -303,7 +303,15 @@ int PMPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint* exte
   if (!f) return rc;
   if (!extent) return file_error(f, MPI_ERR_ARG, fn, "extent is NULL");
   if (!type_valid(datatype)) return file_error(f, MPI_ERR_TYPE, fn, "invalid datatype %d", datatype);
-  *extent = type_extent(datatype);  // external32 views have native-sized basic types
+  // In external32 a basic type has its external size (MPI_LONG: 4); a derived type keeps its
+  // memory extent (the views that external32 allows have the same layout in both).
+  MPI_Aint ext = 0;
+  if (f->rep == Rep::External32 && datatype < UCHARM_MPI_PREDEFINED_TYPES &&
+      PMPI_Pack_external_size("external32", 1, datatype, &ext) == MPI_SUCCESS) {
+    *extent = ext;
+    return MPI_SUCCESS;
+  }
+  *extent = type_extent(datatype);
   return MPI_SUCCESS;
 }
 

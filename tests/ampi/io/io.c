@@ -462,6 +462,9 @@ static void test_external32(struct env* e) {
   CHECK_MPI(t, MPI_File_open(MPI_COMM_WORLD, p, MPI_MODE_RDWR | MPI_MODE_CREATE | MPI_MODE_DELETE_ON_CLOSE,
                              MPI_INFO_NULL, &fh));
   CHECK_MPI(t, MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "external32", MPI_INFO_NULL));
+  MPI_Aint fext = 0;
+  CHECK_MPI(t, MPI_File_get_type_extent(fh, MPI_LONG, &fext));
+  CHECK_EQ(t, fext, 4); /* MPI_LONG is 4 bytes in external32 */
   int v[4] = {0x01020304, -2, t->rank, 0x7fffffff};
   CHECK_MPI(t, MPI_File_write_at(fh, t->rank * 4, v, 4, MPI_INT, MPI_STATUS_IGNORE));
   int back[4] = {0, 0, 0, 0};
