@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 DIRS = ["basic", "pt2pt", "coll", "datatype", "comm", "group", "attr",
-        "init", "errhan", "info", "topo", "rma"]
+        "init", "errhan", "info", "topo", "rma", "io"]
 
 # basic/ has no testlist: its Makefile.am programs, at 2 ranks (1 for self, wtime).
 # They print no " No Errors": exit 0 passes. netpipe and adapt (bandwidth sweeps

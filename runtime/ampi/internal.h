@@ -7,6 +7,7 @@
 //   comm/        communicators, groups, attributes, error handlers, topologies, info
 //   datatype/    the datatype table, layouts, pack/unpack, MPI_Type_*, MPI_Pack
 //   coll/        collectives (blocking and nonblocking) over the internal point-to-point
+//   io/          MPI-IO: files, views, every access family, two-phase collective buffering
 //   ops.cpp      predefined and user reduction operations
 //   loader.cpp   the program loader: one private copy of the program per rank (ampicc)
 #pragma once
@@ -230,6 +231,16 @@ void request_set_comm(MPI_Request h, MPI_Comm comm);
 // Stops the job, naming the window, when rank r has an RMA window open: its window memory
 // and PE are fixed while the window lives (AMPI_Migrate, AMPI_Migrate_to_pe call it).
 void rma_check_can_move(Rank* r, const char* fn);
+
+// ---- MPI-IO (io/) ---------------------------------------------------------------------------
+// A rank's open files: io/io.h defines the table; each rank owns one.
+namespace io { struct FileTable; }
+struct FileTableDeleter { void operator()(io::FileTable* t) const; };
+using FileTablePtr = std::unique_ptr<io::FileTable, FileTableDeleter>;
+FileTablePtr file_table_new();
+// Packs a rank's files for a move or a checkpoint (path, amode, view, pointers, hints, ...;
+// not their contents); unpacking (after pup_comm_state) reopens each path in this process.
+void pup_file_state(PUP::er& p, FileTablePtr& t);
 
 // ---- program start (rank.cpp; called by the program's loader) -----------------------------
 // What the loader gives the runtime: where each rank's main is.

@@ -82,6 +82,7 @@ void Rank::pup(PUP::er& p) {
   }
   pup_comm_state(p, *comms_);
   pup_p2p_state(p, p2p_);
+  pup_file_state(p, files_);
   // The thread: stack, heap and program copy, at the same addresses wherever it goes.
   bool has_thread = thread_ && slice_;
   p | has_thread;

@@ -50,6 +50,7 @@ class Rank : public ck::ArrayElement<Rank> {
   int world_rank() const { return thisIndex; }
   int world_size() const { return world_size_; }
   CommTable& comms() { return *comms_; }
+  FileTablePtr& files() { return files_; }  // io/: created at the first MPI_File_open
   P2p& p2p() { return p2p_; }
   const ck::CollectionRef& array_ref() const { return ckRef(); }
   // The rank's isomalloc slice (its thread's stack, the program's heap and copy): nullptr
@@ -107,6 +108,7 @@ class Rank : public ck::ArrayElement<Rank> {
   ck::ChareProxy<Main> main_;
   int world_size_;
   CommTablePtr comms_;
+  FileTablePtr files_;
   P2p p2p_;
   std::vector<std::string> args_;  // this rank's private copy of the command line
   std::vector<char*> argv_;

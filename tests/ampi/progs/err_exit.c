@@ -6,8 +6,8 @@
  *   err_exit nofinalize  rank 1 (rank 0 when alone) returns 6 from main without calling
  *                     MPI_Finalize while the others wait in a barrier: the job ends with 6
  *                     (OpenMPI's mpirun ends it too, reporting the rank) and does not hang
- *   err_exit unimpl   rank 0 calls MPI_File_open (not implemented by ucharm's AMPI): a
- *                     non-zero exit and a message naming MPI_File_open (ucharm only; a
+ *   err_exit unimpl   rank 0 calls MPI_Open_port (not implemented by ucharm's AMPI): a
+ *                     non-zero exit and a message naming MPI_Open_port (ucharm only; a
  *                     full MPI exits 0 here)
  * The other ranks wait in a barrier the failing rank never reaches (abort, exit,
  * nofinalize). */
@@ -40,9 +40,8 @@ int main(int argc, char** argv) {
     MPI_Barrier(MPI_COMM_WORLD);
   } else if (strcmp(mode, "unimpl") == 0) {
     if (rank == 0) {
-      MPI_File fh;
-      if (MPI_File_open(MPI_COMM_SELF, "err_exit.tmp", MPI_MODE_RDONLY, MPI_INFO_NULL, &fh) == MPI_SUCCESS)
-        MPI_File_close(&fh);
+      char port[MPI_MAX_PORT_NAME];
+      if (MPI_Open_port(MPI_INFO_NULL, port) == MPI_SUCCESS) MPI_Close_port(port);
     }
   } else {
     if (rank == 0) fprintf(stderr, "err_exit: mode abort|exit|return|nofinalize|unimpl\n");
