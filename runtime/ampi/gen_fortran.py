@@ -206,6 +206,11 @@ static char* f_str_in(const char* s, size_t len) {
   c[len] = 0;
   return c;
 }
+// Info keys and values lose leading blanks too (MPI 3.1 §9: "leading and trailing blanks").
+static char* f_str_in_info(const char* s, size_t len) {
+  while (len > 0 && *s == ' ') ++s, --len;
+  return f_str_in(s, len);
+}
 // A C string into a Fortran one: blank padded (or cut at its length).
 static void f_str_out(char* dst, size_t len, const char* src) {
   size_t n = strlen(src);
@@ -581,7 +586,8 @@ def c_wrapper(ret, name, ps, variadic):
         elif k == 'str_in':
             decl.append(f'const char* {n}')
             hidden.append(f'size_t {n}_len')
-            pre.append(f'char* c_{n} = f_str_in({n}, {n}_len);')
+            trim = 'f_str_in_info' if 'Info_' in name else 'f_str_in'
+            pre.append(f'char* c_{n} = {trim}({n}, {n}_len);')
             pre.append(f'if (!c_{n}) {{ *ierr = f_nomem("{fn}"); return; }}')
             args.append(f'c_{n}')
             cleanup.append(f'free(c_{n});')
@@ -592,7 +598,9 @@ def c_wrapper(ret, name, ps, variadic):
             pre.append(f'char* c_{n} = (char*)calloc({size} + 1, 1);')
             pre.append(f'if (!c_{n}) {{ *ierr = f_nomem("{fn}"); return; }}')
             args.append(f'c_{n}')
-            post.append(f'if (*ierr == MPI_SUCCESS) f_str_out({n}, {n}_len, c_{n});')
+            # Info_get writes the value only when the key is there.
+            found = ' && *flag' if name == 'Info_get' else ''
+            post.append(f'if (*ierr == MPI_SUCCESS{found}) f_str_out({n}, {n}_len, c_{n});')
             cleanup.append(f'free(c_{n});')
         elif k == 'argv':
             decl.append(f'const char* {n}')
