@@ -352,30 +352,32 @@ W void mpi_dup_fn_(F* o, F* k, F* es, F* in, F* out, F* flag, F* ierr) __attribu
 W void mpi_null_delete_fn_(F* o, F* k, F* v, F* es, F* ierr) __attribute__((weak, alias("pmpi_null_delete_fn_")));
 W void mpi_conversion_fn_null_(void) {}
 
-// Generalized requests: the Fortran query, free and cancel functions and the extra state.
+// Generalized requests: the Fortran query, free and cancel functions and the program's
+// extra-state variable itself (by reference, as MPICH and OpenMPI: a free function that
+// changes it changes the program's variable).
 typedef struct f_greq {
   f_proc query, free, cancel;
-  MPI_Aint extra;
+  MPI_Aint* extra;
 } f_greq;
 static int f_greq_query(void* es, MPI_Status* status) {
   f_greq* g = (f_greq*)es;
   F fs[@STATUS_SIZE@], ierr = MPI_SUCCESS;
   memcpy(fs, status, sizeof fs);
-  ((void (*)(MPI_Aint*, F*, F*))g->query)(&g->extra, fs, &ierr);
+  ((void (*)(MPI_Aint*, F*, F*))g->query)(g->extra, fs, &ierr);
   memcpy(status, fs, sizeof fs);
   return ierr;
 }
 static int f_greq_free(void* es) {
   f_greq* g = (f_greq*)es;
   F ierr = MPI_SUCCESS;
-  ((void (*)(MPI_Aint*, F*))g->free)(&g->extra, &ierr);
+  ((void (*)(MPI_Aint*, F*))g->free)(g->extra, &ierr);
   free(g);
   return ierr;
 }
 static int f_greq_cancel(void* es, int complete) {
   f_greq* g = (f_greq*)es;
   F ierr = MPI_SUCCESS, fcomplete = complete != 0;
-  ((void (*)(MPI_Aint*, F*, F*))g->cancel)(&g->extra, &fcomplete, &ierr);
+  ((void (*)(MPI_Aint*, F*, F*))g->cancel)(g->extra, &fcomplete, &ierr);
   return ierr;
 }
 
@@ -676,7 +678,7 @@ def c_wrapper(ret, name, ps, variadic):
     if name == 'Grequest_start':
         pre.append('f_greq* rec = (f_greq*)malloc(sizeof *rec);')
         pre.append(f'if (!rec) {{ *ierr = f_nomem("{fn}"); return; }}')
-        pre.append('rec->query = query_fn; rec->free = free_fn; rec->cancel = cancel_fn; rec->extra = *extra_state;')
+        pre.append('rec->query = query_fn; rec->free = free_fn; rec->cancel = cancel_fn; rec->extra = extra_state;')
         args = ['rec' if a.startswith('(void*)(MPI_Aint)*') else a for a in args]
         post.append('if (*ierr != MPI_SUCCESS) free(rec);')
     decl.append('F* ierr')
