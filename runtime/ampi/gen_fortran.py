@@ -818,9 +818,7 @@ def gen_module_mpi(consts, fns):
         L.append(f'  common /{n.replace("MPI_", "MPI_FORTRAN_")}/ {n}')
     for n, _ in CALLBACKS:
         L.append(f'  external :: {n}')
-    L.append('  interface MPI_SIZEOF')
-    L.append('    module procedure ' + ', '.join(f'mpi_sizeof_{t}{r}' for t, _ in SIZEOF_TYPES for r in ('s', 'a')))
-    L.append('  end interface')
+    L += sizeof_interface()
     L.append('  interface')
     for ret, name, params in fns:
         if fortran_only_skip(name):
@@ -829,16 +827,29 @@ def gen_module_mpi(consts, fns):
         L.extend('    ' + s for s in interface(ret, name, ps))
     L.append('  end interface')
     L.append('contains')
-    for t, decl in SIZEOF_TYPES:
-        for r, dim in (('s', ''), ('a', ', dimension(*)')):
-            L.append(f'  subroutine mpi_sizeof_{t}{r}(x, size, ierror)')
-            L.append(f'    {decl}{dim}, intent(in) :: x')
-            L.append('    integer, intent(out) :: size, ierror')
-            L.append(f'    size = storage_size({"x" if r == "s" else "x(1)"}) / 8')
-            L.append('    ierror = 0')
-            L.append(f'  end subroutine mpi_sizeof_{t}{r}')
+    L += sizeof_procedures(optional=False)
     L.append('end module mpi')
     return '\n'.join(L) + '\n'
+
+
+def sizeof_interface():
+    return ['  interface MPI_SIZEOF',
+            '    module procedure ' + ', '.join(f'ucharm_sizeof_{t}' for t, _ in SIZEOF_TYPES),
+            '  end interface', '  private :: ' + ', '.join(f'ucharm_sizeof_{t}' for t, _ in SIZEOF_TYPES)]
+
+
+def sizeof_procedures(optional):
+    """MPI_SIZEOF(x, size, ierror): the bytes of one element of x, of any rank (assumed rank)."""
+    L = []
+    for t, decl in SIZEOF_TYPES:
+        L.append(f'  subroutine ucharm_sizeof_{t}(x, size, ierror)')
+        L.append(f'    {decl}, dimension(..), intent(in) :: x')
+        L.append('    integer, intent(out) :: size')
+        L.append(f'    integer, {"optional, " if optional else ""}intent(out) :: ierror')
+        L.append('    size = storage_size(x) / 8')
+        L.append('    ' + ('if (present(ierror)) ' if optional else '') + 'ierror = 0')
+        L.append(f'  end subroutine ucharm_sizeof_{t}')
+    return L
 
 
 SIZEOF_TYPES = [('i1', 'integer(kind=1)'), ('i2', 'integer(kind=2)'), ('i4', 'integer(kind=4)'),
@@ -1029,6 +1040,7 @@ def gen_module_f08(consts, fns):
     ops = []
     for t in sorted(set(F08_TYPE.values())):
         ops += [f'ucharm_eq_{t.lower()}', f'ucharm_ne_{t.lower()}']
+    L += sizeof_interface()
     L.append('  interface operator(==)')
     L.append('    module procedure ' + ', '.join(o for o in ops if '_eq_' in o))
     L.append('  end interface')
@@ -1063,6 +1075,7 @@ def gen_module_f08(consts, fns):
             L += [f'  elemental logical function {f}(a, b)', f'    type({t}), intent(in) :: a, b',
                   f'    {f} = a%MPI_VAL {sym} b%MPI_VAL', f'  end function {f}']
     L += ['  ' + s for s in procs]
+    L += sizeof_procedures(optional=True)
     # Charm++'s AMPI extensions with the mpi_f08 handle types.
     L += ['  subroutine AMPI_Migrate(hints, ierror)', '    type(MPI_Info), intent(in) :: hints',
           '    integer, optional, intent(out) :: ierror', '    integer :: ierr_',

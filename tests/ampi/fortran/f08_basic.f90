@@ -1,6 +1,6 @@
 ! f08_basic: module mpi_f08: handle types, TYPE(MPI_Status), choice buffers of any rank and
 ! type (TYPE(*), DIMENSION(..)), optional ierror, nonblocking calls, collectives, derived
-! datatypes, communicator creation, and the error a non-contiguous section gets.
+! datatypes, communicator creation, MPI_Sizeof, and the error a non-contiguous section gets.
 program f08_basic
   use mpi_f08
   implicit none
@@ -65,6 +65,8 @@ program f08_basic
   call MPI_Comm_free(half)
   if (half /= MPI_COMM_NULL) errs = errs + 1
   call MPI_Comm_free(dup)
+  call MPI_Sizeof(a, n)          ! any rank
+  if (n /= 8) errs = errs + 1
 
   call MPI_Reduce(errs, n, 1, MPI_INTEGER, MPI_SUM, 0, MPI_COMM_WORLD)
   if (rank == 0) then
