@@ -247,13 +247,54 @@ static void f_statuses_back(F* fs, MPI_Status* cs, int n) {
 }
 static int f_logical(int x) { return x != 0; }  // gfortran's .TRUE. is 1
 
-// An attribute's value as Fortran sees it: C gets the predefined attributes of communicators
-// and windows as pointers to their values, Fortran the values; others are the stored value.
+// Attribute values a Fortran program sets are integers; C reads them as a pointer to the
+// integer (MPI 3.1 §17.2.7). So the value lives in a cell, listed in this copy of the program
+// (reachable: no leak report), and the runtime stores the cell's address. The delete
+// trampoline of a keyval created in Fortran frees its cells.
+typedef struct f_cell {
+  MPI_Aint value;
+  struct f_cell* next;
+} f_cell;
+static f_cell* f_cells;
+static void* f_cell_new(MPI_Aint v) {
+  f_cell* c = (f_cell*)malloc(sizeof *c);
+  if (!c) return NULL;
+  c->value = v;
+  c->next = f_cells;
+  f_cells = c;
+  return c;
+}
+static int f_cell_find(const void* p, MPI_Aint* v) {
+  for (f_cell* c = f_cells; c; c = c->next)
+    if (c == p) {
+      *v = c->value;
+      return 1;
+    }
+  return 0;
+}
+static void f_cell_drop(const void* p) {
+  for (f_cell** c = &f_cells; *c; c = &(*c)->next)
+    if (*c == p) {
+      f_cell* gone = *c;
+      *c = gone->next;
+      free(gone);
+      return;
+    }
+}
+// An attribute's value as Fortran sees it: the predefined attributes of communicators and
+// windows are pointers to their values in C; a value Fortran set is its cell's; a value C
+// set (a pointer) is its address.
 static MPI_Aint f_attr_value(int keyval, void* v) {
+  MPI_Aint x;
   if (keyval > 0 && keyval <= UCHARM_MPI_LAST_PREDEFINED_KEYVAL) return *(int*)v;
   if (keyval == MPI_WIN_SIZE) return *(MPI_Aint*)v;
   if (keyval == MPI_WIN_DISP_UNIT || keyval == MPI_WIN_CREATE_FLAVOR || keyval == MPI_WIN_MODEL) return *(int*)v;
+  if (f_cell_find(v, &x)) return x;
   return (MPI_Aint)v;
+}
+static MPI_Aint f_attr_in(void* v) {
+  MPI_Aint x;
+  return f_cell_find(v, &x) ? x : (MPI_Aint)v;
 }
 
 // argv of MPI_COMM_SPAWN: CHARACTER*(*) ARGV(*), ended by a blank entry.
@@ -298,27 +339,29 @@ static int f_copy_tramp(int old, int keyval, void* es, void* in, void* out, int*
   f_keyval* k = (f_keyval*)es;
   F fold = old, fkey = keyval, fflag = 0, ierr = MPI_SUCCESS;
   if (k->old_style) {
-    F fes = (F)k->extra, fin = (F)(MPI_Aint)in, fout = 0;
+    F fes = (F)k->extra, fin = (F)f_attr_in(in), fout = 0;
     ((f_copy_old)k->copy)(&fold, &fkey, &fes, &fin, &fout, &fflag, &ierr);
-    *(void**)out = (void*)(MPI_Aint)fout;
+    if (ierr == MPI_SUCCESS && fflag) *(void**)out = f_cell_new(fout);
   } else {
-    MPI_Aint fes = k->extra, fin = (MPI_Aint)in, fout = 0;
+    MPI_Aint fes = k->extra, fin = f_attr_in(in), fout = 0;
     ((f_copy_new)k->copy)(&fold, &fkey, &fes, &fin, &fout, &fflag, &ierr);
-    *(void**)out = (void*)fout;
+    if (ierr == MPI_SUCCESS && fflag) *(void**)out = f_cell_new(fout);
   }
   *flag = fflag != 0;
+  if (ierr == MPI_SUCCESS && fflag && !*(void**)out) return MPI_ERR_NO_MEM;
   return ierr;
 }
 static int f_del_tramp(int obj, int keyval, void* val, void* es) {
   f_keyval* k = (f_keyval*)es;
   F fobj = obj, fkey = keyval, ierr = MPI_SUCCESS;
   if (k->old_style) {
-    F fval = (F)(MPI_Aint)val, fes = (F)k->extra;
+    F fval = (F)f_attr_in(val), fes = (F)k->extra;
     ((f_del_old)k->del)(&fobj, &fkey, &fval, &fes, &ierr);
   } else {
-    MPI_Aint fval = (MPI_Aint)val, fes = k->extra;
+    MPI_Aint fval = f_attr_in(val), fes = k->extra;
     ((f_del_new)k->del)(&fobj, &fkey, &fval, &fes, &ierr);
   }
+  if (ierr == MPI_SUCCESS) f_cell_drop(val);
   return ierr;
 }
 static f_keyval* f_keyval_new(f_proc copy, f_proc del, MPI_Aint extra, int old_style) {
@@ -506,7 +549,10 @@ def c_wrapper(ret, name, ps, variadic):
         elif k == 'attr_set':
             t = 'F' if name == 'Attr_put' else 'MPI_Aint'
             decl.append(f'{t}* {n}')
-            args.append(f'(void*)(MPI_Aint)*{n}')
+            pre.append(f'void* c_{n} = f_cell_new((MPI_Aint)*{n});')
+            pre.append(f'if (!c_{n}) {{ *ierr = f_nomem("{fn}"); return; }}')
+            args.append(f'c_{n}')
+            post.append(f'if (*ierr != MPI_SUCCESS) f_cell_drop(c_{n});')
         elif k == 'attr_get':
             t = 'F' if name == 'Attr_get' else 'MPI_Aint'
             decl.append(f'{t}* {n}')
