@@ -319,7 +319,9 @@ class Harness:
             fc = self.fc[comp]
             if comp == "ucharm" and kind == "f77":
                 fc = fc.replace("ampif90", "ampif77")
-            cmd = [fc, *self.fflags, "-I" + str(src / e.dir), "-I" + str(src / "include"),
+            # f77/rma includes attr's attraints.h (configure writes it there).
+            cmd = [fc, *self.fflags, "-I" + str(src / e.dir), "-I" + str(src / kind / "attr"),
+                   "-I" + str(src / "include"),
                    *[str(src / e.dir / s) for s in srcs if not s.endswith(".c")], *objs,
                    "-o", str(exe), self.flibs[comp][kind], *libs, "-lm"]
             rc, _ = sh(cmd, str(log) + ".f.log", cwd=str(d))

@@ -311,6 +311,9 @@ class TypeTable {
   int world_rank() const { return world_rank_; }
   // Names the rank gave predefined types (MPI_Type_set_name on MPI_INT), by handle.
   std::vector<std::pair<MPI_Datatype, std::string>> predefined_names;
+  // The types MPI_Type_create_f90_integer/real/complex gave: (combiner, p, r, handle) each,
+  // so the same parameters give the same type (constructors.cpp).
+  std::vector<int> f90_types;
   void pup(PUP::er& p);
 
  private:
