@@ -735,6 +735,9 @@ def c_wrapper(ret, name, ps, variadic):
     body += ['  ' + s for s in post + cleanup]
     body.append('}')
     body.append(f'W void {lname}_({full}) __attribute__((weak, alias("p{lname}_")));')
+    if any(p.kind == 'baseptr' for p in ps):
+        # module mpi's TYPE(C_PTR) form of the routine (MPI 3.1 §8.2): the same 8 bytes.
+        body.append(f'W void {lname}_cptr_({full}) __attribute__((weak, alias("p{lname}_")));')
     return body
 
 
@@ -866,12 +869,15 @@ def gen_module_mpi(consts, fns):
         L.append(f'  external :: {n}')
     L += sizeof_interface()
     L.append('  interface')
+    generics = []
     for ret, name, params in fns:
         if fortran_only_skip(name):
             continue
         ps = [Param(name, p) for p in params.split(',') if p.strip() not in ('void', '', '...')]
-        L.extend('    ' + s for s in interface(ret, name, ps))
+        (generics if any(p.kind == 'baseptr' for p in ps) else L).extend(
+            '    ' + s for s in interface(ret, name, ps))
     L.append('  end interface')
+    L += [s[2:] for s in generics]
     L.append('contains')
     L += sizeof_procedures(optional=False)
     L.append('end module mpi')
@@ -904,7 +910,7 @@ SIZEOF_TYPES = [('i1', 'integer(kind=1)'), ('i2', 'integer(kind=2)'), ('i4', 'in
                 ('l4', 'logical(kind=4)'), ('ch', 'character(len=1)')]
 
 
-def interface(ret, name, ps):
+def interface(ret, name, ps, cptr=None):
     fn = pub(name).upper()
     names = [p.name for p in ps if p.kind != 'null']
     if name == 'Pcontrol':
@@ -915,11 +921,18 @@ def interface(ret, name, ps):
         return [f'function {fn}({", ".join(names)})', '  import :: MPI_ADDRESS_KIND',
                 f'  integer(kind=MPI_ADDRESS_KIND) :: {fn}',
                 *[f'  integer(kind=MPI_ADDRESS_KIND), intent(in) :: {n}' for n in names], f'end function {fn}']
-    L = [f'subroutine {fn}({", ".join(names + ["ierror"])})']
+    if any(p.kind == 'baseptr' for p in ps) and cptr is None:
+        # Generic: baseptr as INTEGER(KIND=MPI_ADDRESS_KIND) or TYPE(C_PTR) (MPI 3.1 §8.2).
+        return ([f'interface {fn}'] + ['  ' + x for x in interface(ret, name, ps, cptr=False)] +
+                ['  ' + x for x in interface(ret, name, ps, cptr=True)] + [f'end interface {fn}'])
+    sub = fn + ('_CPTR' if cptr else '')
+    L = [f'subroutine {sub}({", ".join(names + ["ierror"])})']
+    if cptr:
+        L.append('  use, intrinsic :: iso_c_binding, only: c_ptr')
     imports = {'MPI_ADDRESS_KIND', 'MPI_OFFSET_KIND', 'MPI_COUNT_KIND', 'MPI_STATUS_SIZE'}
     body = []
     for p in ps:
-        d = f_decl(p, name)
+        d = [f'type(c_ptr) :: {p.name}'] if cptr and p.kind == 'baseptr' else f_decl(p, name)
         if d:
             body.extend('  ' + s for s in d)
     used = sorted(i for i in imports if any(i in s for s in body))
@@ -927,7 +940,7 @@ def interface(ret, name, ps):
         L.append('  import :: ' + ', '.join(used))
     L.extend(body)
     L.append('  integer :: ierror')
-    L.append(f'end subroutine {fn}')
+    L.append(f'end subroutine {sub}')
     return L
 
 
