@@ -1,7 +1,8 @@
 ! use_mpi: module mpi (explicit interfaces; choice buffers of any type): attributes and keyvals
 ! with Fortran copy/delete callbacks and MPI_COMM_DUP_FN / MPI_COMM_NULL_COPY_FN, a user
 ! reduction written in Fortran, info keys and values (strings both ways), Waitany/Waitsome
-! indices (1-based), MPI_SIZEOF, MPI_TAG_UB, MPI_STATUSES_IGNORE, handle conversions.
+! indices (1-based), MPI_SIZEOF, MPI_TAG_UB, MPI_STATUSES_IGNORE, MPI_TYPE_CREATE_F90_*,
+! MPI_ALLOC_MEM into a TYPE(C_PTR).
 module use_mpi_cb
   implicit none
   integer :: copies = 0, deletes = 0
@@ -35,6 +36,7 @@ end module use_mpi_cb
 
 program use_mpi_prog
   use mpi
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_f_pointer
   use use_mpi_cb
   implicit none
   integer :: rank, nranks, errs, ierr, key1, key2, dup, op, info, n, i, idx, outc
@@ -46,6 +48,9 @@ program use_mpi_prog
   character(len=MPI_MAX_INFO_KEY) :: key
   integer :: bufs(3)
   real(kind=8) :: r8
+  integer :: f90t, f90t2, ni, na, nd, comb
+  type(c_ptr) :: cbase
+  integer, pointer :: mem(:)
 
   errs = 0
   call MPI_INIT(ierr)
@@ -107,6 +112,23 @@ program use_mpi_prog
   call MPI_SEND(rank, 1, MPI_INTEGER, rank, 9, MPI_COMM_WORLD, ierr)
   call MPI_WAITSOME(1, reqs, outc, indices, MPI_STATUSES_IGNORE, ierr)
   if (outc /= 1 .or. indices(1) /= 1) errs = errs + 1
+
+  ! MPI_TYPE_CREATE_F90_*: a kind's type, the same handle for the same parameters
+  call MPI_TYPE_CREATE_F90_REAL(15, MPI_UNDEFINED, f90t, ierr)
+  call MPI_TYPE_CREATE_F90_REAL(15, MPI_UNDEFINED, f90t2, ierr)
+  call MPI_TYPE_SIZE(f90t, sz, ierr)
+  if (sz /= 8 .or. f90t /= f90t2) errs = errs + 1
+  call MPI_TYPE_GET_ENVELOPE(f90t, ni, na, nd, comb, ierr)
+  if (comb /= MPI_COMBINER_F90_REAL .or. ni /= 2 .or. na /= 0 .or. nd /= 0) errs = errs + 1
+  call MPI_TYPE_CREATE_F90_INTEGER(4, f90t, ierr)
+  call MPI_TYPE_SIZE(f90t, sz, ierr)
+  if (sz /= 2) errs = errs + 1
+  ! MPI_ALLOC_MEM into a TYPE(C_PTR)
+  call MPI_ALLOC_MEM(int(40, MPI_ADDRESS_KIND), MPI_INFO_NULL, cbase, ierr)
+  call c_f_pointer(cbase, mem, [10])
+  mem = 7
+  if (sum(mem) /= 70) errs = errs + 1
+  call MPI_FREE_MEM(mem, ierr)
 
   call MPI_SIZEOF(r8, sz, ierr)
   if (sz /= 8) errs = errs + 1
