@@ -221,9 +221,9 @@ static void f_str_out(char* dst, size_t len, const char* src) {
 static int f_nomem(const char* fn) { return ucharm_ampi_fortran_error(MPI_ERR_NO_MEM, fn, "out of memory converting the arguments"); }
 
 // Statuses: MPI_STATUS_SIZE integers with the C layout; copied (a Fortran array is only 4-byte aligned).
-static MPI_Status* f_status(F* fs, MPI_Status* tmp, int in) {
+static MPI_Status* f_status(F* fs, MPI_Status* tmp) {
   if (fs == mpi_fortran_status_ignore_) return MPI_STATUS_IGNORE;
-  if (in) memcpy(tmp, fs, sizeof *tmp);
+  memcpy(tmp, fs, sizeof *tmp);
   return tmp;
 }
 static void f_status_back(F* fs, const MPI_Status* cs) {
@@ -238,7 +238,9 @@ static int f_statuses(F* fs, int n, MPI_Status** cs) {
     return 0;
   }
   *cs = (MPI_Status*)malloc((n > 0 ? (size_t)n : 1) * sizeof(MPI_Status));
-  return *cs ? 0 : -1;
+  if (!*cs) return -1;
+  if (n > 0) memcpy(*cs, fs, (size_t)n * sizeof(MPI_Status));
+  return 0;
 }
 static void f_statuses_back(F* fs, MPI_Status* cs, int n) {
   if (cs == MPI_STATUSES_IGNORE || cs == (MPI_Status*)fs) return;
@@ -620,7 +622,9 @@ def c_wrapper(ret, name, ps, variadic):
             cleanup.append(f'free(c_{n});')
         elif k in ('status_out', 'status_inout', 'status_in'):
             decl.append(f'F* {n}')
-            pre.append(f'MPI_Status c_{n}_buf; MPI_Status* c_{n} = f_status({n}, &c_{n}_buf, {0 if k == "status_out" else 1});')
+            # Copied in for outputs too: the fields a call leaves alone (MPI_ERROR of the
+            # single-completion calls) keep the program's values.
+            pre.append(f'MPI_Status c_{n}_buf; MPI_Status* c_{n} = f_status({n}, &c_{n}_buf);')
             args.append(f'c_{n}')
             if k != 'status_in':
                 post.append(f'f_status_back({n}, c_{n});')
