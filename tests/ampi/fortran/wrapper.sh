@@ -12,6 +12,9 @@ fail() { echo "wrapper.sh: $*"; exit 1; }
 [[ $("$f90" -show x.f90 -o x) == *-lucharm-ampi-fortran*ucharm-ampi-compose* ]] || fail "-show"
 [[ $("$f77" --showme:version) == *"Language: Fortran"* ]] || fail "--showme:version"
 "$f90" --version | grep -q "GNU Fortran" || fail "--version"
+"$f90" -language ampif --showme:libs >/dev/null || fail "-language ampif"
+out=$("$f90" -language c -c x.f90 2>&1) && fail "-language c succeeded"
+[[ $out == *"-language c"*ampicc* ]] || fail "-language c's message: $out"
 # separate compilation: the object, then the link
 "$f77" -c -fallow-argument-mismatch -w "$src/f77_basic.f" -o f77_basic.o
 "$f77" f77_basic.o -o f77_basic
