@@ -21,6 +21,14 @@ from pathlib import Path
 
 DIRS = ["basic", "pt2pt", "coll", "datatype", "comm", "group", "attr",
         "init", "errhan", "info", "topo", "rma", "io"]
+# Fortran: "f77" and "f90" stand for their folders (io, spawn and profile left out). f90's
+# folders are made from f77's by MPICH's maint/f77tof90 (as its autogen.sh does) in a copy
+# of the Fortran tests under the work folder, beside its own (misc).
+F77_DIRS = ["f77/" + d for d in ("attr", "coll", "comm", "datatype", "ext", "info", "init",
+                                 "pt2pt", "rma", "topo")]
+F90_DIRS = ["f90/" + d for d in ("attr", "coll", "comm", "datatype", "ext", "info", "init",
+                                 "misc", "pt2pt", "rma", "topo")]
+FORTRAN_DIRS = F77_DIRS + F90_DIRS
 
 # basic/ has no testlist: its Makefile.am programs, at 2 ranks (1 for self, wtime).
 # They print no " No Errors": exit 0 passes. netpipe and adapt (bandwidth sweeps
@@ -48,6 +56,7 @@ CONF_H = """\
 #define HAVE_MPI_INIT_THREAD 1
 #define HAVE_MPI_WIN_CREATE 1
 #define USE_STRICT_MPI 1
+#define F77_NAME_LOWER_USCORE 1
 #define THREAD_PACKAGE_NAME THREAD_PACKAGE_POSIX
 #define THREAD_PACKAGE_POSIX 1
 #define THREAD_PACKAGE_NONE 0
@@ -155,6 +164,10 @@ class Harness:
         self.root = Path(a.main).resolve()
         self.rebuilt = set()  # (compiler, dir, program) built by this call
         self.cc = {"ompi": a.mpicc, "ucharm": str(self.root / "build/runtime/ampi/bin/ampicc")}
+        self.fc = {"ompi": a.mpifort, "ucharm": str(self.root / "build/runtime/ampi/bin/ampif90")}
+        self.fsrc = None
+        if any(d in FORTRAN_DIRS for d in a.dirs):
+            self.fsrc = self.prepare_fortran()
         self.run_cmd = str(self.root / "build/tools/ucharmrun/ucharmrun")
         for c in (self.cc["ucharm"], self.run_cmd):
             if not os.access(c, os.X_OK):
@@ -179,6 +192,46 @@ class Harness:
         (inc / "dtpoolsconf.h").write_text("/* configure's dtpoolsconf.h: nothing needed */\n")
         self.cflags = ["-O1", "-w", "-I" + str(inc), "-I" + str(inc / "sub"), "-I" + str(self.src / "include"),
                        "-I" + str(self.src / "dtpools" / "include")]
+
+    def prepare_fortran(self):
+        """A writable copy of MPICH's Fortran tests: the .h files configure would write
+        (INTEGER*8 addresses and offsets), and f90/ made from f77/ by maint/f77tof90."""
+        import shutil
+        root = self.work / "fsrc"
+        for d in ("f77", "f90", "util", "include"):
+            shutil.copytree(self.src / d, root / d, dirs_exist_ok=True)
+        for hin in (root / "f77").rglob("*.h.in"):
+            text = hin.read_text().replace("@F77_MPI_ADDRESS@", "integer*8").replace("@F77_MPI_OFFSET@", "integer*8")
+            hin.with_suffix("").write_text(text)
+        for d in sorted((root / "f77").iterdir()):
+            if d.is_dir():
+                (root / "f90" / d.name).mkdir(exist_ok=True)
+                sh(["perl", str(self.src / "maint" / "f77tof90"), "f77/" + d.name, "f90/" + d.name,
+                    "Makefile.am", "Makefile.ap"], str(root / ("f77tof90.%s.log" % d.name)), cwd=str(root))
+        return root
+
+    def source_root(self, d):
+        return self.fsrc if d in FORTRAN_DIRS else self.src
+
+    def fortran_libs(self, comp):
+        """libmtest_f77.a and libmtest_f90.a (MTest's Fortran helpers) for one compiler."""
+        d = self.work / comp / "util"
+        d.mkdir(parents=True, exist_ok=True)
+        libs = {}
+        for kind, src in (("f77", "util/mtest_f77.f"), ("f90", "util/mtest_f90.f90")):
+            a = d / ("libmtest_%s.a" % kind)
+            if not a.exists() or self.a.redo_build or (self.a.redo_ucharm and comp == "ucharm"):
+                o = d / ("mtest_%s.o" % kind)
+                rc, _ = sh([self.fc[comp], "-c", *self.fflags, str(self.fsrc / src), "-o", str(o)],
+                           str(o) + ".log", cwd=str(d))
+                if rc == 0:
+                    sh(["ar", "rcs", str(a), str(o)], str(a) + ".log")
+                else:
+                    print("  %s: %s does not build (see %s.log)" % (comp, src, o))
+            libs[kind] = str(a)
+        return libs
+
+    fflags = ["-O1", "-w", "-fallow-argument-mismatch"]
 
     def commit(self):
         r = subprocess.run(["git", "-C", str(self.root), "log", "-1", "--format=%h"],
@@ -221,11 +274,16 @@ class Harness:
             if ok or not (self.a.redo_failed and comp == "ucharm"):
                 return "ok" if ok else "build"
         srcs, defs = rules.get(e.name, [None, []])
-        srcs = srcs or [e.name + ".c"]
-        if not all((self.src / e.dir / s).exists() for s in srcs):
+        fortran = e.dir in FORTRAN_DIRS
+        src = self.source_root(e.dir)
+        default_ext = ".c" if not fortran else (".f" if e.dir.startswith("f77") else ".f90")
+        srcs = srcs or [e.name + default_ext]
+        if not all((src / e.dir / s).exists() for s in srcs):
             stamp.write_text("nosrc\n")
             log.write_text("no source %s\n" % srcs)
             return "build"
+        if fortran:
+            return self.build_fortran(comp, e, srcs, src, libs, exe, log, stamp)
         text = "".join((self.src / e.dir / s).read_text(errors="replace") for s in srcs)
         objs = []
         if not re.search(r"\bmain\s*\(", text):
@@ -236,6 +294,39 @@ class Harness:
         if rc != 0 and self.runtime_busy(log):
             time.sleep(30)
             rc, _ = sh(cmd, str(log))
+        stamp.write_text("%d\n" % rc)
+        self.rebuilt.add((comp, e.dir, e.name))
+        return "ok" if rc == 0 else "build"
+
+    def build_fortran(self, comp, e, srcs, src, libs, exe, log, stamp):
+        """A Fortran test: its C parts compiled with the C wrapper, linked by the Fortran one."""
+        d = exe.parent
+        objs, rc = [], 0
+        with open(log, "w") as f:
+            f.write("")
+        for s in srcs:
+            if s.endswith(".c"):
+                o = d / (e.name + "." + Path(s).stem + ".o")
+                rc, _ = sh([self.cc[comp], "-c", *self.cflags, str(src / e.dir / s), "-o", str(o)],
+                           str(log) + ".c.log")
+                with open(log, "a") as f:
+                    f.write(Path(str(log) + ".c.log").read_text(errors="replace"))
+                if rc != 0:
+                    break
+                objs.append(str(o))
+        if rc == 0:
+            kind = "f77" if e.dir.startswith("f77") else "f90"
+            fc = self.fc[comp]
+            if comp == "ucharm" and kind == "f77":
+                fc = fc.replace("ampif90", "ampif77")
+            # f77/rma includes attr's attraints.h (configure writes it there).
+            cmd = [fc, *self.fflags, "-I" + str(src / e.dir), "-I" + str(src / kind / "attr"),
+                   "-I" + str(src / "include"),
+                   *[str(src / e.dir / s) for s in srcs if not s.endswith(".c")], *objs,
+                   "-o", str(exe), self.flibs[comp][kind], *libs, "-lm"]
+            rc, _ = sh(cmd, str(log) + ".f.log", cwd=str(d))
+            with open(log, "a") as f:
+                f.write(Path(str(log) + ".f.log").read_text(errors="replace"))
         stamp.write_text("%d\n" % rc)
         self.rebuilt.add((comp, e.dir, e.name))
         return "ok" if rc == 0 else "build"
@@ -300,8 +391,8 @@ class Harness:
             float(e.opts.get("mem", 0)) < self.a.max_mem
 
     def do_dir(self, d, libs):
-        entries = [e for e in parse_testlist(self.src, d) if self.wanted(e)]
-        rules = makefile_rules(self.src, d)
+        entries = [e for e in parse_testlist(self.source_root(d), d) if self.wanted(e)]
+        rules = makefile_rules(self.source_root(d), d)
         print("== %s: %d entries at %s" % (d, len(entries), self.commit()), flush=True)
         for e in entries:
             if self.deadline and time.time() > self.deadline:
@@ -331,6 +422,8 @@ class Harness:
         self.deadline = time.time() + self.a.minutes * 60 if self.a.minutes else None
         if not self.a.report_only:
             libs = {c: self.util_libs(c) for c in ("ompi", "ucharm")}
+            if self.fsrc:
+                self.flibs = {c: self.fortran_libs(c) for c in ("ompi", "ucharm")}
             for d in self.a.dirs:
                 if not self.do_dir(d, libs):
                     break
@@ -341,7 +434,7 @@ class Harness:
         rows, summ, fails = [], [], []
         tot = [0] * 7
         for d in self.a.dirs:
-            entries = parse_testlist(self.src, d)
+            entries = parse_testlist(self.source_root(d), d)
             n = [0] * 7  # listed, run, ompi pass, pe pass, vp-eligible, vp pass, commit
             commits = set()
             for e in entries:
@@ -452,6 +545,7 @@ def main():
     p.add_argument("--work", default="/work/mpich-run")
     p.add_argument("--main", default=str(Path(__file__).resolve().parents[1]))
     p.add_argument("--mpicc", default="mpicc")
+    p.add_argument("--mpifort", default="mpifort")
     p.add_argument("--timeout", type=int, default=60)
     p.add_argument("--max-np", type=int, default=0)
     p.add_argument("--max-mem", type=float, default=4.0, help="skip mem=GB entries >= this")
@@ -465,9 +559,14 @@ def main():
     p.add_argument("--all", action="store_true", help="run ucharm also where OpenMPI fails")
     p.add_argument("--report-only", action="store_true")
     a = p.parse_args()
+    dirs = []
     for d in a.dirs:
-        if d not in DIRS:
-            sys.exit("mpich-tests: unknown directory %s (one of %s)" % (d, " ".join(DIRS)))
+        dirs += {"f77": F77_DIRS, "f90": F90_DIRS}.get(d, [d])
+    a.dirs = dirs
+    for d in a.dirs:
+        if d not in DIRS + FORTRAN_DIRS:
+            sys.exit("mpich-tests: unknown directory %s (one of %s f77 f90 %s)"
+                     % (d, " ".join(DIRS), " ".join(FORTRAN_DIRS)))
     Harness(a).main()
 
 

@@ -20,7 +20,7 @@ venv=$root/.venv
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-pkgs=(g++ cmake ninja-build pkg-config python3 python3-venv python3-dev
+pkgs=(g++ gfortran cmake ninja-build pkg-config python3 python3-venv python3-dev
       libpmix-dev libhwloc-dev libboost-context-dev libgtest-dev googletest
       libcli11-dev libfmt-dev libmetis-dev libxxhash-dev openmpi-bin libopenmpi-dev bc iproute2 util-linux)
 missing=()

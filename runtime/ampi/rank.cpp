@@ -13,6 +13,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <cfenv>
 #include <cstring>
 #include <ctime>
 #include <string_view>
@@ -262,6 +263,9 @@ void Rank::thread_main(void*) {
   // From here the program's code runs: what it allocates is the rank's.
   heap::g_active = self->slice_;
   char** argv = copy_argv(self->args_);
+  // A rank starts with no floating-point exception raised, as a process does: the runtime's
+  // own arithmetic on this thread is not the program's (gfortran's STOP reports raised ones).
+  std::feclearexcept(FE_ALL_EXCEPT);
   const int code = fn(static_cast<int>(self->args_.size()), argv);
   if (in_forked_child()) end_forked_child(code);  // a child the rank forked returned from main
   heap::g_active = nullptr;

@@ -1,6 +1,9 @@
 // Handle conversion between C and Fortran (handles are ints, the same in both), address
 // arithmetic, and MPI_Get_elements_x.
 #include "checks.h"
+#include "heap.h"
+
+#include <cstring>
 
 using namespace ampi;
 
@@ -28,6 +31,29 @@ int PMPI_File_c2f(MPI_File file) { return file; }
 MPI_File PMPI_File_f2c(int file) { return file; }
 int PMPI_Message_c2f(MPI_Message message) { return message; }
 MPI_Message PMPI_Message_f2c(int message) { return message; }
+
+// A Fortran status is MPI_STATUS_SIZE integers laid out as MPI_Status (fortran_bindings.c
+// relies on it), so the conversion copies the bytes.
+static_assert(sizeof(MPI_Status) % sizeof(MPI_Fint) == 0);
+int PMPI_Status_c2f(const MPI_Status* c_status, MPI_Fint* f_status) {
+  if (!c_status) return null_arg(MPI_COMM_WORLD, "MPI_Status_c2f", "c_status");
+  if (!f_status) return null_arg(MPI_COMM_WORLD, "MPI_Status_c2f", "f_status");
+  std::memcpy(f_status, c_status, sizeof *c_status);
+  return MPI_SUCCESS;
+}
+int PMPI_Status_f2c(const MPI_Fint* f_status, MPI_Status* c_status) {
+  if (!f_status) return null_arg(MPI_COMM_WORLD, "MPI_Status_f2c", "f_status");
+  if (!c_status) return null_arg(MPI_COMM_WORLD, "MPI_Status_f2c", "c_status");
+  std::memcpy(c_status, f_status, sizeof *c_status);
+  return MPI_SUCCESS;
+}
+
+// An error the Fortran binding finds itself (fortran_bindings.c, linked into the program):
+// MPI_COMM_WORLD's error handler decides, as for the C functions.
+int ucharm_ampi_fortran_error(int code, const char* fn, const char* message) {
+  ampi::heap::RuntimeScope scope;
+  return error(MPI_COMM_WORLD, code, fn, "%s", message);
+}
 
 // Kept here, not in datatype/: the datatype unit test links those files without pt2pt/.
 int PMPI_Get_elements_x(const MPI_Status* status, MPI_Datatype datatype, MPI_Count* count) {

@@ -88,6 +88,38 @@ using namespace ampi;
 using namespace ampi::dt;
 
 #pragma GCC visibility push(default)
+// MPI_Type_create_f90_integer/real/complex (MPI 3.1 §17.1.9): the type of the smallest
+// Fortran kind with that precision and range, as a type of its own whose envelope is
+// MPI_COMBINER_F90_* with the parameters. Programs may not free them and call these in loops:
+// the rank keeps one per parameters (TypeTable::f90_types).
+namespace {
+int f90_type(int combiner, int p, int r, MPI_Datatype base, MPI_Datatype* newtype, const char* fn) {
+  if (int rc = check_ptr(MPI_COMM_WORLD, fn, "newtype", newtype)) return rc;
+  std::vector<int>& known = mine().f90_types;
+  for (std::size_t i = 0; i + 3 < known.size(); i += 4)
+    if (known[i] == combiner && known[i + 1] == p && known[i + 2] == r && live(known[i + 3])) {
+      *newtype = known[i + 3];
+      return MPI_SUCCESS;
+    }
+  Recipe recipe{combiner, {}, {}, {}};
+  recipe.ints = combiner == MPI_COMBINER_F90_INTEGER ? std::vector<int>{r} : std::vector<int>{p, r};
+  if (int rc = new_handle(layout(base), std::move(recipe), newtype, fn)) return rc;
+  find(*newtype)->committed = true;  // predefined in the standard's sense: usable at once
+  known.insert(known.end(), {combiner, p, r, *newtype});
+  return MPI_SUCCESS;
+}
+
+// REAL(4): 6 digits, range 10^37; REAL(8): 15 digits, 10^307 (REAL(16) has no type here).
+MPI_Datatype f90_real_kind(int p, int r, MPI_Datatype k4, MPI_Datatype k8) {
+  const int pp = p == MPI_UNDEFINED ? 0 : p, rr = r == MPI_UNDEFINED ? 0 : r;
+  if (pp < 0 || rr < 0) return MPI_DATATYPE_NULL;
+  if (pp <= 6 && rr <= 37) return k4;
+  if (pp <= 15 && rr <= 307) return k8;
+  return MPI_DATATYPE_NULL;
+}
+
+}  // namespace
+
 extern "C" {
 
 int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newtype) {
@@ -232,6 +264,34 @@ int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return MPI_SUCCESS;
 }
 
+
+int PMPI_Type_create_f90_integer(int r, MPI_Datatype* newtype) {
+  const char* fn = "MPI_Type_create_f90_integer";
+  // INTEGER(1..8): their ranges are 10^2, 10^4, 10^9, 10^18.
+  MPI_Datatype t = r <= 2 ? MPI_INTEGER1 : r <= 4 ? MPI_INTEGER2 : r <= 9 ? MPI_INTEGER4 : r <= 18 ? MPI_INTEGER8
+                                                                                              : MPI_DATATYPE_NULL;
+  if (r < 0 || t == MPI_DATATYPE_NULL)
+    return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "no Fortran integer kind has range r = %d (0 to 18 here)", r);
+  return f90_type(MPI_COMBINER_F90_INTEGER, MPI_UNDEFINED, r, t, newtype, fn);
+}
+
+int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype* newtype) {
+  const char* fn = "MPI_Type_create_f90_real";
+  MPI_Datatype t = f90_real_kind(p, r, MPI_REAL4, MPI_REAL8);
+  if (t == MPI_DATATYPE_NULL)
+    return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn,
+                 "no Fortran real kind has precision p = %d and range r = %d (up to 15 and 307 here)", p, r);
+  return f90_type(MPI_COMBINER_F90_REAL, p, r, t, newtype, fn);
+}
+
+int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype* newtype) {
+  const char* fn = "MPI_Type_create_f90_complex";
+  MPI_Datatype t = f90_real_kind(p, r, MPI_COMPLEX8, MPI_COMPLEX16);
+  if (t == MPI_DATATYPE_NULL)
+    return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn,
+                 "no Fortran complex kind has precision p = %d and range r = %d (up to 15 and 307 here)", p, r);
+  return f90_type(MPI_COMBINER_F90_COMPLEX, p, r, t, newtype, fn);
+}
 
 int PMPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint array_of_displacements[],
                                     MPI_Datatype oldtype, MPI_Datatype* newtype) {

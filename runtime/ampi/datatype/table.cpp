@@ -98,6 +98,7 @@ void TypeTable::pup(PUP::er& p) {
   }
   p | free_;
   p | predefined_names;
+  p | f90_types;
 }
 
 TypeTable& mine() {

@@ -116,7 +116,9 @@ constexpr std::array<Basic, kPredefined> make_basics() {
   b[MPI_2INT] = pair<int>("MPI_2INT");
   b[MPI_SHORT_INT] = pair<short>("MPI_SHORT_INT");
   b[MPI_LONG_DOUBLE_INT] = pair<long double>("MPI_LONG_DOUBLE_INT");
-  b[MPI_C_FLOAT_COMPLEX] = complex_of<float>("MPI_C_FLOAT_COMPLEX");
+  // MPI_C_COMPLEX and MPI_C_FLOAT_COMPLEX are one type: it goes by the shorter name (MPICH's tests
+  // ask MPI_Type_get_name for "MPI_C_COMPLEX" of either).
+  b[MPI_C_FLOAT_COMPLEX] = complex_of<float>("MPI_C_COMPLEX");
   b[MPI_C_DOUBLE_COMPLEX] = complex_of<double>("MPI_C_DOUBLE_COMPLEX");
   b[MPI_C_LONG_DOUBLE_COMPLEX] = complex_of<long double>("MPI_C_LONG_DOUBLE_COMPLEX");
   b[MPI_UB] = Basic{"MPI_UB", 0, 0, 1, 0, 0, 0, 0};
@@ -309,6 +311,9 @@ class TypeTable {
   int world_rank() const { return world_rank_; }
   // Names the rank gave predefined types (MPI_Type_set_name on MPI_INT), by handle.
   std::vector<std::pair<MPI_Datatype, std::string>> predefined_names;
+  // The types MPI_Type_create_f90_integer/real/complex gave: (combiner, p, r, handle) each,
+  // so the same parameters give the same type (constructors.cpp).
+  std::vector<int> f90_types;
   void pup(PUP::er& p);
 
  private:
