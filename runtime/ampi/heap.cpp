@@ -110,6 +110,14 @@ UserScope::UserScope(CmiIsoSlice* slice) : saved_(g_active) {
 }
 
 namespace {
+void scan_process_code() {
+  if (g_process_code_count.load(std::memory_order_acquire) > 0) return;
+  int n = 0;
+  ::dl_iterate_phdr(find_process_code, &n);
+  g_process_code_count.store(n, std::memory_order_release);
+  if (n > 0) g_careful.store(true);
+}
+
 void prepare_process_once() {
   // A buffer for each standard stream now (setvbuf with _IOFBF allocates it), then the
   // mode glibc would have picked: line-buffered on a terminal.
@@ -122,10 +130,7 @@ void prepare_process_once() {
   // first failure: have it now, so that a failure in a rank's code never puts it in a slice.
   (void)::dlsym(RTLD_DEFAULT, "ucharm_ampi_no_such_symbol");
   (void)::dlerror();
-  int n = 0;
-  ::dl_iterate_phdr(find_process_code, &n);
-  g_process_code_count.store(n, std::memory_order_release);
-  if (n > 0) g_careful.store(true);
+  scan_process_code();
 }
 }  // namespace
 
@@ -203,6 +208,9 @@ class InAllocator {
 }  // namespace
 
 bool runtime_thread(const void* caller) { return runtime_thread_code(caller); }
+// The program's libraries (an OpenMP runtime among them) are loaded when its first copy is,
+// after prepare_process: looked for again then (once found, the table stays).
+void find_process_code() { scan_process_code(); }
 bool is_process_code(const void* caller) { return process_code(caller); }
 
 void note_thread_start(CmiIsoSlice* active, const void* caller) {

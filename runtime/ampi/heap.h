@@ -85,6 +85,7 @@ void note_thread_start(CmiIsoSlice* active, const void* caller);
 // thread's, found before any rank runs).
 bool runtime_thread(const void* caller);
 bool is_process_code(const void* caller);
+void find_process_code();  // once the program's libraries are loaded (none found before)
 
 // Once per process, before any rank runs: libc state that is allocated lazily on first use
 // and shared by the process (stdio buffers, the time zone) is allocated now, from glibc's

@@ -263,6 +263,7 @@ void Rank::thread_main(void*) {
   if (const CudaContext& c = process().cuda; c.set) c.set(nullptr);
   MainFn fn = process().program->main_for(process().program->context, self->thisIndex, self->slice_, &self->image_);
   if (!fn) CkAbort("rank %d: the program's main could not be loaded (see above)", self->thisIndex);
+  threads::program_loaded();
   // From here the program's code runs: what it allocates is the rank's.
   heap::g_active = self->slice_;
   char** argv = copy_argv(self->args_);

@@ -192,6 +192,7 @@ void look_for_omp() {
   if (g_omp.looked) return;
   g_omp.looked = true;
   heap::RuntimeScope runtime;
+  heap::find_process_code();
   ::dl_iterate_phdr(find_gomp, nullptr);
   if (!g_omp.modid) return;
   g_omp.handle = ::dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
@@ -237,11 +238,13 @@ struct Region {
   void* data = nullptr;
   std::atomic<int> finished{0};  // threads other than the master that are done
   int others = -1;               // the team's size less one (known once the master runs)
+  bool all_done = false;         // the PE ran `work`: the region may end (the PE's field)
   CthThread waiter = nullptr;
 };
 
 void region_done(CmiForeignWork* w) {
   auto* reg = reinterpret_cast<Region*>(w);
+  reg->all_done = true;
   wake(std::exchange(reg->waiter, nullptr));
 }
 
@@ -251,8 +254,11 @@ void region_body(void* p) {
     reg->others = g_omp.num_threads() - 1;
     reg->fn(reg->data);
     CthThread self = CthSelf();
+    // Until the PE has run the last thread's work (not merely seen the count: the work is
+    // in the region, which ends with this frame). Runtime code: glibc's heap meanwhile.
+    heap::RuntimeScope runtime;
     rank_wait([&] {
-      if (reg->finished.load(std::memory_order_acquire) >= reg->others) return true;
+      if (reg->others == 0 || reg->all_done) return true;
       reg->waiter = self;
       return false;
     });
@@ -403,6 +409,8 @@ void omp_switch_in(Rank* r) {
   std::memcpy(omp_block(), r->omp_saved, g_omp.size);
 }
 
+void program_loaded() { look_for_omp(); }
+
 void omp_rank_done(Rank* r) {
   if (!g_omp.looked) look_for_omp();
   if (g_omp.pause_all && r->omp_threads > 0) {
@@ -474,6 +482,7 @@ int pthread_join(pthread_t thread, void** ret) {
     if (auto it = g_records.find(thread); it != g_records.end()) rec = it->second;
   }
   if (!rec) return next(thread, ret);
+  heap::RuntimeScope runtime;  // the wait runs the scheduler: runtime code
   CthThread self = CthSelf();
   r->in_join = true;
   rank_wait([&] {

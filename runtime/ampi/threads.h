@@ -56,6 +56,9 @@ void before_move(Rank* r);
 // each have their own team and thread pool.
 void omp_switch_out(Rank* r);
 void omp_switch_in(Rank* r);
-void omp_rank_done(Rank* r);  // the rank's main returned: its pool is let go
+void omp_rank_done(Rank* r);
+// The rank's copy of the program (and so its libraries) is loaded: the OpenMP runtime, if
+// any, is looked for before the program's code runs.
+void program_loaded();  // the rank's main returned: its pool is let go
 
 }  // namespace ampi::threads
