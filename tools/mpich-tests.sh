@@ -5,7 +5,8 @@
 #                             [--max-mem GB] [--redo] [--redo-build] [--redo-ucharm]
 #                             [--redo-failed] [--all] [--report-only]
 #   MPICH_SRC  a tree holding test/mpi (e.g. `git archive HEAD test/mpi` of pmodels/mpich)
-#   dir        basic pt2pt coll datatype comm group attr init errhan info topo rma (default: all)
+#   dir        basic pt2pt coll datatype comm group attr init errhan info topo rma (default: all),
+#              threads (threads/pt2pt comm init coll rma mpi_t: MPI_THREAD_MULTIPLE programs)
 # Each testlist entry (program, process count N, arg=...) is built with OpenMPI's mpicc
 # and with build/runtime/ampi/bin/ampicc (with MTest's util/mtest.c, dtypes.c and dtpools,
 # and a generated minimal mpitestconf.h), then run

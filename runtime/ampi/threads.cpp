@@ -125,6 +125,7 @@ void thread_ended(CmiForeignWork* w) {
   rec->counted_out = true;
   --(rec->omp ? r->omp_threads : r->program_threads);
   wake(std::exchange(r->join_waiter, nullptr));
+  notify_pe();
 }
 
 struct Start {
@@ -409,7 +410,10 @@ void omp_switch_in(Rank* r) {
   std::memcpy(omp_block(), r->omp_saved, g_omp.size);
 }
 
-void program_loaded() { look_for_omp(); }
+void program_loaded() {
+  look_for_omp();
+  scan_program_code();
+}
 
 void omp_rank_done(Rank* r) {
   if (!g_omp.looked) look_for_omp();

@@ -59,6 +59,11 @@ void omp_switch_in(Rank* r);
 void omp_rank_done(Rank* r);
 // The rank's copy of the program (and so its libraries) is loaded: the OpenMP runtime, if
 // any, is looked for before the program's code runs.
-void program_loaded();  // the rank's main returned: its pool is let go
+void program_loaded();
+
+// thread_sync.cpp: the program's mutexes, condition variables, thread barriers, semaphores,
+// yields and sleeps wait in the runtime when a rank's thread on the PE would block it.
+void scan_program_code();  // which code is the runtime's and the system's (once, when loaded)
+void notify_pe();          // something a waiter on the PE may wait for changed (any thread)  // the rank's main returned: its pool is let go
 
 }  // namespace ampi::threads
