@@ -57,6 +57,7 @@ CONF_H = """\
 #define THREAD_PACKAGE_NAME THREAD_PACKAGE_POSIX
 #define THREAD_PACKAGE_POSIX 1
 #define THREAD_PACKAGE_NONE 0
+#define HAVE_PTHREAD_BARRIER_INIT 1
 """
 
 UTIL_SOURCES = {"mtest": ["util/mtest.c", "util/mtest_common.c", "util/mtest_single.c"],
