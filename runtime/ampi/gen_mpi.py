@@ -107,18 +107,21 @@ def main():
     out.append('// from another OS thread than the PE\'s is run by the PE (threads.h), except for the')
     out.append('// functions that answer on any thread.')
     for ret, name, params in guarded:
+        args = ", ".join(param_names(params))
+        if not any_thread(name):
+            # Out of line (cold): the PE's path keeps its arguments in registers.
+            out.append(f'[[gnu::noinline, gnu::cold]] static {ret} from_thread_{name}({params}) {{')
+            out.append(f"  {ret} ampi_result_{{}};")
+            out.append(f'  auto body = [&] {{ ampi_result_ = P{pub(name)}({args}); }};')
+            if ret == 'int':
+                out.append(f'  if (int e = ampi::threads::forward("{pub(name)}", body)) return e;')
+            else:
+                out.append(f'  ampi::threads::forward("{pub(name)}", body);')
+            out.append('  return ampi_result_;')
+            out.append('}')
         out.append(f'__attribute__((visibility("default"))) {ret} P{pub(name)}({params}) {{')
         if not any_thread(name):
-            args = ", ".join(param_names(params))
-            out.append('  if (!ampi::threads::on_pe_thread()) [[unlikely]] {')
-            out.append(f"    {ret} ampi_result_{{}};")
-            out.append(f'    auto body = [&] {{ ampi_result_ = P{pub(name)}({args}); }};')
-            if ret == 'int':
-                out.append(f'    if (int e = ampi::threads::forward("{pub(name)}", body)) return e;')
-            else:
-                out.append(f'    ampi::threads::forward("{pub(name)}", body);')
-            out.append('    return ampi_result_;')
-            out.append('  }')
+            out.append(f'  if (!ampi::threads::on_pe_thread()) [[unlikely]] return from_thread_{name}({args});')
         out.append('  ampi::heap::RuntimeScope scope;')
         out.append(f'  return ampi_impl_{name}({", ".join(param_names(params))});')
         out.append('}')

@@ -26,7 +26,7 @@ extern "C" void* __tls_get_addr(void*);
 
 namespace ampi::threads {
 
-thread_local Kind t_kind UCHARM_AMPI_HEAP_TLS = Kind::Unknown;
+constinit thread_local Kind t_kind UCHARM_AMPI_HEAP_TLS = Kind::Unknown;
 
 namespace {
 

@@ -19,7 +19,8 @@ namespace ampi::threads {
 // What the calling OS thread is to AMPI. Zero (Unknown) in every thread until set: the
 // PE's thread marks itself at start-up, a thread a rank starts is marked in it.
 enum class Kind : std::uint8_t { Unknown = 0, Pe = 1, OfRank = 2 };
-extern thread_local Kind t_kind UCHARM_AMPI_HEAP_TLS;
+// constinit: no initialization function, so the check below is one load.
+extern constinit thread_local Kind t_kind UCHARM_AMPI_HEAP_TLS;
 
 // The check every generated PMPI_X makes first: one thread-local load and compare.
 inline bool on_pe_thread() { return t_kind == Kind::Pe; }
