@@ -339,7 +339,7 @@ void switch_away(Wait wait) {
   // its OpenMP state, and is in an MPI call unless it waits to join a thread.
   const bool main = self && CthSelf() == self->thread();
   if (main) {
-    self->main_in_mpi = !self->in_join;
+    self->main_in_mpi = self->outside_mpi == 0;
     threads::omp_switch_out(self);
   }
   if (self) {

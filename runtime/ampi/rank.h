@@ -113,7 +113,7 @@ class Rank : public ck::ArrayElement<Rank> {
   CthThread calls_waiter = nullptr;  // woken when foreign_calls drops to 0
   CthThread join_waiter = nullptr;   // woken when one of its threads ended (pthread_join)
   bool main_in_mpi = false;          // its main thread is suspended in an MPI call
-  bool in_join = false;              // ... in pthread_join instead (not an MPI call)
+  int outside_mpi = 0;               // ... waiting for the program instead (threads::OutsideMpi)
   void* omp_saved = nullptr;         // libgomp's TLS block for this rank while it is switched out
 
  private:

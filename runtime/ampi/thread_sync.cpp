@@ -113,6 +113,7 @@ void notify() {
 template <class Ready>
 void pe_wait(Ready&& ready) {
   heap::RuntimeScope runtime;
+  OutsideMpi outside;
   CthThread self = CthSelf();
   rank_wait([&] {
     if (ready()) return true;
@@ -130,6 +131,7 @@ void pe_wait(Ready&& ready) {
 template <class Ready>
 bool pe_wait_until(clockid_t clock, const timespec& deadline, Ready&& ready) {
   heap::RuntimeScope runtime;
+  OutsideMpi outside;
   for (;;) {
     if (ready()) return true;
     timespec now;
@@ -204,6 +206,7 @@ int pthread_mutex_lock(pthread_mutex_t* m) {
   thread_local unsigned locks = 0;
   if ((++locks & 15) == 0) {
     heap::RuntimeScope runtime;
+    OutsideMpi outside;
     rank_poll();
   }
   int rc = trylock(m);
@@ -325,6 +328,7 @@ int sched_yield(void) {
   static const Fn yield = next<Fn>("sched_yield");
   if (!waiting_rank(__builtin_return_address(0))) return yield();
   heap::RuntimeScope runtime;
+  OutsideMpi outside;
   rank_poll();
   return 0;
 }

@@ -258,6 +258,7 @@ void region_body(void* p) {
     // Until the PE has run the last thread's work (not merely seen the count: the work is
     // in the region, which ends with this frame). Runtime code: glibc's heap meanwhile.
     heap::RuntimeScope runtime;
+    OutsideMpi outside;
     rank_wait([&] {
       if (reg->others == 0 || reg->all_done) return true;
       reg->waiter = self;
@@ -296,6 +297,16 @@ void* probe_thread(void*) { return nullptr; }
 }  // namespace
 
 void mark_pe_thread() { t_kind = Kind::Pe; }
+
+// The rank is looked up again at the end (the object of a rank that moved is another).
+OutsideMpi::OutsideMpi() {
+  Rank* r = t_kind == Kind::Pe ? g_running.rank : nullptr;
+  main_ = r && CthSelf() == r->thread();
+  if (main_) ++r->outside_mpi;
+}
+OutsideMpi::~OutsideMpi() {
+  if (main_) --static_cast<Rank*>(CthGetData(CthSelf()))->outside_mpi;
+}
 
 bool threads_seen() {
   static int seen = -1;
@@ -488,14 +499,13 @@ int pthread_join(pthread_t thread, void** ret) {
   if (!rec) return next(thread, ret);
   heap::RuntimeScope runtime;  // the wait runs the scheduler: runtime code
   CthThread self = CthSelf();
-  r->in_join = true;
+  OutsideMpi outside;
   rank_wait([&] {
     if (rec->counted_out) return true;
     static_cast<Rank*>(CthGetData(self))->join_waiter = self;
     return false;
   });
   r = static_cast<Rank*>(CthGetData(self));
-  r->in_join = false;
   r->join_waiter = nullptr;
   const int rc = next(thread, ret);
   {

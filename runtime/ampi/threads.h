@@ -40,6 +40,19 @@ int forward(const char* name, F& body) {
   return call_on_pe(name, [](void* p) { (*static_cast<F*>(p))(); }, &body);
 }
 
+// While the running rank's thread waits for the program (a join, a lock, the end of a
+// parallel region), not in an MPI call: MPI_THREAD_SERIALIZED lets its other threads call.
+class OutsideMpi {
+ public:
+  OutsideMpi();
+  ~OutsideMpi();
+  OutsideMpi(const OutsideMpi&) = delete;
+  OutsideMpi& operator=(const OutsideMpi&) = delete;
+
+ private:
+  bool main_ = false;  // the rank's own thread (the one MPI_THREAD_SERIALIZED looks at)
+};
+
 // Whether this process sees the threads a rank starts (its pthread_create is the runtime's):
 // what MPI_THREAD_SERIALIZED and MULTIPLE need. Probed once, with a thread.
 bool threads_seen();

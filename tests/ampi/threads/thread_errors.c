@@ -40,6 +40,20 @@ static void* call_mpi(void* arg) {
   return NULL;
 }
 
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+
+/* Calls MPI holding `held` (the main thread waits for it meanwhile). */
+static void* call_mpi_holding(void* arg) {
+  (void)arg;
+  pthread_mutex_lock(&held);
+  int r = -1;
+  const int rc = error_class(MPI_Comm_rank(MPI_COMM_WORLD, &r));
+  usleep(2000);
+  result = rc;
+  pthread_mutex_unlock(&held);
+  return NULL;
+}
+
 static void on_timer(union sigval v) {
   (void)v;
   int r = -1;
@@ -65,6 +79,18 @@ int main(int argc, char** argv) {
     pthread_create(&t, NULL, call_mpi, NULL);
     pthread_join(t, NULL);
     CHECK(result == MPI_SUCCESS, "serialized: a lone thread's call gave class %d", result);
+    /* The main thread waits for a mutex the thread holds while it calls MPI: one thread in
+     * MPI at a time, fine. */
+    result = -1;
+    pthread_mutex_lock(&held);
+    pthread_create(&t, NULL, call_mpi_holding, NULL);
+    pthread_mutex_unlock(&held);
+    while (result == -1) {
+      pthread_mutex_lock(&held);
+      pthread_mutex_unlock(&held);
+    }
+    pthread_join(t, NULL);
+    CHECK(result == MPI_SUCCESS, "serialized: a call while the main thread waits for a lock gave class %d", result);
     /* While the main thread polls in MPI_Test: two threads in MPI. */
     result = -1;
     int v = 0;
