@@ -178,7 +178,8 @@ bool runtime_thread_code(const void* caller) {
   if (!::dladdr(caller, &info) || !info.dli_fname) return false;
   const std::string_view base = file_name(info.dli_fname);
   for (std::string_view lib : {"libucharm", "libucs.", "libucp.", "libuct", "libucm.", "libpmix.", "libevent",
-                               "libhwloc.", "libcuda.", "libnvidia"})
+                               "libhwloc.", "libcuda.", "libnvidia", "libcudart", "libcublas", "libcufft",
+                               "libcurand", "libcusparse", "libcusolver", "libnccl", "libnvrtc", "libcupti"})
     if (base.starts_with(lib)) return true;
   return false;
 }

@@ -50,7 +50,8 @@ int add_ranges(dl_phdr_info* info, std::size_t, void* count) {
   for (std::string_view lib : {"libucharm", "libucs", "libucp", "libuct", "libucm", "libpmix", "libevent", "libhwloc",
                                "libstdc++", "libc.so", "libm.so", "libgcc_s", "libgomp", "libomp", "libiomp5",
                                "libcuda", "libnvidia", "ld-linux", "libasan", "libubsan", "libz", "libnuma",
-                               "libudev", "libpthread", "librt", "libdl"})
+                               "libudev", "libpthread", "librt", "libdl", "libcudart", "libcublas", "libcufft",
+                               "libcurand", "libcusparse", "libcusolver", "libnccl", "libnvrtc", "libcupti"})
     if (name.starts_with(lib)) system = true;
   if (!system) return 0;
   int& n = *static_cast<int*>(count);
@@ -63,6 +64,8 @@ int add_ranges(dl_phdr_info* info, std::size_t, void* count) {
   return 0;
 }
 
+}  // namespace
+
 bool program_code(const void* caller) {
   const int n = g_range_count.load(std::memory_order_acquire);
   if (n == 0) return false;  // not looked yet: glibc's behaviour
@@ -71,6 +74,8 @@ bool program_code(const void* caller) {
     if (a >= g_ranges[i].lo && a < g_ranges[i].hi) return false;
   return true;
 }
+
+namespace {
 
 // A rank's thread (or a call run for it) on the PE, in the program's code, once the program
 // has threads: the waits below apply.

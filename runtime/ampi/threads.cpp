@@ -456,14 +456,17 @@ int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)
   g_creates.fetch_add(1, std::memory_order_relaxed);
   const void* caller = __builtin_return_address(0);
   heap::note_thread_start(runtime.saved(), caller);
+  // Threads that libraries start for themselves (the CUDA runtime's, say) are not the rank's:
+  // they would keep it from moving for ever and never call MPI.
+  const bool omp = heap::is_process_code(caller);
   Rank* owner = nullptr;
   if (t_kind == Kind::Pe && g_running.rank && !heap::runtime_thread(caller)) owner = g_running.rank;
-  else if (t_kind == Kind::OfRank) owner = t_rank;
+  else if (t_kind == Kind::OfRank && !heap::runtime_thread(caller)) owner = t_rank;
   if (!owner) return next(thread, attr, start, arg);
   auto* rec = new Record;
   rec->work.run = thread_ended;
   rec->rank = owner;
-  rec->omp = heap::is_process_code(caller);
+  rec->omp = omp;
   auto* s = static_cast<Start*>(std::malloc(sizeof(Start)));
   if (!s) {
     delete rec;

@@ -78,6 +78,9 @@ void program_loaded();
 // thread_sync.cpp: the program's mutexes, condition variables, thread barriers, semaphores,
 // yields and sleeps wait in the runtime when a rank's thread on the PE would block it.
 void scan_program_code();  // which code is the runtime's and the system's (once, when loaded)
-void notify_pe();          // something a waiter on the PE may wait for changed (any thread)  // the rank's main returned: its pool is let go
+void notify_pe();          // something a waiter on the PE may wait for changed (any thread)
+// `caller` is the program's code (its copy, its own libraries), not the runtime's or a
+// system library's (false until scan_program_code ran).
+bool program_code(const void* caller);  // the rank's main returned: its pool is let go
 
 }  // namespace ampi::threads
