@@ -7,7 +7,8 @@
 #   MPICH_SRC  a tree holding test/mpi (e.g. `git archive HEAD test/mpi` of pmodels/mpich)
 #   dir        basic pt2pt coll datatype comm group attr init errhan info topo rma io (default: all);
 #              f77, f90 (or f77/DIR, f90/DIR): MPICH's Fortran tests, built with OpenMPI's
-#              mpifort and with ampif77 / ampif90 (f90/ made from f77/ by maint/f77tof90)
+#              mpifort and with ampif77 / ampif90 (f90/ made from f77/ by maint/f77tof90);
+#              threads (threads/pt2pt comm init coll rma mpi_t: MPI_THREAD_MULTIPLE programs)
 # Each testlist entry (program, process count N, arg=...) is built with OpenMPI's mpicc
 # and with build/runtime/ampi/bin/ampicc (with MTest's util/mtest.c, dtypes.c and dtpools,
 # and a generated minimal mpitestconf.h), then run

@@ -110,6 +110,14 @@ UserScope::UserScope(CmiIsoSlice* slice) : saved_(g_active) {
 }
 
 namespace {
+void scan_process_code() {
+  if (g_process_code_count.load(std::memory_order_acquire) > 0) return;
+  int n = 0;
+  ::dl_iterate_phdr(find_process_code, &n);
+  g_process_code_count.store(n, std::memory_order_release);
+  if (n > 0) g_careful.store(true);
+}
+
 void prepare_process_once() {
   // A buffer for each standard stream now (setvbuf with _IOFBF allocates it), then the
   // mode glibc would have picked: line-buffered on a terminal.
@@ -122,10 +130,7 @@ void prepare_process_once() {
   // first failure: have it now, so that a failure in a rank's code never puts it in a slice.
   (void)::dlsym(RTLD_DEFAULT, "ucharm_ampi_no_such_symbol");
   (void)::dlerror();
-  int n = 0;
-  ::dl_iterate_phdr(find_process_code, &n);
-  g_process_code_count.store(n, std::memory_order_release);
-  if (n > 0) g_careful.store(true);
+  scan_process_code();
 }
 }  // namespace
 
@@ -168,12 +173,13 @@ inline bool from_process_code(const void* caller) {
 
 // Whether a thread started from `caller` is one of the runtime's own (UCX's, PMIx's, the
 // PEs'), which never touch a rank's memory.
-[[maybe_unused]] bool runtime_thread(const void* caller) {
+bool runtime_thread_code(const void* caller) {
   Dl_info info;
   if (!::dladdr(caller, &info) || !info.dli_fname) return false;
   const std::string_view base = file_name(info.dli_fname);
   for (std::string_view lib : {"libucharm", "libucs.", "libucp.", "libuct", "libucm.", "libpmix.", "libevent",
-                               "libhwloc.", "libcuda.", "libnvidia"})
+                               "libhwloc.", "libcuda.", "libnvidia", "libcudart", "libcublas", "libcufft",
+                               "libcurand", "libcusparse", "libcusolver", "libnccl", "libnvrtc", "libcupti"})
     if (base.starts_with(lib)) return true;
   return false;
 }
@@ -201,6 +207,19 @@ class InAllocator {
 };
 
 }  // namespace
+
+bool runtime_thread(const void* caller) { return runtime_thread_code(caller); }
+// The program's libraries (an OpenMP runtime among them) are loaded when its first copy is,
+// after prepare_process: looked for again then (once found, the table stays).
+void find_process_code() { scan_process_code(); }
+bool is_process_code(const void* caller) { return process_code(caller); }
+
+void note_thread_start(CmiIsoSlice* active, const void* caller) {
+  if (!g_threads.load(std::memory_order_relaxed) && (active || !runtime_thread_code(caller))) {
+    g_threads.store(true);
+    g_careful.store(true);
+  }
+}
 
 }  // namespace ampi::heap
 
@@ -375,21 +394,7 @@ std::size_t malloc_usable_size(void* p) {
   return p && libc ? libc(p) : 0;
 }
 
-// A thread's own records (its TLS vector, glibc's stack cache) belong to the process: made
-// from glibc's heap even when a rank starts the thread. A thread that the program's code
-// or libraries start may share the rank's memory: from then on slice heaps take their lock.
-int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*), void* arg) {
-  using Fn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
-  InAllocator in;
-  static const Fn next = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_create"));
-  if (!ampi::heap::g_threads.load(std::memory_order_relaxed) &&
-      (in.saved() || !ampi::heap::runtime_thread(__builtin_return_address(0)))) {
-    ampi::heap::g_threads.store(true);
-    ampi::heap::g_careful.store(true);
-  }
-  if (!next) return EAGAIN;
-  return next(thread, attr, start, arg);
-}
+// pthread_create is interposed in threads.cpp (heap::note_thread_start).
 
 }  // extern "C"
 #pragma GCC visibility pop

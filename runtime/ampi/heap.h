@@ -55,6 +55,7 @@ class RuntimeScope {
  public:
   RuntimeScope() : saved_(g_active) { g_active = nullptr; }
   ~RuntimeScope() { g_active = saved_; }
+  CmiIsoSlice* saved() const { return saved_; }  // the program's heap before the call
   RuntimeScope(const RuntimeScope&) = delete;
   RuntimeScope& operator=(const RuntimeScope&) = delete;
 
@@ -75,6 +76,16 @@ class UserScope {
  private:
   CmiIsoSlice* saved_;
 };
+
+// pthread_create (threads.cpp) is starting a thread from `caller` while `active` was the
+// heap: a thread of the program (not the runtime's own) makes slice heaps take their lock.
+void note_thread_start(CmiIsoSlice* active, const void* caller);
+// Whether `caller` is code of the runtime's own libraries (UCX, PMIx, ...), whose threads
+// never touch a rank's memory; whether it is the OpenMP runtime's (its state is the OS
+// thread's, found before any rank runs).
+bool runtime_thread(const void* caller);
+bool is_process_code(const void* caller);
+void find_process_code();  // once the program's libraries are loaded (none found before)
 
 // Once per process, before any rank runs: libc state that is allocated lazily on first use
 // and shared by the process (stdio buffers, the time zone) is allocated now, from glibc's

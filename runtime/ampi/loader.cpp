@@ -77,6 +77,16 @@ class ProgramImage {
   ProgramImage& operator=(const ProgramImage&) = delete;
 
   // Maps this executable and finds the program in it; false after printing why.
+  // The program's libraries now, before the runtime loads anything of its own (UCX's
+  // transports, the CUDA driver: they differ between processes): with address randomization
+  // off they then land at the same addresses in every process, so the references a rank's
+  // copy holds into them (its GOT, function pointers) stay valid when it moves. A failure
+  // is reported when the first copy is loaded.
+  void preload_libraries() {
+    std::string error;
+    (void)libraries(error);
+  }
+
   bool open() {
     int fd = ::open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -335,7 +345,9 @@ int main(int argc, char** argv) {
   // ranks get no slices and keep dlopen'ed copies (rank.cpp says why when migration is
   // asked for).
 #if !defined(__SANITIZE_ADDRESS__)
-  ampi::loader::isomalloc_init(argc, argv);
+  const bool slices = ampi::loader::isomalloc_init(argc, argv);
+#else
+  const bool slices = false;
 #endif  // (AddressSanitizer builds: no isomalloc; its malloc replaces the rank heaps anyway,
         // and UCX's CMA probe crashes ASan's process_vm_readv interceptor in a re-executed,
         // non-randomized process)
@@ -345,6 +357,7 @@ int main(int argc, char** argv) {
   argv = with_linked_defaults(argc, argv);
   static ProgramImage image(argc, argv);
   if (!image.open()) return 1;
+  if (slices) image.preload_libraries();
   static ampi::Program program;
   program.context = &image;
   program.main_for = &main_for;

@@ -4,6 +4,7 @@
 // docs/architecture.md ("AMPI rank migration").
 #include "heap.h"
 #include "rank.h"
+#include "threads.h"
 #include "comm/comms.h"
 #include "extensions.h"
 
@@ -186,6 +187,18 @@ std::string hint(MPI_Info info, const char* key) {
   return value;
 }
 
+// A move is the rank's own thread's to ask for (it suspends there and moves with the rank).
+int not_main_thread(const char* fn) {
+  if (!threads::on_pe_thread()) {
+    std::fprintf(stderr, "ucharm AMPI: %s was called by a thread other than a rank's main thread: MPI_ERR_OTHER\n", fn);
+    return MPI_ERR_OTHER;
+  }
+  Rank* r = current_rank();
+  if (CthSelf() != r->thread())
+    return error(MPI_COMM_WORLD, MPI_ERR_OTHER, fn, "only rank %d's main thread may move the rank", r->world_rank());
+  return MPI_SUCCESS;
+}
+
 [[noreturn]] void no_migration(const char* fn) {
   CkAbort("%s: MPI ranks cannot migrate in this run: %s", fn, rank_migration_unavailable());
 }
@@ -204,6 +217,7 @@ extern "C" {
 // whole job, +restart DIR resumes here) | false.
 int AMPI_Migrate(MPI_Info hints) {
   heap::RuntimeScope scope;
+  if (const int rc = not_main_thread("AMPI_Migrate")) return rc;
   Rank* r = current_rank();
   // Nothing on this frame may own process memory while the rank waits below: it may wake
   // up in another process (the hints are read into the stack, which moves).
@@ -230,6 +244,17 @@ int AMPI_Migrate(MPI_Info hints) {
   }
   rma_check_can_move(r, "AMPI_Migrate");  // the program's obstacle first: one it can remove
   if (dir[0] && !r->slice() && CkNumPes() > 1) no_migration("AMPI_Migrate (ampi_checkpoint)");
+  // Threads of the rank still running (or a region, or another thread's call): a checkpoint
+  // cannot hold them; a balancer's move waits for a later AMPI_Migrate (the rank stays).
+  char why[256];
+  const char* obstacle = threads::move_obstacle(r, why, sizeof why);
+  if (*obstacle && dir[0])
+    return error(MPI_COMM_WORLD, MPI_ERR_OTHER, "AMPI_Migrate", "no checkpoint can be written: %s", obstacle);
+  const bool stays = *obstacle != 0;
+  if (stays && balance)
+    std::fprintf(stderr, "ucharm AMPI: AMPI_Migrate: rank %d stays on PE %d this time: %s\n", r->world_rank(),
+                 CkMyPe(), obstacle);
+  if (!stays && r->slice()) threads::before_move(r);
   p2p_prepare_to_move(r->p2p());
   {
     Comm& world = *comm_get(MPI_COMM_WORLD);
@@ -245,9 +270,11 @@ int AMPI_Migrate(MPI_Info hints) {
   }
   if (balance) {
     // Ranks that cannot move take part but stay where they are.
-    if (!r->slice()) r->setMigratable(false);
+    const bool was_migratable = r->isMigratable();
+    if (!r->slice() || stays) r->setMigratable(false);
     r->AtSync();
     r = wait_for(Rank::Waiting::Balancer);
+    if (stays && r->slice()) r->setMigratable(was_migratable);
   }
   p2p_move_done(r->p2p());
   return MPI_SUCCESS;
@@ -256,6 +283,7 @@ int AMPI_Migrate(MPI_Info hints) {
 // Not collective: the calling rank moves to PE `dest` and goes on there.
 int AMPI_Migrate_to_pe(int dest) {
   heap::RuntimeScope scope;
+  if (const int rc = not_main_thread("AMPI_Migrate_to_pe")) return rc;
   Rank* r = current_rank();
   if (dest < 0 || dest >= CkNumPes())
     return error(MPI_COMM_WORLD, MPI_ERR_ARG, "AMPI_Migrate_to_pe", "PE %d is out of range [0, %d)", dest,
@@ -266,6 +294,10 @@ int AMPI_Migrate_to_pe(int dest) {
   if (!r->isMigratable())
     return error(MPI_COMM_WORLD, MPI_ERR_OTHER, "AMPI_Migrate_to_pe",
                  "rank %d is not migratable (AMPI_Set_migratable(0) was called)", r->world_rank());
+  char why[256];
+  if (const char* obstacle = threads::move_obstacle(r, why, sizeof why); *obstacle)
+    return error(MPI_COMM_WORLD, MPI_ERR_OTHER, "AMPI_Migrate_to_pe", "the rank cannot move now: %s", obstacle);
+  threads::before_move(r);
   p2p_prepare_to_move(r->p2p());
   call_user(r->about_to_migrate, r->slice());  // on its thread, before it leaves
   r = current_rank();

@@ -1,6 +1,7 @@
 // Start-up: AMPI's options, the rank array, each rank's thread running the program's main,
 // the job's exit code; MPI_Init/Finalize/Abort and the environment queries.
 #include "rank.h"
+#include "threads.h"
 #include "checks.h"
 #include "comm/comms.h"
 #include "heap.h"
@@ -205,10 +206,12 @@ Rank::Rank(RankArgs a) : main_(a.main), world_size_(a.world_size) {
 
 Rank::Rank(CkMigrateMessage*) : world_size_(0) {
   usesAtSync = true;
+  threads::mark_pe_thread();
   heap::prepare_process();  // a restarted process starts no rank itself
 }
 
 Rank::~Rank() {
+  std::free(omp_saved);
   // Packed and sent: its thread and slice (with the program's copy) left with the message.
   if (leaving_ && thread_ && slice_) {
     if (image_ && process().program->departed) process().program->departed(process().program->context, image_);
@@ -225,6 +228,7 @@ void Rank::start() {
   // Let the memory-type component open the CUDA driver, if there is one, before looking.
   (void)CmiGetMemoryType(nullptr);
   process().cuda.find();
+  threads::mark_pe_thread();
   heap::prepare_process();
   const std::size_t stack = process().options.stack;
   if (process().migratable) slice_ = CmiIsomallocSlice(thisIndex);
@@ -260,6 +264,7 @@ void Rank::thread_main(void*) {
   if (const CudaContext& c = process().cuda; c.set) c.set(nullptr);
   MainFn fn = process().program->main_for(process().program->context, self->thisIndex, self->slice_, &self->image_);
   if (!fn) CkAbort("rank %d: the program's main could not be loaded (see above)", self->thisIndex);
+  threads::program_loaded();
   // From here the program's code runs: what it allocates is the rank's.
   heap::g_active = self->slice_;
   char** argv = copy_argv(self->args_);
@@ -270,6 +275,7 @@ void Rank::thread_main(void*) {
   if (in_forked_child()) end_forked_child(code);  // a child the rank forked returned from main
   heap::g_active = nullptr;
   self = current_rank();
+  threads::omp_rank_done(self);  // its OpenMP pool goes; the OS thread's state is fresh for the next rank
   if (self->initialized && !self->finalized) {
     // The others may wait for it forever: end the job, as mpirun does for a process that
     // exits between MPI_Init and MPI_Finalize.
@@ -333,6 +339,13 @@ template <class Wait>
 void switch_away(Wait wait) {
   Rank* self = g_running.rank;
   g_running.rank = nullptr;
+  // The rank's own thread (not a task or a call run for another of its threads) carries
+  // its OpenMP state, and is in an MPI call unless it waits to join a thread.
+  const bool main = self && CthSelf() == self->thread();
+  if (main) {
+    self->main_in_mpi = self->outside_mpi == 0;
+    threads::omp_switch_out(self);
+  }
   if (self) {
     self->save_getopt();
     if (self->measuring && self->run_since >= 0)  // the balancer's measure of the rank
@@ -352,6 +365,10 @@ void switch_away(Wait wait) {
   // Looked up again: a rank that moved meanwhile is another object (CthSetData names it).
   if (self) self = static_cast<Rank*>(CthGetData(CthSelf()));
   g_running.rank = self;
+  if (main && self) {
+    self->main_in_mpi = false;
+    threads::omp_switch_in(self);
+  }
   if (self) {
     self->load_getopt();
     self->run_since = CmiWallTimer();
@@ -387,6 +404,7 @@ extern "C" int ucharm_ampi_start(int argc, char** argv, const Program* program) 
   Process& p = process();
   p.program = program;
   p.pid = getpid();
+  threads::mark_pe_thread();  // non-SMP: the process's main thread is its PE
 #if !defined(__SANITIZE_ADDRESS__)
   p.migratable = CmiIsomallocReady() && CmiIsomallocCanMigrate();
 #endif
@@ -412,6 +430,7 @@ extern "C" {
     if (auto* r = static_cast<Rank*>(CthGetData(t))) {
       if (r->finalized && !r->exited) {
         r->exited = true;
+        threads::omp_rank_done(r);
         r->finish(code);
         g_running.rank = nullptr;
         for (;;) CthSuspend();  // this rank is done; its thread never runs again
@@ -437,13 +456,23 @@ int PMPI_Init(int* argc, char*** argv) {
   return MPI_SUCCESS;
 }
 
-// MPI_THREAD_FUNNELED at most: a rank's MPI calls must come from the thread that runs its
-// main (or a nonblocking collective's task), because the ranks of a PE share the PE's
-// state and its single-threaded UCX worker without locks; a pthread of the program calling
-// MPI would race with them, even one at a time (SERIALIZED).
+// Every level is provided as asked (threads.h: another thread's call is run by the PE as
+// the thread's rank). SERIALIZED and MULTIPLE need the runtime to see the program's threads
+// start (pthread_create, interposed): a probe thread checks that it does (a build whose
+// pthread_create is another library's gives MPI_THREAD_FUNNELED and says why).
 int PMPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  if (required < MPI_THREAD_SINGLE || required > MPI_THREAD_MULTIPLE)
+    return error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Init_thread",
+                 "required = %d is not a thread level (MPI_THREAD_SINGLE ... MPI_THREAD_MULTIPLE)", required);
   int rc = PMPI_Init(argc, argv);
-  const int level = required < MPI_THREAD_FUNNELED ? MPI_THREAD_SINGLE : MPI_THREAD_FUNNELED;
+  int level = required;
+  if (level >= MPI_THREAD_SERIALIZED && !threads::threads_seen()) {
+    std::fprintf(stderr,
+                 "ucharm AMPI: MPI_Init_thread: %s is not available: threads started by rank %d are not seen by "
+                 "the runtime (pthread_create is not ucharm's here); MPI_THREAD_FUNNELED is provided\n",
+                 required == MPI_THREAD_MULTIPLE ? "MPI_THREAD_MULTIPLE" : "MPI_THREAD_SERIALIZED", world_rank());
+    level = MPI_THREAD_FUNNELED;
+  }
   current_rank()->thread_level = level;
   if (provided) *provided = level;
   return rc;
@@ -452,7 +481,7 @@ int PMPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
 // Also outside a rank's thread (an atexit handler or static destructor at the job's end,
 // which MPI allows to ask): MPI has been initialized and finalized by then.
 int PMPI_Initialized(int* flag) {
-  Rank* r = g_running.rank;
+  Rank* r = threads::thread_rank();
   *flag = r ? r->initialized : 1;
   return MPI_SUCCESS;
 }
@@ -476,7 +505,7 @@ int PMPI_Finalize(void) {
 }
 
 int PMPI_Finalized(int* flag) {
-  Rank* r = g_running.rank;
+  Rank* r = threads::thread_rank();
   *flag = r ? r->finalized : 1;
   return MPI_SUCCESS;
 }
@@ -493,14 +522,21 @@ int PMPI_Abort(MPI_Comm comm, int errorcode) {
   CmiExitAbnormal(code);
 }
 
+// Both answer on any thread of a rank, without the PE.
 int PMPI_Query_thread(int* provided) {
-  if (!provided) return null_arg(MPI_COMM_WORLD, "MPI_Query_thread", "provided");
-  *provided = current_rank()->thread_level;
+  Rank* r = threads::thread_rank();
+  if (!r) return threads::call_on_pe("MPI_Query_thread", nullptr, nullptr);  // says why, MPI_ERR_OTHER
+  if (!provided) return threads::on_pe_thread() ? null_arg(MPI_COMM_WORLD, "MPI_Query_thread", "provided") : MPI_ERR_ARG;
+  *provided = std::atomic_ref<int>(r->thread_level).load(std::memory_order_relaxed);
   return MPI_SUCCESS;
 }
 
+// The main thread is the one that runs the rank's main (and called MPI_Init_thread).
 int PMPI_Is_thread_main(int* flag) {
-  *flag = 1;
+  Rank* r = threads::thread_rank();
+  if (!r) return threads::call_on_pe("MPI_Is_thread_main", nullptr, nullptr);
+  if (!flag) return threads::on_pe_thread() ? null_arg(MPI_COMM_WORLD, "MPI_Is_thread_main", "flag") : MPI_ERR_ARG;
+  *flag = threads::on_pe_thread() && CthSelf() == r->thread();
   return MPI_SUCCESS;
 }
 
@@ -528,7 +564,7 @@ int PMPI_Get_library_version(char* version, int* resultlen) {
 // The host's monotonic clock (as MPI libraries use), plus the rank's offset: never going
 // back, also across moves (Rank::pup_context).
 double PMPI_Wtime(void) {
-  const Rank* r = g_running.rank;
+  const Rank* r = threads::thread_rank();
   return monotonic_now() + (r ? r->wtime_offset : 0.0);
 }
 double PMPI_Wtick(void) { return 1e-9; }

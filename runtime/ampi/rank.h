@@ -7,6 +7,8 @@
 
 #include <ucharm/charm.h>
 
+#include <atomic>
+
 namespace ampi {
 
 // The calling rank's thread waits until `done()` is true. It runs the scheduler's steps
@@ -102,6 +104,18 @@ class Rank : public ck::ArrayElement<Rank> {
   void run_about_to_migrate();
   bool callback_due_ = false;
   bool arrived_ = false;
+  // OS threads of the rank (threads.h, threads.cpp). Counted from the starting thread (any
+  // thread of the rank) and counted out by the PE; while any runs, the rank cannot move.
+  std::atomic<int> program_threads{0};  // started by the program (pthread_create, std::thread)
+  std::atomic<int> omp_threads{0};      // in the rank's OpenMP thread pool (idle between regions)
+  // The PE's own fields: regions its thread is in; other threads' calls being run for it.
+  int omp_regions = 0;
+  int foreign_calls = 0;
+  CthThread calls_waiter = nullptr;  // woken when foreign_calls drops to 0
+  CthThread join_waiter = nullptr;   // woken when one of its threads ended (pthread_join)
+  bool main_in_mpi = false;          // its main thread is suspended in an MPI call
+  int outside_mpi = 0;               // ... waiting for the program instead (threads::OutsideMpi)
+  void* omp_saved = nullptr;         // libgomp's TLS block for this rank while it is switched out
 
  private:
   static void thread_main(void* self);

@@ -508,6 +508,7 @@ inline void* next_local() {
     s.since_poll = 0;
     lrts::LrtsProgress();
     if (s.polling) run_pollers();
+    if (foreign_pending(s)) run_foreign_work();
   }
   return s.queue.pop();
 }
@@ -521,7 +522,7 @@ void CsdScheduleStep() {
   }
   s.since_poll = 0;
   // Pollers run even when the network was busy: a stream of arrivals must not starve them.
-  if ((lrts::LrtsProgress() > 0) | (s.polling && run_pollers())) {
+  if ((lrts::LrtsProgress() > 0) | (s.polling && run_pollers()) | (foreign_pending(s) && run_foreign_work())) {
     s.idle_since_ns = 0;
     return;
   }
@@ -554,6 +555,7 @@ bool CsdScheduleStepInThread() {
     s.since_poll = 0;
     lrts::LrtsProgress();
     if (s.polling) run_pollers();
+    if (foreign_pending(s)) run_foreign_work();
   }
   if (void* msg = s.queue.peek()) {
     // A thread's resumption runs on the scheduler's stack: the waiting thread yields to it
@@ -565,7 +567,7 @@ bool CsdScheduleStepInThread() {
     return true;
   }
   s.since_poll = 0;
-  if ((lrts::LrtsProgress() > 0) | (s.polling && run_pollers())) {
+  if ((lrts::LrtsProgress() > 0) | (s.polling && run_pollers()) | (foreign_pending(s) && run_foreign_work())) {
     s.idle_since_ns = 0;
     return true;
   }

@@ -2,6 +2,8 @@
 // keeps one PeState per PE thread).
 #pragma once
 
+#include <atomic>
+
 #include <ucharm/converse.h>
 
 #include <chrono>
@@ -60,6 +62,8 @@ struct PeState {
   int last_poller_id = 0;
   bool in_pollers = false;
   unsigned poll_sleeps = 0;  // short sleeps in this idle period (their length doubles)
+  // Work pushed by other threads of the process (CmiPushForeignWork), newest first.
+  std::atomic<CmiForeignWork*> foreign{nullptr};
 };
 // Runs the embedder's exit hook once (CmiExit, ConverseExit, CmiAbort).
 void run_exit_hook(int code);
@@ -72,6 +76,9 @@ void print_banner();
 void device_init();
 // Pollers (rma.cpp): runs them (true: one found work); an idle PE's short sleep.
 bool run_pollers();
+// Runs the work other threads pushed (true: there was some); a load when there is none.
+bool run_foreign_work();
+inline bool foreign_pending(const PeState& s) { return s.foreign.load(std::memory_order_relaxed) != nullptr; }
 void poller_idle_wait();
 
 }  // namespace ucharm::converse

@@ -76,6 +76,25 @@ bool run_pollers() {
   return found;
 }
 
+bool run_foreign_work() {
+  PeState& s = pe_state();
+  CmiForeignWork* w = s.foreign.exchange(nullptr, std::memory_order_acquire);
+  if (!w) return false;
+  CmiForeignWork* oldest = nullptr;  // pushed newest first: reversed, so work runs in order
+  while (w) {
+    CmiForeignWork* next = w->next;
+    w->next = oldest;
+    oldest = w;
+    w = next;
+  }
+  while (oldest) {
+    CmiForeignWork* next = oldest->next;  // read first: run may end the pusher's wait
+    oldest->run(oldest);
+    oldest = next;
+  }
+  return true;
+}
+
 void poller_idle_wait() {
   PeState& s = pe_state();
   const int step_us = std::min(20 << std::min(s.poll_sleeps, 6u), 1000);
@@ -86,6 +105,17 @@ void poller_idle_wait() {
 }  // namespace ucharm::converse
 
 using namespace ucharm::converse;
+
+// ---- work from other threads -------------------------------------------------------------
+
+void CmiPushForeignWork(CmiForeignWork* w) {
+  PeState& s = pe_state();
+  CmiForeignWork* head = s.foreign.load(std::memory_order_relaxed);
+  do {
+    w->next = head;
+  } while (!s.foreign.compare_exchange_weak(head, w, std::memory_order_release, std::memory_order_relaxed));
+  if (!head) lrts::LrtsWakeup();  // the first pushed since the PE last looked wakes it
+}
 
 // ---- pollers ---------------------------------------------------------------------------
 

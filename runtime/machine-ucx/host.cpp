@@ -595,8 +595,20 @@ void LrtsIdleWait(int timeout_ms) {
   m.busy_backoff_us = 0;
   check(s, "ucp_worker_arm");
   ++m.idle_stats.fd_waits;
-  epoll_event ev[1];
-  [[maybe_unused]] int n = ::epoll_wait(m.epoll_fd, ev, 1, timeout_ms);
+  epoll_event ev[2];
+  const int n = ::epoll_wait(m.epoll_fd, ev, 2, timeout_ms);
+  for (int i = 0; i < n; ++i)
+    if (ev[i].data.fd == m.wake_fd) drain_wakeups();
+}
+
+void detail::drain_wakeups() {
+  std::uint64_t count;
+  [[maybe_unused]] ssize_t r = ::read(M().wake_fd, &count, sizeof count);  // nonblocking: 0 or 1 read
+}
+
+void LrtsWakeup() {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t r = ::write(M().wake_fd, &one, sizeof one);
 }
 
 IdleStats LrtsIdleStats() { return M().idle_stats; }

@@ -226,7 +226,9 @@ void LrtsInit(const Options& options, const Hooks& hooks) {
   check(ucp_worker_get_efd(m.worker, &m.ucx_fd), "ucp_worker_get_efd");
   m.epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
   if (m.epoll_fd < 0) fatal(fmt::format("epoll: {}", std::strerror(errno)));
-  for (int fd : {m.ucx_fd}) {
+  m.wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (m.wake_fd < 0) fatal(fmt::format("eventfd: {}", std::strerror(errno)));
+  for (int fd : {m.ucx_fd, m.wake_fd}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = fd;

@@ -158,6 +158,7 @@ struct Machine {
   std::vector<int> repost;           // delivered slots waiting to be posted again
   std::vector<Arrived> arrived;      // small messages (active messages), drained after progress
   int ucx_fd = -1, epoll_fd = -1;
+  int wake_fd = -1;  // LrtsWakeup's eventfd (other threads of the process), in the epoll set
   std::size_t pending_sends = 0;
   // Operations of this PE's own that wait for UCX progress on this worker: large host
   // sends (rendezvous), large-message, device and channel receives, device and channel
@@ -235,6 +236,7 @@ int start_deferred();
 // one-sided operations are open
 void rma_release_all();
 void rma_idle_wait();
+void drain_wakeups();  // after a wait saw the epoll set readable: LrtsWakeup's eventfd reset
 // endpoints.cpp
 void bind_to_core(Machine& m);
 ucp_ep_h connect(int pe);  // creates the endpoint to `pe` (first use)

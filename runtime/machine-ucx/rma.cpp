@@ -214,7 +214,7 @@ void short_wait(int timeout_us) {
   ++m.idle_stats.fd_waits;
   pollfd pfd{m.epoll_fd, POLLIN, 0};
   const timespec ts{0, static_cast<long>(timeout_us) * 1000L};
-  ::ppoll(&pfd, 1, &ts, nullptr);
+  if (::ppoll(&pfd, 1, &ts, nullptr) > 0) drain_wakeups();  // readable: perhaps LrtsWakeup's eventfd
 }
 
 // While host one-sided operations are open: their completions (or the replies of

@@ -102,6 +102,11 @@ TEST_P(ConverseJob, ThreadTakesSchedulerStepsWhileItWaits) {
   expect_ok(r, "threadstep ok");
 }
 
+TEST_P(ConverseJob, WorkFromOtherThreadsRunsOnThePeInOrder) {
+  Result r = job(n(), {"foreign"});
+  expect_ok(r, "foreign ok");
+}
+
 TEST_P(ConverseJob, AsyncSendCompletesAndReleasesTheBuffer) {
   Result r = job(n(), {"async"});
   expect_ok(r, "async ok");

@@ -151,10 +151,10 @@ void wait_any_completion(P2p& p) {
   CthThread self = CthSelf();
   rank_wait([&] {
     if (p.ready_head()) return true;
-    p.any_waiter = self;
+    P2p::add_waiter(p.any_waiter, p.more_any_waiters, self);
     return false;
   });
-  if (p.any_waiter == self) p.any_waiter = nullptr;
+  P2p::remove_waiter(p.any_waiter, p.more_any_waiters, self);
 }
 
 // Waitany/Testany: finishes request i: *indx, *status, and the call's result through the

@@ -190,6 +190,13 @@ class P2p {
   } wait_set;
   CthThread any_waiter = nullptr;  // a thread in Waitany/Waitsome, woken by every completion
   CthThread probe_waiter = nullptr;  // a thread in MPI_Probe, woken by every new arrival
+  // Further threads of the rank waiting so at the same time (calls of its other OS threads:
+  // MPI_THREAD_MULTIPLE), woken with the first; the first's slot keeps the common path one
+  // load. add_waiter/remove_waiter keep the first slot filled while any waits.
+  std::vector<CthThread> more_any_waiters, more_probe_waiters;
+  static void add_waiter(CthThread& first, std::vector<CthThread>& more, CthThread t);
+  static void remove_waiter(CthThread& first, std::vector<CthThread>& more, CthThread t);
+  static void wake_more(std::vector<CthThread>& more);  // all of them (they look again)
 
   // Messages taken by MPI_Mprobe/Improbe until MPI_Mrecv/Imrecv: handles from 2 up (0 is
   // MPI_MESSAGE_NULL, 1 MPI_MESSAGE_NO_PROC).

@@ -38,10 +38,10 @@ std::int32_t probe_find(const char* fn, int source, int tag, MPI_Comm comm, bool
   CthThread self = CthSelf();
   rank_wait([&] {
     if ((u = p.find_unexpected(ctx, source, tag)) >= 0) return true;
-    p.probe_waiter = self;  // a new arrival clears it, waking us
+    P2p::add_waiter(p.probe_waiter, p.more_probe_waiters, self);  // a new arrival clears it, waking us
     return false;
   });
-  p.probe_waiter = nullptr;
+  P2p::remove_waiter(p.probe_waiter, p.more_probe_waiters, self);
   return u;
 }
 // Mprobe/Improbe that found message u or MPI_PROC_NULL: its status, and the message handle

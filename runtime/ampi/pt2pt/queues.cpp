@@ -5,6 +5,8 @@
 #include "pt2pt/wire.h"
 #include "errhan/grequest.h"
 
+#include <algorithm>
+
 namespace ampi {
 using namespace pt2pt;
 
@@ -238,6 +240,31 @@ void P2p::complete(MPI_Request h) {
   CthThread any = std::exchange(any_waiter, nullptr);
   wake(w);
   if (any != w) wake(any);
+  if (any && !more_any_waiters.empty()) [[unlikely]]
+    wake_more(more_any_waiters);
+}
+
+void P2p::add_waiter(CthThread& first, std::vector<CthThread>& more, CthThread t) {
+  if (!first || first == t) first = t;
+  else if (std::find(more.begin(), more.end(), t) == more.end()) more.push_back(t);
+}
+
+void P2p::remove_waiter(CthThread& first, std::vector<CthThread>& more, CthThread t) {
+  if (first == t) {
+    first = nullptr;
+    if (!more.empty()) {
+      first = more.back();
+      more.pop_back();
+    }
+  } else {
+    std::erase(more, t);
+  }
+}
+
+void P2p::wake_more(std::vector<CthThread>& more) {
+  std::vector<CthThread> all;
+  all.swap(more);
+  for (CthThread t : all) wake(t);
 }
 
 // ---- posted receives -------------------------------------------------------------------------------

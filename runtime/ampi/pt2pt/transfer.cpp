@@ -261,6 +261,8 @@ void on_message(Rank* r, void* msg) {
   if (CthThread w = p.probe_waiter) {
     p.probe_waiter = nullptr;
     if (w != CthSelf()) CthAwaken(w);
+    if (!p.more_probe_waiters.empty()) [[unlikely]]
+      P2p::wake_more(p.more_probe_waiters);
   }
 }
 

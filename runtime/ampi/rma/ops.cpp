@@ -489,6 +489,14 @@ void wake(Win& w) {
   CthThread t = std::exchange(w.waiter, nullptr);
   if (!t) return;
   CthThread self = CthSelf();
+  if (!w.more_waiters.empty()) [[unlikely]] {  // several threads: each looks again
+    std::vector<CthThread> all;
+    all.swap(w.more_waiters);
+    all.push_back(t);
+    for (CthThread x : all)
+      if (x != self) CthAwaken(x);
+    return;
+  }
   if (!self) CthResume(t);
   else if (t != self) CthAwaken(t);
 }

@@ -122,6 +122,7 @@ struct Win {
   int shared = 0;                       // holders of shared locks
   std::deque<std::pair<int, LockState>> lock_queue;
   CthThread waiter = nullptr;           // the owner's thread waiting in a call of this window
+  std::vector<CthThread> more_waiters;  // further threads of the owner waiting at once (MPI_THREAD_MULTIPLE)
   bool ready = false;                   // every member's facts are in (creation is done here)
   std::uint32_t quick_waits = 0;        // waits that were over at once (win_wait)
   std::vector<void*> early;             // messages that came before (handled when ready)
@@ -212,10 +213,10 @@ void win_wait(Win& w, Done&& done) {
   CthThread self = CthSelf();
   rank_wait([&] {
     if (done()) return true;
-    w.waiter = self;
+    P2p::add_waiter(w.waiter, w.more_waiters, self);
     return false;
   });
-  w.waiter = nullptr;
+  P2p::remove_waiter(w.waiter, w.more_waiters, self);
 }
 
 // ---- mapped.cpp -------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 /* MPI_Init_thread provides a level no higher than asked, MPI_Query_thread returns it, and
  * the main thread is the main thread. argv[1]: the level asked (single, funneled,
- * serialized, multiple; default funneled). ucharm provides at most MPI_THREAD_FUNNELED. */
+ * serialized, multiple; default funneled). ucharm provides the level asked for. */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>

@@ -21,6 +21,7 @@ namespace bcast { void start(const Args&); }
 namespace barrier { void start(const Args&); }
 namespace thread { void start(const Args&); }
 namespace threadstep { void start(const Args&); }
+namespace foreign { void start(const Args&); }
 namespace queue { void start(const Args&); }
 namespace async { void start(const Args&); }
 namespace device { void start(const Args&); }
@@ -68,6 +69,7 @@ constexpr Mode kModes[] = {
     {"barrier", barrier::start},
     {"thread", thread::start},
     {"threadstep", threadstep::start},
+    {"foreign", foreign::start},
     {"queue", queue::start},
     {"async", async::start},
     {"device", device::start},

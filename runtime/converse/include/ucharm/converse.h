@@ -218,6 +218,21 @@ int CmiAddPoller(CmiPollerFn fn, void* ctx);
 void CmiRemovePoller(int id);  // an unknown id is ignored
 int CmiNumPollers();
 
+// ---- Work handed to the PE by other threads of its process ------------------------------
+// A thread that is not the PE's (a program's own pthread or OpenMP thread) must never touch
+// the PE's state; it hands work over instead: CmiPushForeignWork queues `w` (the caller's
+// memory: it must stay valid until `w->run(w)` has been called) and wakes the PE if it
+// sleeps (LrtsWakeup). The PE runs `run` between messages, at its next idle turn or
+// network poll, in its scheduler's context: like a handler, `run` must not resume threads
+// directly (CthAwaken them). Lock-free (a Treiber stack, taken whole and run oldest first);
+// callable from any thread of the process, the PE's own included. With nothing pushed the
+// scheduler pays one load per idle turn.
+struct CmiForeignWork {
+  void (*run)(CmiForeignWork* self) = nullptr;
+  CmiForeignWork* next = nullptr;
+};
+void CmiPushForeignWork(CmiForeignWork* w);
+
 // ---- One-sided (RMA): windows of registered memory ----------------------------------------
 // (issue 19, part 1: rma.cpp; UCX ucp_mem_map / ucp_rkey_pack / ucp_put_nbx / ...)
 // A region is an existing buffer of this PE (host or CUDA memory, detected) registered for

@@ -99,6 +99,11 @@ int LrtsProgress();
 // large, device or channel) is open, or nothing of ours waits, it never sleeps there.
 void LrtsIdleWait(int timeout_ms);
 
+// Callable from any thread of the process: a PE sleeping in LrtsIdleWait (or LrtsIdleWaitUs)
+// returns now; one that is not sleeping returns at once from its next wait. An eventfd in
+// the worker's epoll set, so the PE's own path pays nothing until it is used.
+void LrtsWakeup();
+
 // What LrtsIdleWait did, counted since start-up (for tests and diagnostics).
 struct IdleStats {
   std::uint64_t fd_waits = 0;        // slept on the worker's event fd (UCX will wake it)
