@@ -96,6 +96,134 @@ int combine(MPI_Op op, bool commutative, void*& acc, void*& tmp, bool tmp_is_low
 }
 
 // --- algorithms -------------------------------------------------------------------------
+namespace {
+// One exchange with `peer`: a receive posted first, then the send, then both waited for.
+int exchange(const void* sbuf, int scount, MPI_Datatype stype, int dst, void* rbuf, int rcount, MPI_Datatype rtype,
+             int src, Comm& c, int tag) {
+  MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  int e = irecv(rbuf, rcount, rtype, src, tag, c, Ctx::Coll, &q[0]);
+  if (!e) e = isend(sbuf, scount, stype, dst, tag, c, Ctx::Coll, &q[1]);
+  const int w = wait_all(2, q, nullptr);
+  return e ? e : w;
+}
+
+int pof2_below(int n) {  // the largest power of two <= n
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+// `count` elements cut into `parts` blocks as even as they go (the first count % parts one
+// longer); block i starts at element off(i).
+struct Blocks {
+  int count, parts;
+  std::ptrdiff_t off(int i) const {
+    const int base = count / parts, extra = count % parts;
+    return static_cast<std::ptrdiff_t>(i) * base + std::min(i, extra);
+  }
+  int len(int lo, int hi) const { return static_cast<int>(off(hi) - off(lo)); }
+};
+
+// Rabenseifner's reduction, first half (commutative ops): the members fold to a power of two
+// p (of members numbered from `root`, vr < 2 * (n - p): each odd one hands its data to the
+// even one below and leaves), then reduce-scatter by recursive halving: at each step a
+// member sends the half of its range that the partner keeps and combines the half it keeps,
+// so that member `newrank` (0..p-1) ends with block `newrank` of p fully reduced in `acc`.
+// Each member sends and combines about count * (1 - 1/p) elements instead of the whole
+// vector log p times. Returns the member's newrank, -1 for one that left.
+struct Folded {
+  int n, p, rem, root;
+  int real(int newrank) const { return ((newrank < rem ? newrank * 2 : newrank + rem) + root) % n; }
+};
+int reduce_scatter_halving(void* acc, void* tmp, int count, MPI_Datatype t, MPI_Op op, const Folded& f, Comm& c,
+                           int tag, int& newrank) {
+  const int vr = (c.rank - f.root + f.n) % f.n;
+  int e = MPI_SUCCESS;
+  newrank = vr - f.rem;
+  if (vr < 2 * f.rem) {
+    if (vr % 2) {
+      newrank = -1;
+      return send(acc, count, t, (vr - 1 + f.root) % f.n, tag, c, Ctx::Coll);
+    }
+    if ((e = recv(tmp, count, t, (vr + 1 + f.root) % f.n, tag, c, Ctx::Coll, nullptr))) return e;
+    if ((e = op_apply(op, tmp, acc, count, t))) return e;
+    newrank = vr / 2;
+  }
+  const Blocks b{count, f.p};
+  int lo = 0, hi = f.p;
+  for (int mask = f.p / 2; mask > 0; mask >>= 1) {
+    const int mid = lo + mask;
+    const bool upper = newrank & mask;
+    const int klo = upper ? mid : lo, khi = upper ? hi : mid;  // kept
+    const int slo = upper ? lo : mid, shi = upper ? mid : hi;  // sent
+    const int peer = f.real(newrank ^ mask);
+    if ((e = exchange(elem(acc, b.off(slo), t), b.len(slo, shi), t, peer, elem(tmp, b.off(klo), t),
+                      b.len(klo, khi), t, peer, c, tag)))
+      return e;
+    if ((e = op_apply(op, elem(tmp, b.off(klo), t), elem(acc, b.off(klo), t), b.len(klo, khi), t))) return e;
+    lo = klo;
+    hi = khi;
+  }
+  return MPI_SUCCESS;
+}
+
+// Rabenseifner's Reduce: reduce_scatter_halving rooted at root (its newrank is 0), then a
+// binomial gather of the blocks to it. Commutative ops, count >= the power of two.
+int reduce_rabenseifner(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_Op op, int root, Comm& c,
+                        int tag) {
+  const int n = c.size();
+  const int p = pof2_below(n);
+  const Folded f{n, p, n - p, root};
+  const bool is_root = c.rank == root;
+  Scratch sacc(is_root ? 0 : count, t), st(count, t);
+  void* acc = is_root ? recvbuf : sacc.get();
+  copy_elems(sendbuf, acc, count, t);
+  int newrank;
+  int e = reduce_scatter_halving(acc, st.get(), count, t, op, f, c, tag, newrank);
+  if (e || newrank < 0) return e;
+  const Blocks b{count, p};
+  for (int mask = 1; mask < p; mask <<= 1) {
+    if (newrank & mask)  // my blocks [newrank, newrank + mask) go down the tree, and I am done
+      return send(elem(acc, b.off(newrank), t), b.len(newrank, newrank + mask), t, f.real(newrank - mask), tag, c,
+                  Ctx::Coll);
+    const int from = newrank + mask;
+    if ((e = recv(elem(acc, b.off(from), t), b.len(from, from + mask), t, f.real(from), tag, c, Ctx::Coll, nullptr)))
+      return e;
+  }
+  return MPI_SUCCESS;
+}
+
+// Rabenseifner's Allreduce: reduce_scatter_halving, then an allgather by recursive doubling
+// of the blocks, then the members that left get the result. On recvbuf (holding the input).
+int allreduce_rabenseifner(void* recvbuf, int count, MPI_Datatype t, MPI_Op op, Comm& c, int tag) {
+  const int n = c.size();
+  const int p = pof2_below(n);
+  const Folded f{n, p, n - p, 0};
+  Scratch st(count, t);
+  int newrank;
+  int e = reduce_scatter_halving(recvbuf, st.get(), count, t, op, f, c, tag, newrank);
+  if (e) return e;
+  if (newrank >= 0) {
+    const Blocks b{count, p};
+    for (int mask = 1; mask < p; mask <<= 1) {
+      const int mine = newrank & ~(mask - 1), theirs = (newrank ^ mask) & ~(mask - 1);
+      const int peer = f.real(newrank ^ mask);
+      if ((e = exchange(elem(recvbuf, b.off(mine), t), b.len(mine, mine + mask), t, peer,
+                        elem(recvbuf, b.off(theirs), t), b.len(theirs, theirs + mask), t, peer, c, tag)))
+        return e;
+    }
+  }
+  const int r = c.rank;
+  if (r < 2 * f.rem) {
+    if (r % 2 == 0) return send(recvbuf, count, t, r + 1, tag, c, Ctx::Coll);
+    return recv(recvbuf, count, t, r - 1, tag, c, Ctx::Coll, nullptr);
+  }
+  return MPI_SUCCESS;
+}
+}  // namespace
+
+// Binomial tree. Leaves send their input as it is; inner nodes combine into a temporary,
+// the root of a commutative reduction into recvbuf itself.
 int reduce_alg(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_Op op, int root, Comm& c, int tag) {
   const int n = c.size(), r = c.rank;
   if (n == 1) {
@@ -103,10 +231,18 @@ int reduce_alg(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MP
     return MPI_SUCCESS;
   }
   const bool commutative = op_commutative(op);
+  if (commutative && count >= pof2_below(n) &&
+      static_cast<std::size_t>(count) * type_size(t) >= kReduceScatterGatherMin)
+    return reduce_rabenseifner(sendbuf, recvbuf, count, t, op, root, c, tag);
   const int troot = commutative ? root : 0;  // rank order needs a tree whose blocks are rank ranges
   const int vr = (r - troot + n) % n;
-  Scratch sa(count, t), sb(count, t);
-  void* acc = sa.get();
+  const bool leaf = (vr & 1) || vr == n - 1;
+  if (leaf) return send(sendbuf, count, t, (vr - (vr & -vr) + troot) % n, tag, c, Ctx::Coll);
+  // The root of a commutative reduction sums into recvbuf (its input is there already when
+  // in place); non-commutative ones swap acc and tmp (combine), so both are temporaries.
+  const bool into_recvbuf = r == root && commutative;
+  Scratch sa(into_recvbuf ? 0 : count, t), sb(count, t);
+  void* acc = into_recvbuf ? recvbuf : sa.get();
   void* tmp = sb.get();
   copy_elems(sendbuf, acc, count, t);
   int e = MPI_SUCCESS;
@@ -122,7 +258,7 @@ int reduce_alg(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MP
   }
   // Here only troot is left: it holds the result.
   if (troot == root) {
-    copy_elems(acc, recvbuf, count, t);
+    if (acc != recvbuf) copy_elems(acc, recvbuf, count, t);
     return MPI_SUCCESS;
   }
   return send(acc, count, t, root, tag, c, Ctx::Coll);
@@ -147,8 +283,9 @@ int allreduce_host(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
   if (sendbuf != recvbuf) copy_elems(sendbuf, recvbuf, count, t);
   if (n == 1) return MPI_SUCCESS;
   const bool commutative = op_commutative(op);
-  int pof2 = 1;
-  while (pof2 * 2 <= n) pof2 *= 2;
+  const int pof2 = pof2_below(n);
+  if (commutative && count >= pof2 && static_cast<std::size_t>(count) * type_size(t) >= kReduceScatterGatherMin)
+    return allreduce_rabenseifner(recvbuf, count, t, op, c, tag);
   const int rem = n - pof2;
   Scratch st(count, t);
   void* acc = recvbuf;
@@ -227,9 +364,58 @@ int barrier_alg(Comm& c, int tag) {
   return MPI_SUCCESS;
 }
 
+namespace {
+// Van de Geijn's broadcast of a long vector (contiguous type, host memory): the root
+// scatters it in n blocks down a binomial tree, then a ring passes every block round
+// (n - 1 steps). The root sends about 2 * bytes instead of bytes * log2 n. Messages of the
+// two phases between one pair keep their order (one tag: the runtime's own tags have no
+// next one).
+int bcast_scatter_ring(void* buf, int count, MPI_Datatype t, int root, Comm& c, int tag) {
+  const int n = c.size();
+  const int vr = (c.rank - root + n) % n;
+  char* base = static_cast<char*>(buf) + type_lb(t);
+  const std::size_t bytes = static_cast<std::size_t>(count) * type_size(t);
+  const std::size_t chunk = (bytes + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
+  auto at = [&](int blk) { return std::min(static_cast<std::size_t>(blk) * chunk, bytes); };  // block blk's start
+  auto len = [&](int lo, int hi) { return static_cast<int>(at(std::min(hi, n)) - at(lo)); };
+  auto real = [&](int v) { return (v % n + root) % n; };
+  int e = MPI_SUCCESS;
+  // Scatter: a member receives its subtree's blocks [vr, vr + lowbit) from its parent.
+  int mask = 1;
+  for (; mask < n; mask <<= 1) {
+    if (vr & mask) {
+      if ((e = recv(base + at(vr), len(vr, vr + mask), MPI_BYTE, real(vr - mask), tag, c, Ctx::Coll, nullptr)))
+        return e;
+      break;
+    }
+  }
+  {
+    Requests q(32);
+    for (mask >>= 1; mask > 0 && !e; mask >>= 1)
+      if (vr + mask < n)
+        e = isend(base + at(vr + mask), len(vr + mask, vr + 2 * mask), MPI_BYTE, real(vr + mask), tag, c, Ctx::Coll,
+                  q.next());
+    const int w = q.wait();
+    if (e || (e = w)) return e;
+  }
+  // Ring: at step k a member passes block vr - k on to vr + 1 and gets block vr - k - 1.
+  for (int k = 0; k < n - 1; ++k) {
+    const int sb = (vr - k + n) % n, rb = (vr - k - 1 + n) % n;
+    if ((e = exchange(base + at(sb), len(sb, sb + 1), MPI_BYTE, real(vr + 1), base + at(rb), len(rb, rb + 1),
+                      MPI_BYTE, real(vr - 1 + n), c, tag)))
+      return e;
+  }
+  return MPI_SUCCESS;
+}
+}  // namespace
+
 int bcast_alg(void* buf, int count, MPI_Datatype t, int root, Comm& c, int tag) {
   const int n = c.size();
   if (n == 1 || count == 0) return MPI_SUCCESS;
+  const std::size_t bytes = static_cast<std::size_t>(count) * type_size(t);
+  if (n >= 4 && type_contiguous(t) && !on_device(buf) &&
+      (bytes >= kBcastScatterLong || (n >= 8 && bytes >= kBcastScatterMedium)))
+    return bcast_scatter_ring(buf, count, t, root, c, tag);
   const int vr = (c.rank - root + n) % n;
   int mask = 1;
   for (; mask < n; mask <<= 1) {
@@ -285,7 +471,36 @@ int scatter_alg(const void* sendbuf, int scount, const int* scounts, const int* 
   return e ? e : w;
 }
 
-// Allgather(v): every member sends its block to every other; all posted at once.
+namespace {
+// Bruck's allgather (equal blocks): the blocks are gathered packed in a temporary in the
+// order r, r+1, ...; at the step of distance d a member sends what it has (min(d, n - d)
+// blocks) to r - d and gets as many from r + d; then the blocks are unpacked to their
+// places. ceil(log2 n) steps for any n.
+int allgather_bruck(const void* mine, int mine_count, MPI_Datatype mine_type, void* recvbuf, int rcount,
+                    MPI_Datatype rtype, Comm& c, int tag) {
+  const int n = c.size(), r = c.rank;
+  const std::size_t bb = static_cast<std::size_t>(rcount) * type_size(rtype);
+  if (bb == 0) return MPI_SUCCESS;
+  Scratch tmp(static_cast<int>(bb) * n, MPI_BYTE);
+  char* t = static_cast<char*>(tmp.get());
+  type_pack(mine, mine_count, mine_type, t);
+  for (int d = 1; d < n; d <<= 1) {
+    const int blocks = std::min(d, n - d);
+    if (int e = exchange(t, static_cast<int>(bb) * blocks, MPI_BYTE, (r - d + n) % n, t + bb * d,
+                         static_cast<int>(bb) * blocks, MPI_BYTE, (r + d) % n, c, tag))
+      return e;
+  }
+  for (int i = 0; i < n; ++i) {
+    const int owner = (r + i) % n;
+    if (owner == r && mine == elem(recvbuf, static_cast<std::ptrdiff_t>(r) * rcount, rtype)) continue;  // in place
+    type_unpack(t + bb * i, bb, elem(recvbuf, static_cast<std::ptrdiff_t>(owner) * rcount, rtype), rcount, rtype);
+  }
+  return MPI_SUCCESS;
+}
+}  // namespace
+
+// Allgather(v): a ring (each block passed on to the next member, n - 1 steps), Bruck's for
+// small equal blocks (allgather_bruck), every message posted at once on device buffers.
 int allgather_alg(const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount, const int* rcounts,
                   const int* displs, MPI_Datatype rtype, Comm& c, int tag) {
   const int n = c.size(), r = c.rank;
@@ -295,6 +510,22 @@ int allgather_alg(const void* sendbuf, int scount, MPI_Datatype stype, void* rec
   const void* mine = in_place ? block(r) : sendbuf;
   const int mine_count = in_place ? count_of(r) : scount;
   const MPI_Datatype mine_type = in_place ? rtype : stype;
+  if (n > 1 && !on_device(recvbuf) && !on_device(mine)) {
+    const std::size_t total = static_cast<std::size_t>(rcount) * type_size(rtype) * static_cast<std::size_t>(n);
+    // Bruck's packs this rank's block: only where its signature has the block's size (a
+    // mismatch, the program's error, goes the ring's way, which reports it).
+    if (!rcounts && n > 2 && total < kAllgatherRingMin &&
+        static_cast<std::size_t>(mine_count) * type_size(mine_type) == total / static_cast<std::size_t>(n))
+      return allgather_bruck(mine, mine_count, mine_type, recvbuf, rcount, rtype, c, tag);
+    if (!in_place) copy_typed(sendbuf, scount, stype, block(r), count_of(r), rtype);
+    for (int k = 0; k < n - 1; ++k) {
+      const int sb = (r - k + n) % n, rb = (r - k - 1 + n) % n;
+      if (int e = exchange(block(sb), count_of(sb), rtype, (r + 1) % n, block(rb), count_of(rb), rtype,
+                           (r - 1 + n) % n, c, tag))
+        return e;
+    }
+    return MPI_SUCCESS;
+  }
   Requests q(2 * static_cast<std::size_t>(n));
   int e = MPI_SUCCESS;
   for (int i = 0; i < n && !e; ++i)
@@ -310,8 +541,9 @@ int allgather_alg(const void* sendbuf, int scount, MPI_Datatype stype, void* rec
 
 int alltoall_plain(const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount, MPI_Datatype rtype,
                    Comm& c, int tag) {
+  const bool pairwise = static_cast<std::size_t>(rcount) * type_size(rtype) >= kAlltoallPairwiseMin;
   return alltoall_alg(
-      sendbuf == MPI_IN_PLACE,
+      sendbuf == MPI_IN_PLACE, pairwise,
       [&](int i) { return Block{elem(sendbuf, static_cast<std::ptrdiff_t>(i) * scount, stype), scount, stype}; },
       [&](int i) { return Block{elem(recvbuf, static_cast<std::ptrdiff_t>(i) * rcount, rtype), rcount, rtype}; }, c,
       tag);

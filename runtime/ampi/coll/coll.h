@@ -88,6 +88,23 @@ class Requests {
   int used_ = 0;
 };
 
+// --- algorithm choice (algorithms.cpp; runtime/ampi/README.md "Collective algorithms") ---
+// Bytes are those of one rank's vector (Reduce, Allreduce, Bcast), of the gathered whole
+// (Allgather) or of one block (Alltoall). Below a threshold latency rules (fewest steps);
+// above it bandwidth does (each byte moved and combined as few times as possible).
+// Reduce and Allreduce, commutative ops with count >= the power of two below n:
+// Rabenseifner (reduce-scatter by recursive halving, then a gather or an allgather).
+inline constexpr std::size_t kReduceScatterGatherMin = 2048;
+// Bcast with n >= 4 members (n >= 8 from the medium size): scatter, then a ring allgather.
+inline constexpr std::size_t kBcastScatterMedium = 12288;
+inline constexpr std::size_t kBcastScatterLong = 512 * 1024;
+// Allgather of n > 2 members below this total: Bruck's (ceil(log2 n) steps, any n); above
+// it, and Allgatherv always: a ring (n - 1 steps, each block passed on once).
+inline constexpr std::size_t kAllgatherRingMin = 80 * 1024;
+// Alltoall blocks of this size or more: pairwise exchange (one peer at a time) instead of
+// every message posted at once.
+inline constexpr std::size_t kAlltoallPairwiseMin = 32 * 1024;
+
 // Moves count elements between two buffers of the calling rank through the point-to-point
 // --- algorithms (algorithms.cpp): host or device buffers, arguments checked, on c's
 // collective context with the given tag; MPI error codes ------------------------------------
@@ -120,8 +137,10 @@ struct Block {
   int count;
   MPI_Datatype type;
 };
+// `pairwise`: one peer at a time (step k: to r + k, from r - k), for large blocks; else every
+// message posted at once.
 template <class SendOf, class RecvOf>
-int alltoall_alg(bool in_place, SendOf send_of, RecvOf recv_of, Comm& c, int tag) {
+int alltoall_alg(bool in_place, bool pairwise, SendOf send_of, RecvOf recv_of, Comm& c, int tag) {
   const int n = c.size(), r = c.rank;
   std::vector<std::unique_ptr<Scratch>> copies;
   if (in_place) copies.resize(static_cast<std::size_t>(n));
@@ -138,8 +157,24 @@ int alltoall_alg(bool in_place, SendOf send_of, RecvOf recv_of, Comm& c, int tag
       copy_elems(b.ptr, copies[static_cast<std::size_t>(i)]->get(), b.count, b.type);
     }
   }
-  Requests q(2 * static_cast<std::size_t>(n));
   int e = MPI_SUCCESS;
+  if (!in_place) {
+    Block s = send_of(r), d = recv_of(r);
+    copy_typed(s.ptr, s.count, s.type, const_cast<char*>(d.ptr), d.count, d.type);
+  }
+  if (pairwise) {
+    for (int k = 1; k < n && !e; ++k) {
+      const int to = (r + k) % n, from = (r - k + n) % n;
+      Block rb = recv_of(from), sb = sblock(to);
+      MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+      e = irecv(const_cast<char*>(rb.ptr), rb.count, rb.type, from, tag, c, Ctx::Coll, &q[0]);
+      if (!e) e = isend(sb.ptr, sb.count, sb.type, to, tag, c, Ctx::Coll, &q[1]);
+      const int w = wait_all(2, q, nullptr);
+      if (!e) e = w;
+    }
+    return e;
+  }
+  Requests q(2 * static_cast<std::size_t>(n));
   for (int k = 1; k < n && !e; ++k) {
     const int i = (r - k + n) % n;
     Block b = recv_of(i);
@@ -149,10 +184,6 @@ int alltoall_alg(bool in_place, SendOf send_of, RecvOf recv_of, Comm& c, int tag
     const int i = (r + k) % n;
     Block b = sblock(i);
     e = isend(b.ptr, b.count, b.type, i, tag, c, Ctx::Coll, q.next());
-  }
-  if (!e && !in_place) {
-    Block s = send_of(r), d = recv_of(r);
-    copy_typed(s.ptr, s.count, s.type, const_cast<char*>(d.ptr), d.count, d.type);
   }
   const int w = q.wait();
   return e ? e : w;
