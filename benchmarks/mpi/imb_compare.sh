@@ -44,7 +44,7 @@ if [ "${FULL:-0}" = 1 ]; then
 else
   printf '%s\n' 8 64 512 4096 32768 262144 1048576 4194304 >"$lens"
 fi
-imb_args=($bench -msglen "$lens" -time "$time_per" -iter 1000 -mem 2 -iter_policy off)
+imb_args=($bench -msglen "$lens" -time "$time_per" -iter 1000 -mem 2)
 
 if [ "${OMPI_PML:-ucx}" = ucx ]; then
   ompi_label="OpenMPI pml ucx (ucharm's UCX)"
