@@ -23,6 +23,7 @@
 // point-to-point layer, which handles device memory; reductions compute on the host, so
 // Reduce/Allreduce stage device buffers through host temporaries (see `on_device`).
 #include "coll/coll.h"
+#include "rank.h"
 
 #include <ucharm/converse.h>
 
@@ -42,6 +43,40 @@ int coll_tag(Comm& c) {
 }
 
 namespace coll {
+
+char* scratch_take(std::size_t bytes, std::size_t& cap) {
+  if (Rank* r = current_rank()) {
+    auto& kept = r->coll_scratch;
+    std::size_t best = kept.size();
+    for (std::size_t i = 0; i < kept.size(); ++i)
+      if (kept[i].cap >= bytes && (best == kept.size() || kept[i].cap < kept[best].cap)) best = i;
+    if (best < kept.size()) {
+      cap = kept[best].cap;
+      char* mem = kept[best].mem.release();
+      kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(best));
+      return mem;
+    }
+  }
+  cap = bytes;
+  return new char[bytes];
+}
+
+void scratch_give(char* mem, std::size_t cap) {
+  std::unique_ptr<char[]> owned(mem);
+  Rank* r = current_rank();
+  if (!r || cap > kScratchKeepEach) return;
+  auto& kept = r->coll_scratch;
+  std::size_t total = cap;
+  for (const auto& k : kept) total += k.cap;
+  // Over the budget: the smallest kept ones go first (a large one serves small calls too).
+  while (total > kScratchKeep && !kept.empty()) {
+    auto smallest = std::min_element(kept.begin(), kept.end(), [](auto& a, auto& b) { return a.cap < b.cap; });
+    if (smallest->cap > cap) return;  // the newcomer is the smallest: free it
+    total -= smallest->cap;
+    kept.erase(smallest);
+  }
+  kept.push_back({cap, std::move(owned)});
+}
 
 Span layout_span(int count, MPI_Datatype t) {
   if (count <= 0) return {};

@@ -29,6 +29,15 @@ struct Span {
 };
 Span layout_span(int count, MPI_Datatype t);
 
+// Heap room for the collectives' temporaries: from the calling rank's kept buffers
+// (Rank::coll_scratch) when one is large enough, else new; given back to be kept (up to
+// kScratchKeep in all per rank, none larger than kScratchKeepEach) or freed. Fresh memory
+// each call cost Reduce of 1 MiB at 2 ranks 7x the time (230,000 page faults in 300 calls
+// against 8,700).
+inline constexpr std::size_t kScratchKeep = 16u << 20, kScratchKeepEach = 8u << 20;
+char* scratch_take(std::size_t bytes, std::size_t& cap);
+void scratch_give(char* mem, std::size_t cap);
+
 // Room for `count` elements of t laid out as the datatype says; get() is the buffer address
 // to pass with (count, t). Small ones live inline (an 8-byte Allreduce allocates nothing).
 class Scratch {
@@ -37,20 +46,24 @@ class Scratch {
   Scratch(int count, MPI_Datatype t) { reset(count, t); }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() { release(); }
   void reset(int count, MPI_Datatype t) {
+    release();
     const Span s = layout_span(count, t);
     char* mem = inline_;
-    if (s.bytes > sizeof(inline_)) {
-      heap_.reset(new char[s.bytes]);
-      mem = heap_.get();
-    }
+    if (s.bytes > sizeof(inline_)) mem = heap_ = scratch_take(s.bytes, cap_);
     base_ = mem - s.lo;
   }
   void* get() const { return base_; }
 
  private:
+  void release() {
+    if (heap_) scratch_give(heap_, cap_);
+    heap_ = nullptr;
+  }
   alignas(16) char inline_[128];
-  std::unique_ptr<char[]> heap_;
+  char* heap_ = nullptr;
+  std::size_t cap_ = 0;
   char* base_ = inline_;
 };
 
