@@ -132,13 +132,16 @@ int combine(MPI_Op op, bool commutative, void*& acc, void*& tmp, bool tmp_is_low
 
 // --- algorithms -------------------------------------------------------------------------
 namespace {
-// One exchange with `peer`: a receive posted first, then the send, then both waited for.
+// One step: the receive from `src` posted first, then the send to `dst` as a blocking one
+// (a small one is copied into its message and needs no request; a direct transfer waits
+// until the peer, whose receive is posted the same way, has taken it), then the receive
+// waited for.
 int exchange(const void* sbuf, int scount, MPI_Datatype stype, int dst, void* rbuf, int rcount, MPI_Datatype rtype,
              int src, Comm& c, int tag) {
-  MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  int e = irecv(rbuf, rcount, rtype, src, tag, c, Ctx::Coll, &q[0]);
-  if (!e) e = isend(sbuf, scount, stype, dst, tag, c, Ctx::Coll, &q[1]);
-  const int w = wait_all(2, q, nullptr);
+  MPI_Request q = MPI_REQUEST_NULL;
+  int e = irecv(rbuf, rcount, rtype, src, tag, c, Ctx::Coll, &q);
+  if (!e) e = send(sbuf, scount, stype, dst, tag, c, Ctx::Coll);
+  const int w = wait_all(1, &q, nullptr);
   return e ? e : w;
 }
 
@@ -343,11 +346,7 @@ int allreduce_host(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
     for (int mask = 1; mask < pof2; mask <<= 1) {
       const int newdst = newrank ^ mask;
       const int dst = newdst < rem ? newdst * 2 + 1 : newdst + rem;
-      MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-      e = irecv(tmp, count, t, dst, tag, c, Ctx::Coll, &q[0]);
-      if (!e) e = isend(acc, count, t, dst, tag, c, Ctx::Coll, &q[1]);
-      const int w = wait_all(2, q, nullptr);
-      if (e || (e = w)) return e;
+      if ((e = exchange(acc, count, t, dst, tmp, count, t, dst, c, tag))) return e;
       if ((e = combine(op, commutative, acc, tmp, dst < r, count, t))) return e;
     }
     if (acc != recvbuf) copy_elems(acc, recvbuf, count, t);
@@ -390,11 +389,8 @@ int reduce_run(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MP
 int barrier_alg(Comm& c, int tag) {
   const int n = c.size(), r = c.rank;
   for (int d = 1; d < n; d <<= 1) {
-    MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    int e = irecv(nullptr, 0, MPI_BYTE, (r - d % n + n) % n, tag, c, Ctx::Coll, &q[0]);
-    if (!e) e = isend(nullptr, 0, MPI_BYTE, (r + d) % n, tag, c, Ctx::Coll, &q[1]);
-    const int w = wait_all(2, q, nullptr);
-    if (e || (e = w)) return e;
+    if (int e = exchange(nullptr, 0, MPI_BYTE, (r + d) % n, nullptr, 0, MPI_BYTE, (r - d % n + n) % n, c, tag))
+      return e;
   }
   return MPI_SUCCESS;
 }
@@ -600,11 +596,7 @@ int scan_alg(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_
   for (int mask = 1; mask < n; mask <<= 1) {
     const int dst = r ^ mask;
     if (dst >= n) continue;
-    MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    e = irecv(tmp, count, t, dst, tag, c, Ctx::Coll, &q[0]);
-    if (!e) e = isend(partial, count, t, dst, tag, c, Ctx::Coll, &q[1]);
-    const int w = wait_all(2, q, nullptr);
-    if (e || (e = w)) return e;
+    if ((e = exchange(partial, count, t, dst, tmp, count, t, dst, c, tag))) return e;
     if (dst < r) {
       // tmp: the lower block, wholly before this rank.
       if (have_result) {
