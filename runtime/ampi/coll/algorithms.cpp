@@ -570,8 +570,52 @@ int allgather_alg(const void* sendbuf, int scount, MPI_Datatype stype, void* rec
 }
 
 
+namespace {
+// Bruck's all-to-all (equal blocks of `bb` bytes): the send blocks packed in a temporary,
+// block i the one for member r + i; at the step of bit k every block whose index has bit k
+// goes to r + k together (one message), and the blocks of r - k take their places; then
+// block i is the one from member r - i. ceil(log2 n) messages instead of n - 1, each
+// block moved up to log2 n times: for small blocks only.
+int alltoall_bruck(const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount, MPI_Datatype rtype,
+                   std::size_t bb, Comm& c, int tag) {
+  const int n = c.size(), r = c.rank;
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  Scratch all(static_cast<int>(bb) * n, MPI_BYTE), moving(static_cast<int>(bb) * ((n + 1) / 2), MPI_BYTE),
+      coming(static_cast<int>(bb) * ((n + 1) / 2), MPI_BYTE);
+  char* t = static_cast<char*>(all.get());
+  char* out = static_cast<char*>(moving.get());
+  char* in = static_cast<char*>(coming.get());
+  for (int i = 0; i < n; ++i) {
+    const int to = (r + i) % n;
+    if (in_place) type_pack(elem(recvbuf, static_cast<std::ptrdiff_t>(to) * rcount, rtype), rcount, rtype, t + bb * i);
+    else type_pack(elem(sendbuf, static_cast<std::ptrdiff_t>(to) * scount, stype), scount, stype, t + bb * i);
+  }
+  for (int k = 1; k < n; k <<= 1) {
+    int m = 0;
+    for (int i = k; i < n; ++i)
+      if (i & k) std::memcpy(out + bb * m++, t + bb * i, bb);
+    if (int e = exchange(out, static_cast<int>(bb) * m, MPI_BYTE, (r + k) % n, in, static_cast<int>(bb) * m, MPI_BYTE,
+                         (r - k + n) % n, c, tag))
+      return e;
+    m = 0;
+    for (int i = k; i < n; ++i)
+      if (i & k) std::memcpy(t + bb * i, in + bb * m++, bb);
+  }
+  for (int i = 0; i < n; ++i)
+    type_unpack(t + bb * i, bb, elem(recvbuf, static_cast<std::ptrdiff_t>((r - i + n) % n) * rcount, rtype), rcount,
+                rtype);
+  return MPI_SUCCESS;
+}
+}  // namespace
+
 int alltoall_plain(const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount, MPI_Datatype rtype,
                    Comm& c, int tag) {
+  const int n = c.size();
+  const std::size_t bb = static_cast<std::size_t>(rcount) * type_size(rtype);
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  if (n >= kAlltoallBruckMinRanks && bb > 0 && bb <= kAlltoallBruckMax && !on_device(recvbuf) &&
+      (in_place || (!on_device(sendbuf) && static_cast<std::size_t>(scount) * type_size(stype) == bb)))
+    return alltoall_bruck(sendbuf, scount, stype, recvbuf, rcount, rtype, bb, c, tag);
   const bool pairwise = static_cast<std::size_t>(rcount) * type_size(rtype) >= kAlltoallPairwiseMin;
   return alltoall_alg(
       sendbuf == MPI_IN_PLACE, pairwise,

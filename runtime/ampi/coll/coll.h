@@ -117,6 +117,9 @@ inline constexpr std::size_t kAllgatherRingMin = 80 * 1024;
 // Alltoall blocks of this size or more: pairwise exchange (one peer at a time) instead of
 // every message posted at once.
 inline constexpr std::size_t kAlltoallPairwiseMin = 32 * 1024;
+// Alltoall of n >= 8 members with blocks of at most 256 bytes: Bruck's (log2 n messages).
+inline constexpr std::size_t kAlltoallBruckMax = 256;
+inline constexpr int kAlltoallBruckMinRanks = 8;
 
 // Moves count elements between two buffers of the calling rank through the point-to-point
 // --- algorithms (algorithms.cpp): host or device buffers, arguments checked, on c's

@@ -154,6 +154,16 @@ static void test_strided(struct tctx* t) {
   for (int r = 0; r < n; r++)
     for (int j = 0; j < 4; j++) bad += all[2 * (4 * r + j)] != r * 10 + j || all[2 * (4 * r + j) + 1] != -7;
   CHECK(t, bad == 0, "Allgather into a strided type: %d elements differ", bad);
+  /* Alltoall into strided blocks (Bruck's unpacks into them at 8 ranks and more). */
+  int* sbuf = malloc(2 * n * sizeof(int));
+  for (int i = 0; i < 2 * n; i++) sbuf[i] = me * 1000 + i;
+  for (int i = 0; i < 8 * n; i++) all[i] = -7;
+  CHECK_MPI(t, MPI_Alltoall(sbuf, 2, MPI_INT, all, 2, st, MPI_COMM_WORLD));
+  bad = 0;
+  for (int src = 0; src < n; src++)
+    for (int j = 0; j < 2; j++) bad += all[2 * (2 * src + j)] != src * 1000 + 2 * me + j || all[2 * (2 * src + j) + 1] != -7;
+  CHECK(t, bad == 0, "Alltoall into a strided type: %d elements differ", bad);
+  free(sbuf);
   free(all);
   free(in);
   free(out);
@@ -223,8 +233,9 @@ static void test_allgather(struct tctx* t) {
 static void test_alltoall(struct tctx* t) {
   t->section = "alltoall";
   const int n = t->size, me = t->rank;
-  static const int counts[] = {2, 9000}; /* 8 B blocks posted at once, 36000 B pairwise */
-  for (int ci = 0; ci < 2; ci++)
+  /* 8 B blocks: Bruck's at 8 ranks or more; 400 B posted at once; 36000 B pairwise. */
+  static const int counts[] = {2, 100, 9000};
+  for (int ci = 0; ci < 3; ci++)
     for (int in_place = 0; in_place < 2; in_place++) {
       const int cnt = counts[ci];
       int* s = malloc((size_t)cnt * n * sizeof(int));
