@@ -102,6 +102,32 @@ void copy_typed(const void* src, int scount, MPI_Datatype stype, void* dst, int 
 }
 void copy_elems(const void* src, void* dst, int count, MPI_Datatype t) { copy_typed(src, count, t, dst, count, t); }
 
+// Device buffers hold contiguous types only (the point-to-point refuses others): their
+// bytes are copied as they are, host or device (copy_bytes_any); host ones as the types say.
+void pack_any(const void* src, int count, MPI_Datatype t, void* out) {
+  if (count > 0 && on_device(src) && type_contiguous(t)) {
+    copy_bytes_any(out, static_cast<const char*>(src) + type_lb(t), static_cast<std::size_t>(count) * type_size(t));
+    return;
+  }
+  type_pack(src, count, t, out);
+}
+void unpack_any(const void* in, std::size_t bytes, void* dst, int count, MPI_Datatype t) {
+  if (count > 0 && on_device(dst) && type_contiguous(t)) {
+    copy_bytes_any(static_cast<char*>(dst) + type_lb(t), in,
+                   std::min(bytes, static_cast<std::size_t>(count) * type_size(t)));
+    return;
+  }
+  type_unpack(in, bytes, dst, count, t);
+}
+void copy_typed_any(const void* src, int scount, MPI_Datatype stype, void* dst, int rcount, MPI_Datatype rtype) {
+  if (scount > 0 && (on_device(src) || on_device(dst)) && type_contiguous(stype) && type_contiguous(rtype)) {
+    copy_bytes_any(static_cast<char*>(dst) + type_lb(rtype), static_cast<const char*>(src) + type_lb(stype),
+                   static_cast<std::size_t>(scount) * type_size(stype));
+    return;
+  }
+  copy_typed(src, scount, stype, dst, rcount, rtype);
+}
+
 // Copies `count` elements of a rank from src to dst where either is device memory (the host
 // staging of device buffers): contiguous types with one copy, others through the rank's
 // point-to-point to itself, which packs and unpacks device data.
@@ -396,7 +422,8 @@ int barrier_alg(Comm& c, int tag) {
 }
 
 namespace {
-// Van de Geijn's broadcast of a long vector (contiguous type, host memory): the root
+// Van de Geijn's broadcast of a long vector (contiguous type; host or device memory, moved
+// by the point-to-point alone): the root
 // scatters it in n blocks down a binomial tree, then a ring passes every block round
 // (n - 1 steps). The root sends about 2 * bytes instead of bytes * log2 n. Messages of the
 // two phases between one pair keep their order (one tag: the runtime's own tags have no
@@ -444,8 +471,9 @@ int bcast_alg(void* buf, int count, MPI_Datatype t, int root, Comm& c, int tag) 
   const int n = c.size();
   if (n == 1 || count == 0) return MPI_SUCCESS;
   const std::size_t bytes = static_cast<std::size_t>(count) * type_size(t);
-  if (n >= 4 && type_contiguous(t) && !on_device(buf) &&
-      (bytes >= kBcastScatterLong || (n >= 8 && bytes >= kBcastScatterMedium)))
+  // The choice depends on what every member knows alike (n, the type, the size), never on
+  // its own buffer's memory: members may mix host and device buffers.
+  if (n >= 4 && type_contiguous(t) && (bytes >= kBcastScatterLong || (n >= 8 && bytes >= kBcastScatterMedium)))
     return bcast_scatter_ring(buf, count, t, root, c, tag);
   const int vr = (c.rank - root + n) % n;
   int mask = 1;
@@ -507,6 +535,8 @@ namespace {
 // order r, r+1, ...; at the step of distance d a member sends what it has (min(d, n - d)
 // blocks) to r - d and gets as many from r + d; then the blocks are unpacked to their
 // places. ceil(log2 n) steps for any n.
+// A send block longer than the receive blocks (the program's error) is cut to their size
+// (MPI_ERR_TRUNCATE here; the other members go on undisturbed).
 int allgather_bruck(const void* mine, int mine_count, MPI_Datatype mine_type, void* recvbuf, int rcount,
                     MPI_Datatype rtype, Comm& c, int tag) {
   const int n = c.size(), r = c.rank;
@@ -514,7 +544,16 @@ int allgather_bruck(const void* mine, int mine_count, MPI_Datatype mine_type, vo
   if (bb == 0) return MPI_SUCCESS;
   Scratch tmp(static_cast<int>(bb) * n, MPI_BYTE);
   char* t = static_cast<char*>(tmp.get());
-  type_pack(mine, mine_count, mine_type, t);
+  const std::size_t mine_bytes = static_cast<std::size_t>(mine_count) * type_size(mine_type);
+  int err = MPI_SUCCESS;
+  if (mine_bytes > bb) {
+    Scratch whole(static_cast<int>(mine_bytes), MPI_BYTE);
+    pack_any(mine, mine_count, mine_type, whole.get());
+    std::memcpy(t, whole.get(), bb);
+    err = MPI_ERR_TRUNCATE;
+  } else {
+    pack_any(mine, mine_count, mine_type, t);
+  }
   for (int d = 1; d < n; d <<= 1) {
     const int blocks = std::min(d, n - d);
     if (int e = exchange(t, static_cast<int>(bb) * blocks, MPI_BYTE, (r - d + n) % n, t + bb * d,
@@ -524,49 +563,33 @@ int allgather_bruck(const void* mine, int mine_count, MPI_Datatype mine_type, vo
   for (int i = 0; i < n; ++i) {
     const int owner = (r + i) % n;
     if (owner == r && mine == elem(recvbuf, static_cast<std::ptrdiff_t>(r) * rcount, rtype)) continue;  // in place
-    type_unpack(t + bb * i, bb, elem(recvbuf, static_cast<std::ptrdiff_t>(owner) * rcount, rtype), rcount, rtype);
+    unpack_any(t + bb * i, bb, elem(recvbuf, static_cast<std::ptrdiff_t>(owner) * rcount, rtype), rcount, rtype);
   }
-  return MPI_SUCCESS;
+  return err;
 }
 }  // namespace
 
 // Allgather(v): a ring (each block passed on to the next member, n - 1 steps), Bruck's for
-// small equal blocks (allgather_bruck), every message posted at once on device buffers.
+// small equal blocks (allgather_bruck). The choice depends on what every member knows
+// alike (n, the receive blocks), never on its own buffers' memory.
 int allgather_alg(const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount, const int* rcounts,
                   const int* displs, MPI_Datatype rtype, Comm& c, int tag) {
   const int n = c.size(), r = c.rank;
   auto block = [&](int i) { return elem(recvbuf, displs ? displs[i] : static_cast<std::ptrdiff_t>(i) * rcount, rtype); };
   auto count_of = [&](int i) { return rcounts ? rcounts[i] : rcount; };
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  const void* mine = in_place ? block(r) : sendbuf;
-  const int mine_count = in_place ? count_of(r) : scount;
-  const MPI_Datatype mine_type = in_place ? rtype : stype;
-  if (n > 1 && !on_device(recvbuf) && !on_device(mine)) {
-    const std::size_t total = static_cast<std::size_t>(rcount) * type_size(rtype) * static_cast<std::size_t>(n);
-    // Bruck's packs this rank's block: only where its signature has the block's size (a
-    // mismatch, the program's error, goes the ring's way, which reports it).
-    if (!rcounts && n > 2 && total < kAllgatherRingMin &&
-        static_cast<std::size_t>(mine_count) * type_size(mine_type) == total / static_cast<std::size_t>(n))
-      return allgather_bruck(mine, mine_count, mine_type, recvbuf, rcount, rtype, c, tag);
-    if (!in_place) copy_typed(sendbuf, scount, stype, block(r), count_of(r), rtype);
-    for (int k = 0; k < n - 1; ++k) {
-      const int sb = (r - k + n) % n, rb = (r - k - 1 + n) % n;
-      if (int e = exchange(block(sb), count_of(sb), rtype, (r + 1) % n, block(rb), count_of(rb), rtype,
-                           (r - 1 + n) % n, c, tag))
-        return e;
-    }
-    return MPI_SUCCESS;
+  const std::size_t total = static_cast<std::size_t>(rcount) * type_size(rtype) * static_cast<std::size_t>(n);
+  if (!rcounts && n > 2 && total < kAllgatherRingMin)
+    return allgather_bruck(in_place ? block(r) : sendbuf, in_place ? count_of(r) : scount, in_place ? rtype : stype,
+                           recvbuf, rcount, rtype, c, tag);
+  if (!in_place) copy_typed_any(sendbuf, scount, stype, block(r), count_of(r), rtype);
+  for (int k = 0; k < n - 1; ++k) {
+    const int sb = (r - k + n) % n, rb = (r - k - 1 + n) % n;
+    if (int e = exchange(block(sb), count_of(sb), rtype, (r + 1) % n, block(rb), count_of(rb), rtype,
+                         (r - 1 + n) % n, c, tag))
+      return e;
   }
-  Requests q(2 * static_cast<std::size_t>(n));
-  int e = MPI_SUCCESS;
-  for (int i = 0; i < n && !e; ++i)
-    if (i != r) e = irecv(block(i), count_of(i), rtype, i, tag, c, Ctx::Coll, q.next());
-  // Send to r+1, r+2, ... so that not everyone sends to rank 0 first.
-  for (int k = 1; k < n && !e; ++k)
-    e = isend(mine, mine_count, mine_type, (r + k) % n, tag, c, Ctx::Coll, q.next());
-  if (!e && !in_place) copy_typed(sendbuf, scount, stype, block(r), count_of(r), rtype);
-  const int w = q.wait();
-  return e ? e : w;
+  return MPI_SUCCESS;
 }
 
 
@@ -585,10 +608,19 @@ int alltoall_bruck(const void* sendbuf, int scount, MPI_Datatype stype, void* re
   char* t = static_cast<char*>(all.get());
   char* out = static_cast<char*>(moving.get());
   char* in = static_cast<char*>(coming.get());
+  int err = MPI_SUCCESS;
   for (int i = 0; i < n; ++i) {
     const int to = (r + i) % n;
-    if (in_place) type_pack(elem(recvbuf, static_cast<std::ptrdiff_t>(to) * rcount, rtype), rcount, rtype, t + bb * i);
-    else type_pack(elem(sendbuf, static_cast<std::ptrdiff_t>(to) * scount, stype), scount, stype, t + bb * i);
+    if (in_place) {
+      pack_any(elem(recvbuf, static_cast<std::ptrdiff_t>(to) * rcount, rtype), rcount, rtype, t + bb * i);
+    } else if (static_cast<std::size_t>(scount) * type_size(stype) > bb) {  // the program's error: cut
+      Scratch whole(static_cast<int>(static_cast<std::size_t>(scount) * type_size(stype)), MPI_BYTE);
+      pack_any(elem(sendbuf, static_cast<std::ptrdiff_t>(to) * scount, stype), scount, stype, whole.get());
+      std::memcpy(t + bb * i, whole.get(), bb);
+      err = MPI_ERR_TRUNCATE;
+    } else {
+      pack_any(elem(sendbuf, static_cast<std::ptrdiff_t>(to) * scount, stype), scount, stype, t + bb * i);
+    }
   }
   for (int k = 1; k < n; k <<= 1) {
     int m = 0;
@@ -602,9 +634,9 @@ int alltoall_bruck(const void* sendbuf, int scount, MPI_Datatype stype, void* re
       if (i & k) std::memcpy(t + bb * i, in + bb * m++, bb);
   }
   for (int i = 0; i < n; ++i)
-    type_unpack(t + bb * i, bb, elem(recvbuf, static_cast<std::ptrdiff_t>((r - i + n) % n) * rcount, rtype), rcount,
-                rtype);
-  return MPI_SUCCESS;
+    unpack_any(t + bb * i, bb, elem(recvbuf, static_cast<std::ptrdiff_t>((r - i + n) % n) * rcount, rtype), rcount,
+               rtype);
+  return err;
 }
 }  // namespace
 
@@ -612,9 +644,7 @@ int alltoall_plain(const void* sendbuf, int scount, MPI_Datatype stype, void* re
                    Comm& c, int tag) {
   const int n = c.size();
   const std::size_t bb = static_cast<std::size_t>(rcount) * type_size(rtype);
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  if (n >= kAlltoallBruckMinRanks && bb > 0 && bb <= kAlltoallBruckMax && !on_device(recvbuf) &&
-      (in_place || (!on_device(sendbuf) && static_cast<std::size_t>(scount) * type_size(stype) == bb)))
+  if (n >= kAlltoallBruckMinRanks && bb > 0 && bb <= kAlltoallBruckMax)  // what every member knows alike
     return alltoall_bruck(sendbuf, scount, stype, recvbuf, rcount, rtype, bb, c, tag);
   const bool pairwise = static_cast<std::size_t>(rcount) * type_size(rtype) >= kAlltoallPairwiseMin;
   return alltoall_alg(

@@ -76,6 +76,11 @@ inline const char* elem(const void* buf, std::ptrdiff_t i, MPI_Datatype t) {
 // signatures agree, as MPI requires; the receive side may be longer).
 void copy_typed(const void* src, int scount, MPI_Datatype stype, void* dst, int rcount, MPI_Datatype rtype);
 void copy_elems(const void* src, void* dst, int count, MPI_Datatype t);
+// The same where either buffer may be device memory (of a contiguous type), and packing to
+// and from dense bytes likewise.
+void copy_typed_any(const void* src, int scount, MPI_Datatype stype, void* dst, int rcount, MPI_Datatype rtype);
+void pack_any(const void* src, int count, MPI_Datatype t, void* out);
+void unpack_any(const void* in, std::size_t bytes, void* dst, int count, MPI_Datatype t);
 
 // A request slot array: small collectives need no allocation.
 class Requests {
@@ -170,13 +175,13 @@ int alltoall_alg(bool in_place, bool pairwise, SendOf send_of, RecvOf recv_of, C
       if (i == r) continue;
       Block b = recv_of(i);
       copies[static_cast<std::size_t>(i)] = std::make_unique<Scratch>(b.count, b.type);
-      copy_elems(b.ptr, copies[static_cast<std::size_t>(i)]->get(), b.count, b.type);
+      copy_typed_any(b.ptr, b.count, b.type, copies[static_cast<std::size_t>(i)]->get(), b.count, b.type);
     }
   }
   int e = MPI_SUCCESS;
   if (!in_place) {
     Block s = send_of(r), d = recv_of(r);
-    copy_typed(s.ptr, s.count, s.type, const_cast<char*>(d.ptr), d.count, d.type);
+    copy_typed_any(s.ptr, s.count, s.type, const_cast<char*>(d.ptr), d.count, d.type);
   }
   if (pairwise) {
     for (int k = 1; k < n && !e; ++k) {
