@@ -11,7 +11,8 @@
 # twice, with the build's ampicc and with OpenMPI's mpicc, into $WORK); WORK: where the
 # builds and raw outputs go (default /tmp/imb_compare). CONFIGS: which of "2 4 8 8vp" to
 # run; BENCH: which benchmarks; FULL=1: every power of two from 8 B to 4 MiB (default 8 B,
-# 64 B, 512 B, 4 KiB, 32 KiB, 256 KiB, 1 MiB, 4 MiB); TIME: IMB's -time per size (s).
+# 64 B, 512 B, 4 KiB, 32 KiB, 256 KiB, 1 MiB, 4 MiB); SIZES: the sizes instead ("8 1048576");
+# TIME: IMB's -time per size (s).
 # OMPI_PML=ob1: OpenMPI's ob1 + vader instead of pml ucx over ucharm's UCX.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -39,7 +40,9 @@ imb_build ompi "$(command -v mpicc)"
 
 # --- sizes -------------------------------------------------------------------------------
 lens="$work/msglens"
-if [ "${FULL:-0}" = 1 ]; then
+if [ -n "${SIZES:-}" ]; then
+  printf '%s\n' $SIZES >"$lens"
+elif [ "${FULL:-0}" = 1 ]; then
   for ((s = 8; s <= 4194304; s *= 2)); do echo $s; done >"$lens"
 else
   printf '%s\n' 8 64 512 4096 32768 262144 1048576 4194304 >"$lens"
