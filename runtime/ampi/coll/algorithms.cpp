@@ -3,18 +3,27 @@
 // user's, with a tag from coll_tag: one per collective call, the same on every member, so
 // a nonblocking collective still in flight never matches the next one's messages.
 //
-// Algorithms (n members):
+// Algorithms (n members), chosen by size and n (thresholds in coll.h; the table and the
+// reasons in runtime/ampi/README.md, "Collective algorithms"):
 //   Barrier          dissemination: ceil(log2 n) rounds of one zero-byte message each way
-//   Bcast            binomial tree rooted at root
+//   Bcast            binomial tree rooted at root; long vectors: scatter + ring allgather
 //   Reduce           binomial tree; a non-commutative op combines in rank order on a tree
-//                    rooted at 0, which then sends the result to root
+//                    rooted at 0, which then sends the result to root; large vectors and
+//                    commutative ops: Rabenseifner (reduce-scatter by recursive halving,
+//                    binomial gather of the blocks)
 //   Allreduce        recursive doubling; n not a power of two: the first 2*(n - 2^k) ranks
 //                    pair up first (the even one hands its data to the odd one and gets the
 //                    result at the end); combines lower ranks' data on the left, so
-//                    non-commutative ops are right
-//   Gather(v), Scatter(v), Allgather(v), Alltoall(v,w)   direct: every message posted at once
+//                    non-commutative ops are right; large vectors and commutative ops:
+//                    Rabenseifner (reduce-scatter, then allgather by recursive doubling)
+//   Allgather(v)     Bruck's for small equal blocks, else a ring
+//   Alltoall         Bruck's for small blocks at n >= 8, pairwise for large blocks, else
+//                    every message posted at once
+//   Gather(v), Scatter(v), Alltoall(v,w)   direct: every message posted at once
 //   Reduce_scatter(_block)   Reduce to rank 0, then Scatterv
 //   Scan, Exscan     recursive doubling (partial results of aligned rank blocks)
+// Every member must run the same algorithm: the choice depends on n, the datatype and the
+// counts, never on a member's own buffer memory.
 // Nonblocking collectives run the blocking algorithm in a user-level thread of the rank
 // (start_task) with a copy of the communicator, so a Comm_free meanwhile does no harm.
 //
