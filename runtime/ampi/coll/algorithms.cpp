@@ -591,14 +591,26 @@ int allgather_alg(const void* sendbuf, int scount, MPI_Datatype stype, void* rec
   if (!rcounts && n > 2 && total < kAllgatherRingMin)
     return allgather_bruck(in_place ? block(r) : sendbuf, in_place ? count_of(r) : scount, in_place ? rtype : stype,
                            recvbuf, rcount, rtype, c, tag);
-  if (!in_place) copy_typed_any(sendbuf, scount, stype, block(r), count_of(r), rtype);
+  // The first step sends this rank's block from sendbuf as given, so that a block longer
+  // than the receivers' (the program's error) is reported by them (MPI_ERR_TRUNCATE); its
+  // own copy is then cut likewise. An error does not end the ring early: the others'
+  // later steps need this rank's.
+  int err = MPI_SUCCESS;
+  if (!in_place) {
+    if (static_cast<std::size_t>(scount) * type_size(stype) > static_cast<std::size_t>(count_of(r)) * type_size(rtype))
+      err = MPI_ERR_TRUNCATE;
+    else
+      copy_typed_any(sendbuf, scount, stype, block(r), count_of(r), rtype);
+  }
   for (int k = 0; k < n - 1; ++k) {
     const int sb = (r - k + n) % n, rb = (r - k - 1 + n) % n;
-    if (int e = exchange(block(sb), count_of(sb), rtype, (r + 1) % n, block(rb), count_of(rb), rtype,
-                         (r - 1 + n) % n, c, tag))
-      return e;
+    const bool from_sendbuf = k == 0 && !in_place;
+    const int e = exchange(from_sendbuf ? sendbuf : block(sb), from_sendbuf ? scount : count_of(sb),
+                           from_sendbuf ? stype : rtype, (r + 1) % n, block(rb), count_of(rb), rtype, (r - 1 + n) % n,
+                           c, tag);
+    if (e && !err) err = e;
   }
-  return MPI_SUCCESS;
+  return err;
 }
 
 
