@@ -183,15 +183,15 @@ int alltoall_alg(bool in_place, bool pairwise, SendOf send_of, RecvOf recv_of, C
     Block s = send_of(r), d = recv_of(r);
     copy_typed_any(s.ptr, s.count, s.type, const_cast<char*>(d.ptr), d.count, d.type);
   }
-  if (pairwise) {
-    for (int k = 1; k < n && !e; ++k) {
+  if (pairwise) {  // an error (a truncated block) does not stop the steps the others wait for
+    for (int k = 1; k < n; ++k) {
       const int to = (r + k) % n, from = (r - k + n) % n;
       Block rb = recv_of(from), sb = sblock(to);
       MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-      e = irecv(const_cast<char*>(rb.ptr), rb.count, rb.type, from, tag, c, Ctx::Coll, &q[0]);
-      if (!e) e = isend(sb.ptr, sb.count, sb.type, to, tag, c, Ctx::Coll, &q[1]);
+      int s = irecv(const_cast<char*>(rb.ptr), rb.count, rb.type, from, tag, c, Ctx::Coll, &q[0]);
+      if (!s) s = isend(sb.ptr, sb.count, sb.type, to, tag, c, Ctx::Coll, &q[1]);
       const int w = wait_all(2, q, nullptr);
-      if (!e) e = w;
+      if (!e) e = s ? s : w;
     }
     return e;
   }
