@@ -503,8 +503,6 @@ void CsdExitScheduler() { pe_state().stop_scheduler = true; }
 // in a row, the network is polled once (a PE whose handlers keep queueing local messages,
 // such as quiescence waves on one PE, would otherwise never see a transfer complete).
 constexpr unsigned kPollEvery = 64;
-// The idle time an oversubscribed PE polls, yielding its core, before it sleeps (us).
-constexpr int kOversubscribedSpinUs = 100;
 inline void* next_local() {
   PeState& s = pe_state();
   if (++s.since_poll >= kPollEvery) {
@@ -636,11 +634,12 @@ void ConverseInit(int argc, char** argv, void (*start)(int, char**), int usched,
   s.num_pes = lrts::LrtsNumPes();
   // With more PEs than cores, an idle PE that polls takes the core a busy one needs:
   // MPICH's sendflood at 8 PEs on 2 cores took 83 s polling 50 us, 18 s sleeping at once.
-  // So there an idle PE yields its core at every poll (yield_when_idle), and sleeps after
-  // kOversubscribedSpinUs: a sleep at once cost a wake-up per message (an 8-byte barrier
-  // of 4 PEs on 2 cores took 68 us, OpenMPI's yielding poll 7.5).
+  // So there the spin is 0 (the PE sleeps at the second clock reading, after 128 idle
+  // polls), and each of those polls yields the core (yield_when_idle): a sleep at once cost
+  // a wake-up per message (an 8-byte barrier of 4 PEs on 2 cores took 68 us, OpenMPI's
+  // yielding poll 7.5), while yielding for 100 us made sendflood take 157 s (14 s so).
   s.yield_when_idle = lrts::LrtsInfo().oversubscribed;
-  if (s.options.idle_spin_us < 0) s.options.idle_spin_us = s.yield_when_idle ? kOversubscribedSpinUs : 50;
+  if (s.options.idle_spin_us < 0) s.options.idle_spin_us = s.yield_when_idle ? 0 : 50;
   ::on_exit(on_process_exit, nullptr);  // after LrtsInit: runs before the machine's destructors
   std::set_terminate(on_terminate);
   device_init();
