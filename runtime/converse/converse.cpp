@@ -333,6 +333,7 @@ void CmiSyncBroadcastAllAndFree(std::size_t size, void* msg) {
 int CmiMyPe() { return pe_state().my_pe; }
 int CmiNumPes() { return pe_state().num_pes; }
 int CmiNumHosts() { return lrts::LrtsInfo().num_hosts; }
+int CmiOversubscribed() { return lrts::LrtsInfo().oversubscribed ? 1 : 0; }
 CmiIdleCounts CmiIdleStats() {
   const lrts::IdleStats st = lrts::LrtsIdleStats();
   return {st.fd_waits, st.backoff_sleeps, st.busy_retries};
