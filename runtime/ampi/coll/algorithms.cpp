@@ -187,6 +187,7 @@ int exchange(const void* sbuf, int scount, MPI_Datatype stype, int dst, void* rb
 // every member knows alike: the world size, the PE count, and the host's state where the
 // job has one host.
 bool crowded() {
+  if (const int set = coll_crowded_setting(); set >= 0) return set == 1;  // +ampi-coll-crowded
   const Rank* r = current_rank();
   return (r && r->world_size() > CmiNumPes()) || (CmiNumHosts() == 1 && CmiOversubscribed());
 }
