@@ -198,6 +198,7 @@ bool is_device(const void* p);
 // Copies n bytes between any two buffers, host or device (cudaMemcpy when either is device
 // memory), in the calling thread.
 void copy_bytes_any(void* dst, const void* src, std::size_t n);
+int coll_crowded_setting();  // +ampi-coll-crowded: 0 or 1 (the collectives' choice, coll/); -1: auto
 std::size_t direct_min();  // +ampi-direct-min: contiguous host sends this large go zero-copy
 std::size_t rank_stack_size();  // +ampi-stacksize: every thread of a rank gets this much
 bool wtime_is_global();  // MPI_WTIME_IS_GLOBAL: every rank reads one clock (rank.cpp)

@@ -28,6 +28,7 @@ struct Options {
   std::size_t stack = std::size_t{8} << 20;  // each rank's stack (mapped lazily)
   bool staging = false;                 // +ampi-staging
   std::size_t direct_min = std::size_t{256} << 10;  // +ampi-direct-min (0: never)
+  int coll_crowded = -1;                // +ampi-coll-crowded: 0 or 1; -1: from the job's shape
 };
 
 // The CUDA driver's current context, saved and restored around a rank's waits. Found only
@@ -151,6 +152,10 @@ void parse_options(int& argc, char** argv, Options& o) {
     } else if (a.starts_with("+ampi-direct-min=")) {
       if (!parse_bytes(argv[i] + 17, o.direct_min))
         usage_error("%s: give bytes (suffix k or m allowed; 0: never)", argv[i]);
+    } else if (a.starts_with("+ampi-coll-crowded=")) {
+      const std::string_view v = a.substr(19);
+      if (v != "0" && v != "1" && v != "auto") usage_error("%s: give 0, 1 or auto", argv[i]);
+      o.coll_crowded = v == "auto" ? -1 : v == "1";
     } else if (a == "+ampi-staging" || a == "+ampi_staging") {
       o.staging = true;
     } else if (a == "+mapping" || a.starts_with("+mapping=")) {
@@ -329,6 +334,7 @@ CommTable& my_comms() { return current_rank()->comms(); }
 bool staging_forced() { return process().options.staging; }
 bool cuda_loaded() { return process().cuda.get != nullptr; }
 std::size_t direct_min() { return process().options.direct_min; }
+int coll_crowded_setting() { return process().options.coll_crowded; }
 std::size_t rank_stack_size() { return process().options.stack; }
 int vp_requested() { return process().options.vp; }
 

@@ -8,6 +8,8 @@
 #include <ucharm/charm.h>
 
 #include <atomic>
+#include <memory>
+#include <vector>
 
 namespace ampi {
 
@@ -68,6 +70,14 @@ class Rank : public ck::ArrayElement<Rank> {
     bool attached = false;
   };
   BsendBuffer bsend_buffer;
+  // Large temporaries of the collectives (coll/coll.h Scratch), kept for the next call: a
+  // fresh one each call faults its pages in again and, sent as a direct transfer, is
+  // registered again. Runtime (glibc) memory; not packed: none is in use across a move.
+  struct CollScratch {
+    std::size_t cap = 0;
+    std::unique_ptr<char[]> mem;
+  };
+  std::vector<CollScratch> coll_scratch;
   void finish(int code);  // main returned (or exit() after MPI_Finalize): contributes the code
   // libc's getopt state (optind, optarg, optopt, opterr) is one per process, but each rank
   // parses its own argv: the running rank's copy is in libc's variables, the others' here.

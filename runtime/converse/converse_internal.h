@@ -30,6 +30,7 @@ struct PeState {
   bool exit_arrived = false;     // an exit message is queued: sends no longer wait
   bool traced_idle = false;      // the tracer was told idle began (trace_hooks.idle_end due)
   bool polling = false;          // a poller is registered (rma.cpp): run them, sleep short
+  bool yield_when_idle = false;  // more PEs than cores: an idle poll gives the core away (sched_yield)
   long long idle_since_ns = 0;
   unsigned idle_polls = 0;
   unsigned since_poll = 0;  // messages taken from the queue since the network was polled

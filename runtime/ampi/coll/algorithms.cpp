@@ -3,18 +3,27 @@
 // user's, with a tag from coll_tag: one per collective call, the same on every member, so
 // a nonblocking collective still in flight never matches the next one's messages.
 //
-// Algorithms (n members):
+// Algorithms (n members), chosen by size and n (thresholds in coll.h; the table and the
+// reasons in runtime/ampi/README.md, "Collective algorithms"):
 //   Barrier          dissemination: ceil(log2 n) rounds of one zero-byte message each way
-//   Bcast            binomial tree rooted at root
+//   Bcast            binomial tree rooted at root; long vectors: scatter + ring allgather
 //   Reduce           binomial tree; a non-commutative op combines in rank order on a tree
-//                    rooted at 0, which then sends the result to root
+//                    rooted at 0, which then sends the result to root; large vectors and
+//                    commutative ops: Rabenseifner (reduce-scatter by recursive halving,
+//                    binomial gather of the blocks)
 //   Allreduce        recursive doubling; n not a power of two: the first 2*(n - 2^k) ranks
 //                    pair up first (the even one hands its data to the odd one and gets the
 //                    result at the end); combines lower ranks' data on the left, so
-//                    non-commutative ops are right
-//   Gather(v), Scatter(v), Allgather(v), Alltoall(v,w)   direct: every message posted at once
+//                    non-commutative ops are right; large vectors and commutative ops:
+//                    Rabenseifner (reduce-scatter, then allgather by recursive doubling)
+//   Allgather(v)     Bruck's for small equal blocks, else a ring
+//   Alltoall         Bruck's for small blocks at n >= 8, pairwise for large blocks, else
+//                    every message posted at once
+//   Gather(v), Scatter(v), Alltoall(v,w)   direct: every message posted at once
 //   Reduce_scatter(_block)   Reduce to rank 0, then Scatterv
 //   Scan, Exscan     recursive doubling (partial results of aligned rank blocks)
+// Every member must run the same algorithm: the choice depends on n, the datatype and the
+// counts, never on a member's own buffer memory.
 // Nonblocking collectives run the blocking algorithm in a user-level thread of the rank
 // (start_task) with a copy of the communicator, so a Comm_free meanwhile does no harm.
 //
@@ -23,6 +32,7 @@
 // point-to-point layer, which handles device memory; reductions compute on the host, so
 // Reduce/Allreduce stage device buffers through host temporaries (see `on_device`).
 #include "coll/coll.h"
+#include "rank.h"
 
 #include <ucharm/converse.h>
 
@@ -42,6 +52,40 @@ int coll_tag(Comm& c) {
 }
 
 namespace coll {
+
+char* scratch_take(std::size_t bytes, std::size_t& cap) {
+  if (Rank* r = current_rank()) {
+    auto& kept = r->coll_scratch;
+    std::size_t best = kept.size();
+    for (std::size_t i = 0; i < kept.size(); ++i)
+      if (kept[i].cap >= bytes && (best == kept.size() || kept[i].cap < kept[best].cap)) best = i;
+    if (best < kept.size()) {
+      cap = kept[best].cap;
+      char* mem = kept[best].mem.release();
+      kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(best));
+      return mem;
+    }
+  }
+  cap = bytes;
+  return new char[bytes];
+}
+
+void scratch_give(char* mem, std::size_t cap) {
+  std::unique_ptr<char[]> owned(mem);
+  Rank* r = current_rank();
+  if (!r || cap > kScratchKeepEach) return;
+  auto& kept = r->coll_scratch;
+  std::size_t total = cap;
+  for (const auto& k : kept) total += k.cap;
+  // Over the budget: the smallest kept ones go first (a large one serves small calls too).
+  while (total > kScratchKeep && !kept.empty()) {
+    auto smallest = std::min_element(kept.begin(), kept.end(), [](auto& a, auto& b) { return a.cap < b.cap; });
+    if (smallest->cap > cap) return;  // the newcomer is the smallest: free it
+    total -= smallest->cap;
+    kept.erase(smallest);
+  }
+  kept.push_back({cap, std::move(owned)});
+}
 
 Span layout_span(int count, MPI_Datatype t) {
   if (count <= 0) return {};
@@ -66,6 +110,32 @@ void copy_typed(const void* src, int scount, MPI_Datatype stype, void* dst, int 
   type_unpack(tmp.get(), bytes, dst, rcount, rtype);
 }
 void copy_elems(const void* src, void* dst, int count, MPI_Datatype t) { copy_typed(src, count, t, dst, count, t); }
+
+// Device buffers hold contiguous types only (the point-to-point refuses others): their
+// bytes are copied as they are, host or device (copy_bytes_any); host ones as the types say.
+void pack_any(const void* src, int count, MPI_Datatype t, void* out) {
+  if (count > 0 && on_device(src) && type_contiguous(t)) {
+    copy_bytes_any(out, static_cast<const char*>(src) + type_lb(t), static_cast<std::size_t>(count) * type_size(t));
+    return;
+  }
+  type_pack(src, count, t, out);
+}
+void unpack_any(const void* in, std::size_t bytes, void* dst, int count, MPI_Datatype t) {
+  if (count > 0 && on_device(dst) && type_contiguous(t)) {
+    copy_bytes_any(static_cast<char*>(dst) + type_lb(t), in,
+                   std::min(bytes, static_cast<std::size_t>(count) * type_size(t)));
+    return;
+  }
+  type_unpack(in, bytes, dst, count, t);
+}
+void copy_typed_any(const void* src, int scount, MPI_Datatype stype, void* dst, int rcount, MPI_Datatype rtype) {
+  if (scount > 0 && (on_device(src) || on_device(dst)) && type_contiguous(stype) && type_contiguous(rtype)) {
+    copy_bytes_any(static_cast<char*>(dst) + type_lb(rtype), static_cast<const char*>(src) + type_lb(stype),
+                   static_cast<std::size_t>(scount) * type_size(stype));
+    return;
+  }
+  copy_typed(src, scount, stype, dst, rcount, rtype);
+}
 
 // Copies `count` elements of a rank from src to dst where either is device memory (the host
 // staging of device buffers): contiguous types with one copy, others through the rank's
@@ -96,6 +166,149 @@ int combine(MPI_Op op, bool commutative, void*& acc, void*& tmp, bool tmp_is_low
 }
 
 // --- algorithms -------------------------------------------------------------------------
+namespace {
+// One step: the receive from `src` posted first, then the send to `dst` as a blocking one
+// (a small one is copied into its message and needs no request; a direct transfer waits
+// until the peer, whose receive is posted the same way, has taken it), then the receive
+// waited for.
+int exchange(const void* sbuf, int scount, MPI_Datatype stype, int dst, void* rbuf, int rcount, MPI_Datatype rtype,
+             int src, Comm& c, int tag) {
+  MPI_Request q = MPI_REQUEST_NULL;
+  int e = irecv(rbuf, rcount, rtype, src, tag, c, Ctx::Coll, &q);
+  if (!e) e = send(sbuf, scount, stype, dst, tag, c, Ctx::Coll);
+  const int w = wait_all(1, &q, nullptr);
+  return e ? e : w;
+}
+
+// Whether the ranks share cores: more ranks than PEs (+vp), or one host with more PEs than
+// cores. There every step waits for its peer to be scheduled, so the algorithms of fewest
+// steps win even for large messages (Bcast of 1 MiB at 8 ranks on 2 cores: binomial 3-12
+// ms, scatter + ring 14-56 ms; Alltoall: all at once 15-78 ms, pairwise 26-138 ms). What
+// every member knows alike: the world size, the PE count, and the host's state where the
+// job has one host.
+bool crowded() {
+  if (const int set = coll_crowded_setting(); set >= 0) return set == 1;  // +ampi-coll-crowded
+  const Rank* r = current_rank();
+  return (r && r->world_size() > CmiNumPes()) || (CmiNumHosts() == 1 && CmiOversubscribed());
+}
+
+int pof2_below(int n) {  // the largest power of two <= n
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+// `count` elements cut into `parts` blocks as even as they go (the first count % parts one
+// longer); block i starts at element off(i).
+struct Blocks {
+  int count, parts;
+  std::ptrdiff_t off(int i) const {
+    const int base = count / parts, extra = count % parts;
+    return static_cast<std::ptrdiff_t>(i) * base + std::min(i, extra);
+  }
+  int len(int lo, int hi) const { return static_cast<int>(off(hi) - off(lo)); }
+};
+
+// Rabenseifner's reduction, first half (commutative ops): the members fold to a power of two
+// p (of members numbered from `root`, vr < 2 * (n - p): each odd one hands its data to the
+// even one below and leaves), then reduce-scatter by recursive halving: at each step a
+// member sends the half of its range that the partner keeps and combines the half it keeps,
+// so that member `newrank` (0..p-1) ends with block `newrank` of p fully reduced in `acc`.
+// Each member sends and combines about count * (1 - 1/p) elements instead of the whole
+// vector log p times. Returns the member's newrank, -1 for one that left.
+struct Folded {
+  int n, p, rem, root;
+  int real(int newrank) const { return ((newrank < rem ? newrank * 2 : newrank + rem) + root) % n; }
+};
+int reduce_scatter_halving(void* acc, void* tmp, int count, MPI_Datatype t, MPI_Op op, const Folded& f, Comm& c,
+                           int tag, int& newrank) {
+  const int vr = (c.rank - f.root + f.n) % f.n;
+  int e = MPI_SUCCESS;
+  newrank = vr - f.rem;
+  if (vr < 2 * f.rem) {
+    if (vr % 2) {
+      newrank = -1;
+      return send(acc, count, t, (vr - 1 + f.root) % f.n, tag, c, Ctx::Coll);
+    }
+    if ((e = recv(tmp, count, t, (vr + 1 + f.root) % f.n, tag, c, Ctx::Coll, nullptr))) return e;
+    if ((e = op_apply(op, tmp, acc, count, t))) return e;
+    newrank = vr / 2;
+  }
+  const Blocks b{count, f.p};
+  int lo = 0, hi = f.p;
+  for (int mask = f.p / 2; mask > 0; mask >>= 1) {
+    const int mid = lo + mask;
+    const bool upper = newrank & mask;
+    const int klo = upper ? mid : lo, khi = upper ? hi : mid;  // kept
+    const int slo = upper ? lo : mid, shi = upper ? mid : hi;  // sent
+    const int peer = f.real(newrank ^ mask);
+    if ((e = exchange(elem(acc, b.off(slo), t), b.len(slo, shi), t, peer, elem(tmp, b.off(klo), t),
+                      b.len(klo, khi), t, peer, c, tag)))
+      return e;
+    if ((e = op_apply(op, elem(tmp, b.off(klo), t), elem(acc, b.off(klo), t), b.len(klo, khi), t))) return e;
+    lo = klo;
+    hi = khi;
+  }
+  return MPI_SUCCESS;
+}
+
+// Rabenseifner's Reduce: reduce_scatter_halving rooted at root (its newrank is 0), then a
+// binomial gather of the blocks to it. Commutative ops, count >= the power of two.
+int reduce_rabenseifner(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_Op op, int root, Comm& c,
+                        int tag) {
+  const int n = c.size();
+  const int p = pof2_below(n);
+  const Folded f{n, p, n - p, root};
+  const bool is_root = c.rank == root;
+  Scratch sacc(is_root ? 0 : count, t), st(count, t);
+  void* acc = is_root ? recvbuf : sacc.get();
+  copy_elems(sendbuf, acc, count, t);
+  int newrank;
+  int e = reduce_scatter_halving(acc, st.get(), count, t, op, f, c, tag, newrank);
+  if (e || newrank < 0) return e;
+  const Blocks b{count, p};
+  for (int mask = 1; mask < p; mask <<= 1) {
+    if (newrank & mask)  // my blocks [newrank, newrank + mask) go down the tree, and I am done
+      return send(elem(acc, b.off(newrank), t), b.len(newrank, newrank + mask), t, f.real(newrank - mask), tag, c,
+                  Ctx::Coll);
+    const int from = newrank + mask;
+    if ((e = recv(elem(acc, b.off(from), t), b.len(from, from + mask), t, f.real(from), tag, c, Ctx::Coll, nullptr)))
+      return e;
+  }
+  return MPI_SUCCESS;
+}
+
+// Rabenseifner's Allreduce: reduce_scatter_halving, then an allgather by recursive doubling
+// of the blocks, then the members that left get the result. On recvbuf (holding the input).
+int allreduce_rabenseifner(void* recvbuf, int count, MPI_Datatype t, MPI_Op op, Comm& c, int tag) {
+  const int n = c.size();
+  const int p = pof2_below(n);
+  const Folded f{n, p, n - p, 0};
+  Scratch st(count, t);
+  int newrank;
+  int e = reduce_scatter_halving(recvbuf, st.get(), count, t, op, f, c, tag, newrank);
+  if (e) return e;
+  if (newrank >= 0) {
+    const Blocks b{count, p};
+    for (int mask = 1; mask < p; mask <<= 1) {
+      const int mine = newrank & ~(mask - 1), theirs = (newrank ^ mask) & ~(mask - 1);
+      const int peer = f.real(newrank ^ mask);
+      if ((e = exchange(elem(recvbuf, b.off(mine), t), b.len(mine, mine + mask), t, peer,
+                        elem(recvbuf, b.off(theirs), t), b.len(theirs, theirs + mask), t, peer, c, tag)))
+        return e;
+    }
+  }
+  const int r = c.rank;
+  if (r < 2 * f.rem) {
+    if (r % 2 == 0) return send(recvbuf, count, t, r + 1, tag, c, Ctx::Coll);
+    return recv(recvbuf, count, t, r - 1, tag, c, Ctx::Coll, nullptr);
+  }
+  return MPI_SUCCESS;
+}
+}  // namespace
+
+// Binomial tree. Leaves send their input as it is; inner nodes combine into a temporary,
+// the root of a commutative reduction into recvbuf itself.
 int reduce_alg(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_Op op, int root, Comm& c, int tag) {
   const int n = c.size(), r = c.rank;
   if (n == 1) {
@@ -103,10 +316,18 @@ int reduce_alg(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MP
     return MPI_SUCCESS;
   }
   const bool commutative = op_commutative(op);
+  if (commutative && count >= pof2_below(n) &&
+      static_cast<std::size_t>(count) * type_size(t) >= kReduceScatterGatherMin)
+    return reduce_rabenseifner(sendbuf, recvbuf, count, t, op, root, c, tag);
   const int troot = commutative ? root : 0;  // rank order needs a tree whose blocks are rank ranges
   const int vr = (r - troot + n) % n;
-  Scratch sa(count, t), sb(count, t);
-  void* acc = sa.get();
+  const bool leaf = (vr & 1) || vr == n - 1;
+  if (leaf) return send(sendbuf, count, t, (vr - (vr & -vr) + troot) % n, tag, c, Ctx::Coll);
+  // The root of a commutative reduction sums into recvbuf (its input is there already when
+  // in place); non-commutative ones swap acc and tmp (combine), so both are temporaries.
+  const bool into_recvbuf = r == root && commutative;
+  Scratch sa(into_recvbuf ? 0 : count, t), sb(count, t);
+  void* acc = into_recvbuf ? recvbuf : sa.get();
   void* tmp = sb.get();
   copy_elems(sendbuf, acc, count, t);
   int e = MPI_SUCCESS;
@@ -122,7 +343,7 @@ int reduce_alg(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MP
   }
   // Here only troot is left: it holds the result.
   if (troot == root) {
-    copy_elems(acc, recvbuf, count, t);
+    if (acc != recvbuf) copy_elems(acc, recvbuf, count, t);
     return MPI_SUCCESS;
   }
   return send(acc, count, t, root, tag, c, Ctx::Coll);
@@ -147,8 +368,9 @@ int allreduce_host(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
   if (sendbuf != recvbuf) copy_elems(sendbuf, recvbuf, count, t);
   if (n == 1) return MPI_SUCCESS;
   const bool commutative = op_commutative(op);
-  int pof2 = 1;
-  while (pof2 * 2 <= n) pof2 *= 2;
+  const int pof2 = pof2_below(n);
+  if (commutative && count >= pof2 && static_cast<std::size_t>(count) * type_size(t) >= kReduceScatterGatherMin)
+    return allreduce_rabenseifner(recvbuf, count, t, op, c, tag);
   const int rem = n - pof2;
   Scratch st(count, t);
   void* acc = recvbuf;
@@ -171,11 +393,7 @@ int allreduce_host(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
     for (int mask = 1; mask < pof2; mask <<= 1) {
       const int newdst = newrank ^ mask;
       const int dst = newdst < rem ? newdst * 2 + 1 : newdst + rem;
-      MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-      e = irecv(tmp, count, t, dst, tag, c, Ctx::Coll, &q[0]);
-      if (!e) e = isend(acc, count, t, dst, tag, c, Ctx::Coll, &q[1]);
-      const int w = wait_all(2, q, nullptr);
-      if (e || (e = w)) return e;
+      if ((e = exchange(acc, count, t, dst, tmp, count, t, dst, c, tag))) return e;
       if ((e = combine(op, commutative, acc, tmp, dst < r, count, t))) return e;
     }
     if (acc != recvbuf) copy_elems(acc, recvbuf, count, t);
@@ -218,18 +436,67 @@ int reduce_run(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MP
 int barrier_alg(Comm& c, int tag) {
   const int n = c.size(), r = c.rank;
   for (int d = 1; d < n; d <<= 1) {
-    MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    int e = irecv(nullptr, 0, MPI_BYTE, (r - d % n + n) % n, tag, c, Ctx::Coll, &q[0]);
-    if (!e) e = isend(nullptr, 0, MPI_BYTE, (r + d) % n, tag, c, Ctx::Coll, &q[1]);
-    const int w = wait_all(2, q, nullptr);
-    if (e || (e = w)) return e;
+    if (int e = exchange(nullptr, 0, MPI_BYTE, (r + d) % n, nullptr, 0, MPI_BYTE, (r - d % n + n) % n, c, tag))
+      return e;
   }
   return MPI_SUCCESS;
 }
 
+namespace {
+// Van de Geijn's broadcast of a long vector (contiguous type; host or device memory, moved
+// by the point-to-point alone): the root
+// scatters it in n blocks down a binomial tree, then a ring passes every block round
+// (n - 1 steps). The root sends about 2 * bytes instead of bytes * log2 n. Messages of the
+// two phases between one pair keep their order (one tag: the runtime's own tags have no
+// next one).
+int bcast_scatter_ring(void* buf, int count, MPI_Datatype t, int root, Comm& c, int tag) {
+  const int n = c.size();
+  const int vr = (c.rank - root + n) % n;
+  char* base = static_cast<char*>(buf) + type_lb(t);
+  const std::size_t bytes = static_cast<std::size_t>(count) * type_size(t);
+  const std::size_t chunk = (bytes + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
+  auto at = [&](int blk) { return std::min(static_cast<std::size_t>(blk) * chunk, bytes); };  // block blk's start
+  auto len = [&](int lo, int hi) { return static_cast<int>(at(std::min(hi, n)) - at(lo)); };
+  auto real = [&](int v) { return (v % n + root) % n; };
+  int e = MPI_SUCCESS;
+  // Scatter: a member receives its subtree's blocks [vr, vr + lowbit) from its parent.
+  int mask = 1;
+  for (; mask < n; mask <<= 1) {
+    if (vr & mask) {
+      if ((e = recv(base + at(vr), len(vr, vr + mask), MPI_BYTE, real(vr - mask), tag, c, Ctx::Coll, nullptr)))
+        return e;
+      break;
+    }
+  }
+  {
+    Requests q(32);
+    for (mask >>= 1; mask > 0 && !e; mask >>= 1)
+      if (vr + mask < n)
+        e = isend(base + at(vr + mask), len(vr + mask, vr + 2 * mask), MPI_BYTE, real(vr + mask), tag, c, Ctx::Coll,
+                  q.next());
+    const int w = q.wait();
+    if (e || (e = w)) return e;
+  }
+  // Ring: at step k a member passes block vr - k on to vr + 1 and gets block vr - k - 1.
+  for (int k = 0; k < n - 1; ++k) {
+    const int sb = (vr - k + n) % n, rb = (vr - k - 1 + n) % n;
+    if ((e = exchange(base + at(sb), len(sb, sb + 1), MPI_BYTE, real(vr + 1), base + at(rb), len(rb, rb + 1),
+                      MPI_BYTE, real(vr - 1 + n), c, tag)))
+      return e;
+  }
+  return MPI_SUCCESS;
+}
+}  // namespace
+
 int bcast_alg(void* buf, int count, MPI_Datatype t, int root, Comm& c, int tag) {
   const int n = c.size();
   if (n == 1 || count == 0) return MPI_SUCCESS;
+  const std::size_t bytes = static_cast<std::size_t>(count) * type_size(t);
+  // The choice depends on what every member knows alike (n, the type, the size), never on
+  // its own buffer's memory: members may mix host and device buffers.
+  if (n >= 4 && type_contiguous(t) && (bytes >= kBcastScatterLong || (n >= 8 && bytes >= kBcastScatterMedium)) &&
+      !crowded())
+    return bcast_scatter_ring(buf, count, t, root, c, tag);
   const int vr = (c.rank - root + n) % n;
   int mask = 1;
   for (; mask < n; mask <<= 1) {
@@ -285,33 +552,150 @@ int scatter_alg(const void* sendbuf, int scount, const int* scounts, const int* 
   return e ? e : w;
 }
 
-// Allgather(v): every member sends its block to every other; all posted at once.
+namespace {
+// Bruck's allgather (equal blocks): the blocks are gathered packed in a temporary in the
+// order r, r+1, ...; at the step of distance d a member sends what it has (min(d, n - d)
+// blocks) to r - d and gets as many from r + d; then the blocks are unpacked to their
+// places. ceil(log2 n) steps for any n.
+// A send block longer than the receive blocks (the program's error) is cut to their size
+// (MPI_ERR_TRUNCATE here; the other members go on undisturbed).
+int allgather_bruck(const void* mine, int mine_count, MPI_Datatype mine_type, void* recvbuf, int rcount,
+                    MPI_Datatype rtype, Comm& c, int tag) {
+  const int n = c.size(), r = c.rank;
+  const std::size_t bb = static_cast<std::size_t>(rcount) * type_size(rtype);
+  if (bb == 0) return MPI_SUCCESS;
+  Scratch tmp(static_cast<int>(bb) * n, MPI_BYTE);
+  char* t = static_cast<char*>(tmp.get());
+  const std::size_t mine_bytes = static_cast<std::size_t>(mine_count) * type_size(mine_type);
+  int err = MPI_SUCCESS;
+  if (mine_bytes > bb) {
+    Scratch whole(static_cast<int>(mine_bytes), MPI_BYTE);
+    pack_any(mine, mine_count, mine_type, whole.get());
+    std::memcpy(t, whole.get(), bb);
+    err = MPI_ERR_TRUNCATE;
+  } else {
+    pack_any(mine, mine_count, mine_type, t);
+  }
+  for (int d = 1; d < n; d <<= 1) {
+    const int blocks = std::min(d, n - d);
+    if (int e = exchange(t, static_cast<int>(bb) * blocks, MPI_BYTE, (r - d + n) % n, t + bb * d,
+                         static_cast<int>(bb) * blocks, MPI_BYTE, (r + d) % n, c, tag))
+      return e;
+  }
+  for (int i = 0; i < n; ++i) {
+    const int owner = (r + i) % n;
+    if (owner == r && mine == elem(recvbuf, static_cast<std::ptrdiff_t>(r) * rcount, rtype)) continue;  // in place
+    unpack_any(t + bb * i, bb, elem(recvbuf, static_cast<std::ptrdiff_t>(owner) * rcount, rtype), rcount, rtype);
+  }
+  return err;
+}
+}  // namespace
+
+// Allgather(v): a ring (each block passed on to the next member, n - 1 steps), Bruck's for
+// small equal blocks (allgather_bruck), every message at once where ranks share cores. The choice depends on what every member knows
+// alike (n, the receive blocks), never on its own buffers' memory.
 int allgather_alg(const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount, const int* rcounts,
                   const int* displs, MPI_Datatype rtype, Comm& c, int tag) {
   const int n = c.size(), r = c.rank;
   auto block = [&](int i) { return elem(recvbuf, displs ? displs[i] : static_cast<std::ptrdiff_t>(i) * rcount, rtype); };
   auto count_of = [&](int i) { return rcounts ? rcounts[i] : rcount; };
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  const void* mine = in_place ? block(r) : sendbuf;
-  const int mine_count = in_place ? count_of(r) : scount;
-  const MPI_Datatype mine_type = in_place ? rtype : stype;
-  Requests q(2 * static_cast<std::size_t>(n));
-  int e = MPI_SUCCESS;
-  for (int i = 0; i < n && !e; ++i)
-    if (i != r) e = irecv(block(i), count_of(i), rtype, i, tag, c, Ctx::Coll, q.next());
-  // Send to r+1, r+2, ... so that not everyone sends to rank 0 first.
-  for (int k = 1; k < n && !e; ++k)
-    e = isend(mine, mine_count, mine_type, (r + k) % n, tag, c, Ctx::Coll, q.next());
-  if (!e && !in_place) copy_typed(sendbuf, scount, stype, block(r), count_of(r), rtype);
-  const int w = q.wait();
-  return e ? e : w;
+  const std::size_t total = static_cast<std::size_t>(rcount) * type_size(rtype) * static_cast<std::size_t>(n);
+  if (!rcounts && n > 2 && total < kAllgatherRingMin)
+    return allgather_bruck(in_place ? block(r) : sendbuf, in_place ? count_of(r) : scount, in_place ? rtype : stype,
+                           recvbuf, rcount, rtype, c, tag);
+  // The first step sends this rank's block from sendbuf as given, so that a block longer
+  // than the receivers' (the program's error) is reported by them (MPI_ERR_TRUNCATE); its
+  // own copy is then cut likewise. An error does not end the ring early: the others'
+  // later steps need this rank's.
+  int err = MPI_SUCCESS;
+  if (!in_place) {
+    if (static_cast<std::size_t>(scount) * type_size(stype) > static_cast<std::size_t>(count_of(r)) * type_size(rtype))
+      err = MPI_ERR_TRUNCATE;
+    else
+      copy_typed_any(sendbuf, scount, stype, block(r), count_of(r), rtype);
+  }
+  if (crowded()) {  // ranks sharing cores: one step, every message posted at once
+    const void* mine = in_place ? block(r) : sendbuf;
+    const int mine_count = in_place ? count_of(r) : scount;
+    const MPI_Datatype mine_type = in_place ? rtype : stype;
+    Requests q(2 * static_cast<std::size_t>(n));
+    int e = MPI_SUCCESS;
+    for (int i = 0; i < n && !e; ++i)
+      if (i != r) e = irecv(block(i), count_of(i), rtype, i, tag, c, Ctx::Coll, q.next());
+    for (int k = 1; k < n && !e; ++k)  // to r+1, r+2, ...: not everyone to rank 0 first
+      e = isend(mine, mine_count, mine_type, (r + k) % n, tag, c, Ctx::Coll, q.next());
+    const int w = q.wait();
+    return err ? err : e ? e : w;
+  }
+  for (int k = 0; k < n - 1; ++k) {
+    const int sb = (r - k + n) % n, rb = (r - k - 1 + n) % n;
+    const bool from_sendbuf = k == 0 && !in_place;
+    const int e = exchange(from_sendbuf ? sendbuf : block(sb), from_sendbuf ? scount : count_of(sb),
+                           from_sendbuf ? stype : rtype, (r + 1) % n, block(rb), count_of(rb), rtype, (r - 1 + n) % n,
+                           c, tag);
+    if (e && !err) err = e;
+  }
+  return err;
 }
 
 
+namespace {
+// Bruck's all-to-all (equal blocks of `bb` bytes): the send blocks packed in a temporary,
+// block i the one for member r + i; at the step of bit k every block whose index has bit k
+// goes to r + k together (one message), and the blocks of r - k take their places; then
+// block i is the one from member r - i. ceil(log2 n) messages instead of n - 1, each
+// block moved up to log2 n times: for small blocks only.
+int alltoall_bruck(const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount, MPI_Datatype rtype,
+                   std::size_t bb, Comm& c, int tag) {
+  const int n = c.size(), r = c.rank;
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  Scratch all(static_cast<int>(bb) * n, MPI_BYTE), moving(static_cast<int>(bb) * ((n + 1) / 2), MPI_BYTE),
+      coming(static_cast<int>(bb) * ((n + 1) / 2), MPI_BYTE);
+  char* t = static_cast<char*>(all.get());
+  char* out = static_cast<char*>(moving.get());
+  char* in = static_cast<char*>(coming.get());
+  int err = MPI_SUCCESS;
+  for (int i = 0; i < n; ++i) {
+    const int to = (r + i) % n;
+    if (in_place) {
+      pack_any(elem(recvbuf, static_cast<std::ptrdiff_t>(to) * rcount, rtype), rcount, rtype, t + bb * i);
+    } else if (static_cast<std::size_t>(scount) * type_size(stype) > bb) {  // the program's error: cut
+      Scratch whole(static_cast<int>(static_cast<std::size_t>(scount) * type_size(stype)), MPI_BYTE);
+      pack_any(elem(sendbuf, static_cast<std::ptrdiff_t>(to) * scount, stype), scount, stype, whole.get());
+      std::memcpy(t + bb * i, whole.get(), bb);
+      err = MPI_ERR_TRUNCATE;
+    } else {
+      pack_any(elem(sendbuf, static_cast<std::ptrdiff_t>(to) * scount, stype), scount, stype, t + bb * i);
+    }
+  }
+  for (int k = 1; k < n; k <<= 1) {
+    int m = 0;
+    for (int i = k; i < n; ++i)
+      if (i & k) std::memcpy(out + bb * m++, t + bb * i, bb);
+    if (int e = exchange(out, static_cast<int>(bb) * m, MPI_BYTE, (r + k) % n, in, static_cast<int>(bb) * m, MPI_BYTE,
+                         (r - k + n) % n, c, tag))
+      return e;
+    m = 0;
+    for (int i = k; i < n; ++i)
+      if (i & k) std::memcpy(t + bb * i, in + bb * m++, bb);
+  }
+  for (int i = 0; i < n; ++i)
+    unpack_any(t + bb * i, bb, elem(recvbuf, static_cast<std::ptrdiff_t>((r - i + n) % n) * rcount, rtype), rcount,
+               rtype);
+  return err;
+}
+}  // namespace
+
 int alltoall_plain(const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf, int rcount, MPI_Datatype rtype,
                    Comm& c, int tag) {
+  const int n = c.size();
+  const std::size_t bb = static_cast<std::size_t>(rcount) * type_size(rtype);
+  if (n >= kAlltoallBruckMinRanks && bb > 0 && bb <= kAlltoallBruckMax)  // what every member knows alike
+    return alltoall_bruck(sendbuf, scount, stype, recvbuf, rcount, rtype, bb, c, tag);
+  const bool pairwise = bb >= kAlltoallPairwiseMin && !crowded();
   return alltoall_alg(
-      sendbuf == MPI_IN_PLACE,
+      sendbuf == MPI_IN_PLACE, pairwise,
       [&](int i) { return Block{elem(sendbuf, static_cast<std::ptrdiff_t>(i) * scount, stype), scount, stype}; },
       [&](int i) { return Block{elem(recvbuf, static_cast<std::ptrdiff_t>(i) * rcount, rtype), rcount, rtype}; }, c,
       tag);
@@ -333,11 +717,7 @@ int scan_alg(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_
   for (int mask = 1; mask < n; mask <<= 1) {
     const int dst = r ^ mask;
     if (dst >= n) continue;
-    MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    e = irecv(tmp, count, t, dst, tag, c, Ctx::Coll, &q[0]);
-    if (!e) e = isend(partial, count, t, dst, tag, c, Ctx::Coll, &q[1]);
-    const int w = wait_all(2, q, nullptr);
-    if (e || (e = w)) return e;
+    if ((e = exchange(partial, count, t, dst, tmp, count, t, dst, c, tag))) return e;
     if (dst < r) {
       // tmp: the lower block, wholly before this rank.
       if (have_result) {

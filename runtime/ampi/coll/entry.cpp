@@ -154,7 +154,7 @@ int alltoallvw_call(const Call& k, const void* sendbuf, const int* sendcounts, c
                     return w ? static_cast<const char*>(buf) + disp : elem(buf, disp, t);
                   };
                   return alltoall_alg(
-                      in_place, [&](int i) { return Block{at(sendbuf, sd[u(i)], st[u(i)]), sc[u(i)], st[u(i)]}; },
+                      in_place, false, [&](int i) { return Block{at(sendbuf, sd[u(i)], st[u(i)]), sc[u(i)], st[u(i)]}; },
                       [&](int i) { return Block{at(recvbuf, rd[u(i)], rt[u(i)]), rc[u(i)], rt[u(i)]}; }, cc, tag);
                 },
                 0, Hold(std::move(used)));

@@ -78,6 +78,7 @@ inline constexpr int CmiBroadcastBranching = 4;
 int CmiMyPe();
 int CmiNumPes();
 int CmiNumHosts();  // hosts the job's processes run on (the launcher's node count)
+int CmiOversubscribed();  // 1 when this host runs more PEs than it has cores
 double CmiWallTimer();  // seconds since start-up
 void CmiPrintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void CmiError(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
