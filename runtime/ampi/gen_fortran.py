@@ -23,7 +23,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_mpi import parse, pub  # noqa: E402
+from gen_mpi import parse, pub, write_if_changed  # noqa: E402
 
 STATUS_SIZE = 8  # sizeof(MPI_Status) / sizeof(int): the C layout is the Fortran one
 
@@ -1171,16 +1171,6 @@ def main():
     write_if_changed(os.path.join(out_dir, 'mpif.h'), gen_mpif(consts, fns))
     write_if_changed(os.path.join(out_dir, 'mpi.f90'), wrap(gen_module_mpi(consts, fns)))
     write_if_changed(os.path.join(out_dir, 'mpi_f08.f90'), wrap(gen_module_f08(consts, fns)))
-
-
-def write_if_changed(path, text):
-    try:
-        if open(path).read() == text:
-            return
-    except FileNotFoundError:
-        pass
-    with open(path, 'w') as f:
-        f.write(text)
 
 
 if __name__ == '__main__':
