@@ -497,8 +497,10 @@ void wake(Win& w) {
       if (x != self) CthAwaken(x);
     return;
   }
-  if (!self) CthResume(t);
-  else if (t != self) CthAwaken(t);
+  // Queued, never resumed here: a handler that wakes the owner (an unlock's acknowledgement
+  // delivered in place to a rank of this PE) must finish first; resumed at once, the owner
+  // could go on to MPI_Win_free while that handler still uses the window.
+  if (t != self) CthAwaken(t);
 }
 
 }  // namespace ampi::rma
