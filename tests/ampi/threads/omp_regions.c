@@ -13,15 +13,7 @@ enum { kThreads = 3, kRounds = 4 };
 static int rank, size;
 static MPI_Comm comms[kThreads];
 
-#define CHECK(cond, ...)                    \
-  do {                                      \
-    if (!(cond)) {                          \
-      fprintf(stderr, "rank %d: ", rank);   \
-      fprintf(stderr, __VA_ARGS__);         \
-      fprintf(stderr, "\n");                \
-      MPI_Abort(MPI_COMM_WORLD, 1);         \
-    }                                       \
-  } while (0)
+#include "abort_check.h"
 
 int main(int argc, char** argv) {
   int provided = -1;

@@ -10,15 +10,7 @@
 
 static int rank, size;
 
-#define CHECK(cond, ...)                    \
-  do {                                      \
-    if (!(cond)) {                          \
-      fprintf(stderr, "rank %d: ", rank);   \
-      fprintf(stderr, __VA_ARGS__);         \
-      fprintf(stderr, "\n");                \
-      MPI_Abort(MPI_COMM_WORLD, 1);         \
-    }                                       \
-  } while (0)
+#include "abort_check.h"
 
 static void* receiver(void* arg) {
   (void)arg;

@@ -17,15 +17,7 @@
 static int rank, size;
 static atomic_int result = -1;
 
-#define CHECK(cond, ...)                    \
-  do {                                      \
-    if (!(cond)) {                          \
-      fprintf(stderr, "rank %d: ", rank);   \
-      fprintf(stderr, __VA_ARGS__);         \
-      fprintf(stderr, "\n");                \
-      MPI_Abort(MPI_COMM_WORLD, 1);         \
-    }                                       \
-  } while (0)
+#include "abort_check.h"
 
 static int error_class(int rc) {
   int c = rc;

@@ -13,15 +13,7 @@ enum { kThreads = 4, kMessages = 200, kWindow = 16 };
 static int rank, size;
 static MPI_Comm comms[kThreads], shared;
 
-#define CHECK(cond, ...)                                     \
-  do {                                                       \
-    if (!(cond)) {                                           \
-      fprintf(stderr, "rank %d: ", rank);                    \
-      fprintf(stderr, __VA_ARGS__);                          \
-      fprintf(stderr, "\n");                                 \
-      MPI_Abort(MPI_COMM_WORLD, 1);                          \
-    }                                                        \
-  } while (0)
+#include "abort_check.h"
 
 static void* worker(void* arg) {
   const int t = (int)(long)arg;
