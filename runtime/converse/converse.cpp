@@ -556,16 +556,19 @@ void CsdScheduleStep() {
 bool CsdScheduleStepInThread() {
   PeState& s = pe_state();
   if (s.stop_scheduler || s.exiting) return false;
+  bool worked = false;
   if (++s.since_poll >= kPollEvery) {
     s.since_poll = 0;
-    lrts::LrtsProgress();
-    if (s.polling) run_pollers();
-    if (foreign_pending(s)) run_foreign_work();
+    worked = lrts::LrtsProgress() > 0;
+    if (s.polling) worked |= run_pollers();
+    if (foreign_pending(s)) worked |= run_foreign_work();
   }
   if (void* msg = s.queue.peek()) {
     // A thread's resumption runs on the scheduler's stack: the waiting thread yields to it
-    // (it may be another rank of this PE, or this very thread, awakened).
-    if (hdr(msg)->handler == s.h_thread_resume) return false;
+    // (it may be another rank of this PE, or this very thread, awakened). Not after work
+    // ran here: that work may have made the caller's condition true without waking it (it
+    // was the running thread), so false, which suspends the caller, must mean nothing ran.
+    if (hdr(msg)->handler == s.h_thread_resume) return worked;
     s.queue.pop();
     s.idle_since_ns = 0;
     dispatch(msg);
