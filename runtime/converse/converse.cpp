@@ -334,6 +334,48 @@ int CmiMyPe() { return pe_state().my_pe; }
 int CmiNumPes() { return pe_state().num_pes; }
 int CmiNumHosts() { return lrts::LrtsInfo().num_hosts; }
 int CmiOversubscribed() { return lrts::LrtsInfo().oversubscribed ? 1 : 0; }
+
+// ---- physical-node topology ---------------------------------------------------------------
+
+static const PeState& topology() {
+  PeState& s = pe_state();
+  if (s.node_pes.empty()) {
+    s.pe_node = lrts::LrtsPeHosts();
+    s.pe_node_rank.assign(s.pe_node.size(), 0);
+    for (std::size_t pe = 0; pe < s.pe_node.size(); ++pe) {
+      const auto node = static_cast<std::size_t>(s.pe_node[pe]);
+      if (node >= s.node_pes.size()) s.node_pes.resize(node + 1);
+      s.pe_node_rank[pe] = static_cast<int>(s.node_pes[node].size());
+      s.node_pes[node].push_back(static_cast<int>(pe));
+    }
+  }
+  return s;
+}
+
+static int checked_pe(int pe, const char* what) {
+  if (pe < 0 || pe >= CmiNumPes()) CmiAbort("%s(%d): no such PE (the job has %d)", what, pe, CmiNumPes());
+  return pe;
+}
+
+static const std::vector<int>& node_pes(int node, const char* what) {
+  const PeState& s = topology();
+  if (node < 0 || static_cast<std::size_t>(node) >= s.node_pes.size())
+    CmiAbort("%s(%d): no such physical node (the job runs on %zu)", what, node, s.node_pes.size());
+  return s.node_pes[static_cast<std::size_t>(node)];
+}
+
+int CmiNumPhysicalNodes() { return static_cast<int>(topology().node_pes.size()); }
+int CmiPhysicalNodeID(int pe) { return topology().pe_node[checked_pe(pe, "CmiPhysicalNodeID")]; }
+int CmiPhysicalRank(int pe) { return topology().pe_node_rank[checked_pe(pe, "CmiPhysicalRank")]; }
+int CmiNumPesOnPhysicalNode(int node) {
+  return static_cast<int>(node_pes(node, "CmiNumPesOnPhysicalNode").size());
+}
+int CmiGetFirstPeOnPhysicalNode(int node) { return node_pes(node, "CmiGetFirstPeOnPhysicalNode").front(); }
+void CmiGetPesOnPhysicalNode(int node, const int** pes, int* num) {
+  const std::vector<int>& v = node_pes(node, "CmiGetPesOnPhysicalNode");
+  *pes = v.data();
+  *num = static_cast<int>(v.size());
+}
 CmiIdleCounts CmiIdleStats() {
   const lrts::IdleStats st = lrts::LrtsIdleStats();
   return {st.fd_waits, st.backoff_sleeps, st.busy_retries};

@@ -65,6 +65,9 @@ struct PeState {
   unsigned poll_sleeps = 0;  // short sleeps in this idle period (their length doubles)
   // Work pushed by other threads of the process (CmiPushForeignWork), newest first.
   std::atomic<CmiForeignWork*> foreign{nullptr};
+  // The physical-node topology (CmiPhysicalNodeID & co.), built on first use.
+  std::vector<int> pe_node, pe_node_rank;
+  std::vector<std::vector<int>> node_pes;
 };
 // Runs the embedder's exit hook once (CmiExit, ConverseExit, CmiAbort).
 void run_exit_hook(int code);

@@ -154,7 +154,7 @@ std::vector<char> Bootstrap::get(int rank, const char* key) const {
   pmix_value_t* v = nullptr;
   pmix_status_t rc = PMIx_Get(&p, key, nullptr, 0, &v);
   if (rc != PMIX_SUCCESS || !v || v->type != PMIX_BYTE_OBJECT) {
-    fmt::print(stderr, "ucharm: PE {}: cannot get the UCX address of PE {}: {}\n", rank_, rank,
+    fmt::print(stderr, "ucharm: PE {}: cannot get '{}' of PE {} from PMIx: {}\n", rank_, key, rank,
                PMIx_Error_string(rc));
     std::_Exit(1);
   }

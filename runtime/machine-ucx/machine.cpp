@@ -18,6 +18,7 @@
 #include <cstring>
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "machine_internal.h"
@@ -240,6 +241,7 @@ void LrtsInit(const Options& options, const Hooks& hooks) {
   wa.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS;
   check(ucp_worker_query(m.worker, &wa), "ucp_worker_query");
   b.put(kAddressKey, wa.address, wa.address_length);
+  b.put(kHostKey, m.info.hostname.data(), m.info.hostname.size());
   const char* a = reinterpret_cast<const char*>(wa.address);
   m.my_address.assign(a, a + wa.address_length);
   ucp_worker_release_address(m.worker, wa.address);
@@ -258,6 +260,30 @@ void LrtsInit(const Options& options, const Hooks& hooks) {
 }
 
 const Info& LrtsInfo() { return M().info; }
+
+const std::vector<int>& LrtsPeHosts() {
+  Machine& m = M();
+  if (!m.pe_hosts.empty()) return m.pe_hosts;
+  const auto n = static_cast<std::size_t>(m.info.num_pes);
+  m.pe_hosts.assign(n, 0);
+  if (!m.boot->launched() || n == 1) return m.pe_hosts;
+  // The host names every PE published before the start-up fence; PMIx has them here
+  // already (a collecting fence), so these reads stay local. Numbered by first PE.
+  std::vector<std::string> names;
+  for (std::size_t pe = 0; pe < n; ++pe) {
+    std::string name;
+    if (static_cast<int>(pe) == m.info.my_pe) {
+      name = m.info.hostname;
+    } else {
+      const std::vector<char> b = m.boot->get(static_cast<int>(pe), kHostKey);
+      name.assign(b.begin(), b.end());
+    }
+    auto it = std::find(names.begin(), names.end(), name);
+    m.pe_hosts[pe] = static_cast<int>(it - names.begin());
+    if (it == names.end()) names.push_back(std::move(name));
+  }
+  return m.pe_hosts;
+}
 int LrtsMyPe() { return M().info.my_pe; }
 int LrtsNumPes() { return M().info.num_pes; }
 

@@ -20,6 +20,7 @@
 namespace ucharm::machine::detail {
 
 inline constexpr const char* kAddressKey = "ucharm.ucp.addr";
+inline constexpr const char* kHostKey = "ucharm.host";  // this PE's host name (LrtsPeHosts)
 
 enum class ReqKind : std::uint8_t { Send, FragmentSend, Eager, Large, OpSend, DeviceRecv, ChannelRecv };
 
@@ -149,6 +150,7 @@ struct Machine {
   Hooks hooks{};
   Info info;
   std::unique_ptr<Bootstrap> boot;
+  std::vector<int> pe_hosts;  // LrtsPeHosts, filled on first use
   ucp_context_h context = nullptr;
   ucp_worker_h worker = nullptr;
   std::vector<ucp_ep_h> eps;

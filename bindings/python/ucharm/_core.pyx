@@ -199,6 +199,23 @@ def num_pes():
 def wall_time():
     return CkWallTimer()
 
+
+cdef extern from "<ucharm/converse.h>":
+    int CmiNumPhysicalNodes()
+    int CmiPhysicalNodeID(int pe)
+    int CmiPhysicalRank(int pe)
+    void CmiGetPesOnPhysicalNode(int node, const int** pes, int* num)
+
+def host_map():
+    """The hosts' PEs, by host (converse.h, physical-node topology): a list of lists."""
+    cdef const int* pes = NULL
+    cdef int num = 0, node, k
+    out = []
+    for node in range(CmiNumPhysicalNodes()):
+        CmiGetPesOnPhysicalNode(node, &pes, &num)
+        out.append([pes[k] for k in range(num)])
+    return out
+
 def exit(int code):
     check_thread("charm.exit")
     CkExit(code)
@@ -460,6 +477,48 @@ def restart_info():
     if not c_restart_info(old, d):
         return None
     return old, d.decode()
+
+
+# ---- timers (charm.scheduleCallableAfter, charm.sleep) -------------------------------------
+# One scheduler poller, registered only while a timer is pending: it compares the clock with
+# the earliest deadline (in C, no Python) and calls timers.py's run_due only once it has
+# passed. While it is registered an idle PE sleeps in steps of at most 1 ms (converse.h,
+# pollers), which bounds how late a timer fires on an idle PE.
+from libcpp cimport bool as cbool
+
+cdef extern from "<ucharm/converse.h>":
+    ctypedef cbool (*CmiPollerFn)(void* ctx) noexcept
+    int CmiAddPoller(CmiPollerFn fn, void* ctx)
+    void CmiRemovePoller(int id)
+    double CmiWallTimer()
+
+cdef double _timer_deadline = 0.0
+cdef int _timer_poller = 0
+cdef object _timer_run = None  # timers.run_due
+
+cdef cbool h_timer_poll(void* ctx) noexcept:
+    if CmiWallTimer() < _timer_deadline:
+        return False
+    try:
+        _timer_run()
+    except BaseException as e:
+        if not _py.handle_exit(e):
+            _fatal("in a callable scheduled with charm.scheduleCallableAfter")
+    return True
+
+def set_timer(double deadline, run_due):
+    """The earliest pending deadline (seconds of wall_time()), or a negative value: none."""
+    global _timer_deadline, _timer_poller, _timer_run
+    check_thread("charm.scheduleCallableAfter")
+    _timer_run = run_due
+    if deadline < 0:
+        if _timer_poller:
+            CmiRemovePoller(_timer_poller)
+            _timer_poller = 0
+        return
+    _timer_deadline = deadline
+    if not _timer_poller:
+        _timer_poller = CmiAddPoller(h_timer_poll, NULL)
 
 
 include "core_channels.pxi"

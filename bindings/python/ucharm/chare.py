@@ -236,6 +236,15 @@ def Array(cls, dims=None, ndims=-1, args=None, map=None, useAtSync=False):
     return proxy.CollectionProxy(cls, ref, "array", shape, creation)
 
 
+def register(cls):
+    """charm4py's @register: there, chare classes of modules other than __main__ are
+    registered with it (or charm.start(classes=, modules=)). Here every Chare subclass is
+    known when it is defined, so it only checks that `cls` is one, and returns it."""
+    if not (isinstance(cls, type) and issubclass(cls, Chare)):
+        raise TypeError(f"register: {cls!r} is not a Chare subclass")
+    return cls
+
+
 class ArrayMap(Chare):
     """charm4py's base class for array maps: procNum(index) -> PE, for
     Array(C, dims, map=Group(MyMap)). Every PE places and finds elements with its own

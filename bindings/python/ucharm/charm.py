@@ -29,7 +29,7 @@ import traceback
 from greenlet import getcurrent
 
 from . import _core, _wire, coroutines, futures, reduction, proxy, channel, readonly, _invoke
-from . import chare, pool, options, migration, sections, checkpoint
+from . import chare, pool, options, migration, sections, checkpoint, timers, topology
 
 # charm4py's names, for programs that import them from here.
 from .chare import Chare, Group, Array, ArrayMap  # noqa: E402,F401
@@ -76,6 +76,20 @@ class CharmRemote(chare.Chare):
             value = futures._RemoteException(e, traceback.format_exc())
         if fut is not None:
             fut.send(value)
+
+    # ucharm.ray (ray/api.py): tasks, and objects moving to and from their home PE
+    @coro
+    def _ray_task(self, fn, args, kwargs, oids, num_returns):
+        from .ray import api
+        api.on_task(fn, args, kwargs, oids, num_returns)
+
+    def _ray_value(self, oid, value):
+        from .ray import api
+        api.on_value(oid, value)
+
+    def _ray_want(self, oid, pe):
+        from .ray import api
+        api.on_want(oid, pe)
 
     def _ck_readonlies(self, values, version):
         readonly.apply(values, version)
@@ -155,6 +169,8 @@ class CharmRemote(chare.Chare):
     def rexec(self, code, module_name="__main__"):
         exec(code, sys.modules[module_name].__dict__)
 
+    exec = rexec  # charm4py documents the remote method under this name (charm.thisProxy.exec)
+
     def eval(self, expression, module_name="__main__"):
         return eval(expression, sys.modules[module_name].__dict__)
 
@@ -197,8 +213,51 @@ class _Charm:
     def numPes(self):
         return _core.num_pes()
 
+    # -- hosts (topology.py): the core's physical nodes
+    def myHost(self):
+        return topology.pe_host(_core.my_pe())
+
     def numHosts(self):
-        return 1
+        return topology.num_hosts()
+
+    def getHostPes(self, host):
+        return topology.host_pes(host)
+
+    def getHostNumPes(self, host):
+        return topology.host_num_pes(host)
+
+    def getHostFirstPe(self, host):
+        return topology.host_first_pe(host)
+
+    def getHostLastPe(self, host):
+        return topology.host_last_pe(host)
+
+    def getPeHost(self, pe):
+        return topology.pe_host(pe)
+
+    def getPeHostRank(self, pe):
+        return topology.pe_host_rank(pe)
+
+    def getTopoTreeEdges(self, pe, root_pe, pes=None, bfactor=4):
+        """(parent, children) of `pe` in a spanning tree over `pes` (root_pe first; None: all
+        PEs) that crosses between hosts once per host; parent is None at the root."""
+        return topology.tree_edges(pe, root_pe, pes, bfactor)
+
+    def getTopoSubtrees(self, root_pe, pes, bfactor=4):
+        """The subtrees under root_pe of that tree over `pes` (root_pe first), each a list
+        of its PEs, its root first."""
+        return topology.subtrees(root_pe, pes, bfactor)
+
+    # -- timers (timers.py)
+    def scheduleCallableAfter(self, callable_obj, secs, args=None):
+        """Calls callable_obj(*args) on this PE once at least `secs` seconds have passed
+        (a function, a Future, or a proxy method), between entry methods."""
+        timers.schedule(callable_obj, secs, args)
+
+    def sleep(self, secs):
+        """In a coroutine: waits `secs` seconds while the PE runs other work; elsewhere
+        time.sleep(secs)."""
+        timers.sleep(secs)
 
     def wallTime(self):
         return _core.wall_time()

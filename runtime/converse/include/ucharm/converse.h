@@ -79,6 +79,17 @@ int CmiMyPe();
 int CmiNumPes();
 int CmiNumHosts();  // hosts the job's processes run on (the launcher's node count)
 int CmiOversubscribed();  // 1 when this host runs more PEs than it has cores
+// Charm++'s physical-node topology: the hosts the PEs run on, numbered 0.. in the order of
+// their first PE (PEs whose host names are equal share one), and each host's PEs in
+// increasing order (a PE's rank is its position there). Read once, on first use, from the
+// host names the PEs published at start-up; any PE may call them for any PE or host.
+int CmiNumPhysicalNodes();
+int CmiPhysicalNodeID(int pe);
+int CmiPhysicalRank(int pe);
+int CmiNumPesOnPhysicalNode(int node);
+int CmiGetFirstPeOnPhysicalNode(int node);
+// The node's PEs: *pes (valid as long as the program runs), *num of them.
+void CmiGetPesOnPhysicalNode(int node, const int** pes, int* num);
 double CmiWallTimer();  // seconds since start-up
 void CmiPrintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void CmiError(const char* fmt, ...) __attribute__((format(printf, 1, 2)));

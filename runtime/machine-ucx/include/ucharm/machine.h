@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ucharm::machine {
 
@@ -59,6 +60,10 @@ struct Info {
 // worker addresses, pre-posts the EAGER receives. Errors abort with a clear message.
 void LrtsInit(const Options& options, const Hooks& hooks);
 const Info& LrtsInfo();
+// The host of every PE, by PE: hosts are numbered 0.. in the order of their first PE (PEs
+// whose host names are equal share one). Read once, on first use, from the names the PEs
+// published at start-up.
+const std::vector<int>& LrtsPeHosts();
 int LrtsMyPe();
 int LrtsNumPes();
 
