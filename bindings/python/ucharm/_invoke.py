@@ -25,6 +25,9 @@ def invoke_slow(obj, msg, t, bufs):
         head, bufs = _core.parse(msg, True)
         t = pickle.loads(head, buffers=bufs)
         args, kwargs = t[2], t[3]
+    if "_ck_held" in obj.__dict__ and "_ck_pending_init" in obj.__dict__:  # ckInsert(onPE=): chare.py
+        obj._ck_held.append((name, args, kwargs or {}, fut, bcast))
+        return
     fn = getattr(type(obj), name, None)
     if fn not in entry_kind:
         if fn is None or not callable(fn):

@@ -247,9 +247,11 @@ def register(cls):
 
 class ArrayMap(Chare):
     """charm4py's base class for array maps: procNum(index) -> PE, for
-    Array(C, dims, map=Group(MyMap)). Every PE places and finds elements with its own
-    instance of the class, built with no arguments, so procNum must depend only on the
-    index (and charm.numPes()), as the same answer is needed everywhere."""
+    Array(C, dims, map=Group(MyMap, args=[...])). Every PE places and finds elements with
+    its own branch of that group (built with the group's arguments), so procNum must give
+    the same answer everywhere for an index. Before the branch of a PE is built (a map
+    whose __init__ takes no arguments), a private instance of the class stands in for it.
+    One group per ArrayMap class: arrays find their map by its class."""
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -267,6 +269,18 @@ class ArrayMap(Chare):
 _map_ids = {}
 _map_classes = []
 _map_instances = {}
+_map_args = {}  # ArrayMap class -> its group's pickled arguments (on this PE)
+
+
+def _map_branch(cls, args, obj):
+    """A branch of a Group of an ArrayMap class was built on this PE: the class's map."""
+    key = pickle.dumps(args, _wire.PROTOCOL)
+    old = _map_args.get(cls)
+    if old is not None and old != key:
+        raise ValueError(f"Group({cls.__name__}, args={args!r}): a group of this ArrayMap class with other "
+                         "arguments exists; arrays find their map by its class, so make one class per map")
+    _map_args[cls] = key
+    _map_instances[_map_ids[cls]] = obj
 
 
 def _map_pe(map_id, index, npes):
@@ -274,7 +288,12 @@ def _map_pe(map_id, index, npes):
     if inst is None:
         cls = _map_classes[map_id - 1]
         inst = cls.__new__(cls)
-        inst.__init__()
+        try:
+            inst.__init__()
+        except TypeError as e:
+            raise RuntimeError(f"array map {cls.__name__} is needed on PE {_core.my_pe()} before its Group's "
+                               f"branch was built there, and its __init__ needs the group's arguments ({e}): "
+                               "create the map's Group before the arrays that use it, from the same PE") from e
         _map_instances[map_id] = inst
     pe = inst.procNum(index)
     if not isinstance(pe, int) or not 0 <= pe < npes:
@@ -294,9 +313,12 @@ def _construct(ptr, blob):
     cls, args, kind, creation, at_sync = pickle.loads(blob)
     shape = None
     section = None
+    on_pe = -1
     if isinstance(kind, tuple) and kind[0] == "group":  # ("group", section proxy): onPEs=
         kind, section = kind
     elif isinstance(kind, tuple):  # ("array", shape) for bulk arrays, ("array", ndims) for insertion
+        if len(kind) == 3:  # ckInsert(onPE=): ("array", ndims, pe)
+            kind, on_pe = kind[:2], kind[2]
         kind, extent = kind
         shape = extent if isinstance(extent, tuple) else None
         array_kind = "array" if shape is not None else ("array", extent)
@@ -333,10 +355,49 @@ def _construct(ptr, blob):
         key = idx
     obj._ck_self = proxy.ElementProxy(cls, ref, ("pe", key) if kind == "group" else key)
     _local[(_core.ref_id(ref), key)] = obj
+    if on_pe != -1 and on_pe != _core.my_pe():
+        # ckInsert(onPE=): the core inserts at the index's home; the element moves to its
+        # PE at once and is constructed there on arrival (migration.arrived), where its
+        # home forwards its messages, as for an element that migrated.
+        # Until it leaves, calls that reach it here are kept (_Pending) and run there after
+        # the constructor.
+        obj._ck_pending_init = (cls, args, creation)
+        obj._ck_held = []
+        obj.__class__ = _Pending
+        _invoke.entry_kind[_held] = 1  # (here: _invoke imports this module)
+        _core.migrate(ptr, on_pe)
+        return obj
     # Constructors run as coroutines: they may wait (charm.awaitCreation, Future.get), as
     # the main chare's and @coro ones do in charm4py.
     coroutines.spawn(_init_body, obj, args, creation, obj=obj)
+    if kind == "group" and isinstance(obj, ArrayMap):
+        _map_branch(cls, args, obj)
     return obj
+
+
+class _PendingMeta(type):
+    def __getattr__(cls, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _held  # every entry method: the slow path, which keeps the call (_invoke.py)
+
+
+class _Pending(Chare, metaclass=_PendingMeta):
+    """The class of an element inserted with ckInsert(onPE=) while it waits at its home PE
+    to move to its own PE (it gets its class back as it leaves: migration.py)."""
+
+
+def _held(self, *args, **kwargs):
+    raise AssertionError("a call to an element inserted with ckInsert(onPE=) ran before it moved")
+
+
+
+def _construct_arrived(obj, args, creation):
+    """An element inserted with ckInsert(onPE=), on its PE: the constructor, then the calls
+    that reached it at its home."""
+    _init_body(obj, args, creation)
+    for name, a, kw, fut, bcast in obj.__dict__.pop("_ck_held", ()):
+        _invoke._call(obj, getattr(type(obj), name), a, kw, fut, bcast)
 
 
 def init_runtime(obj, ptr):

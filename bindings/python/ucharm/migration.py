@@ -32,6 +32,8 @@ from . import chare as _chare, _invoke  # cycles: used at call time
 # The runtime's fields that travel with the element (the others are rebuilt on arrival).
 _CARRIED = ("_ck_kind", "_ck_red_round", "_ck_sec_rounds", "_ck_when", "_ck_when_by_value", "_ck_when_eq_fns",
             "_ck_chan_count", "_ck_early", "thisProxy", "thisIndex",
+            # an element inserted with ckInsert(onPE=): its constructor runs where it arrives
+            "_ck_pending_init", "_ck_held",
             # the runtime group's (charm.py's CharmRemote) reductions over inserted arrays and
             # sections, in a checkpoint
             "_ck_totals", "_ck_parts", "_ck_sparts")
@@ -69,6 +71,9 @@ def _check_channels(obj, what):
 
 def about_to_migrate(obj):
     """On the PE the element leaves, before it is packed."""
+    pending = obj.__dict__.get("_ck_pending_init")
+    if pending is not None:  # ckInsert(onPE=) leaving its home: its own class again (chare.py)
+        obj.__class__ = pending[0]
     waiting = [g for g in obj._ck_suspended if not g.dead]
     if waiting or obj._ck_waiting or obj._ck_allreduce:
         raise RuntimeError(f"{_name(obj)} cannot migrate while {max(len(waiting), 1)} coroutine(s) of it "
@@ -189,6 +194,10 @@ def arrived(ptr, head, bufs):
         obj.migratable = _core.is_migratable(ptr)
     obj._ck_self = obj.thisProxy[obj.thisIndex]
     _chare._local[(_core.ref_id(obj.thisProxy._ref), obj.thisIndex)] = obj
+    pending = obj.__dict__.pop("_ck_pending_init", None)
+    if pending is not None:  # ckInsert(onPE=) arrived at its PE: constructed here
+        _chare.coroutines.spawn(_chare._construct_arrived, obj, pending[1], pending[2], obj=obj)
+        return obj
     if restored:
         return obj
     _invoke._run(obj, cls.migrated, (), {}, None, False)

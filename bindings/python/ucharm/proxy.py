@@ -138,14 +138,15 @@ class CollectionProxy(Proxy):
         if self._shape is not None:
             raise ValueError("ckInsert: this array was created with a fixed size; create it with "
                              "Array(C, ndims=N) to insert elements")
-        if onPE != -1:
-            raise NotImplementedError("ckInsert(onPE=...) is not supported: elements go to the PE their "
-                                      "index hashes to")
+        if onPE != -1 and not (isinstance(onPE, int) and 0 <= onPE < _core.num_pes()):
+            raise ValueError(f"ckInsert(onPE={onPE!r}): give a PE in [0, {_core.num_pes()}) or -1")
         t = (index,) if isinstance(index, int) else tuple(index)
         if len(t) != self._ndims_dynamic():
             raise IndexError(f"index {index!r} has {len(t)} dimensions; the array has {self._ndims_dynamic()}")
         at_sync = useAtSync or self.__dict__.get("_at_sync", False)
-        _core.insert(self._ref, t, chare._blob(self._cls, args, self._kind, None, at_sync))
+        # onPE: the element is built there (it is inserted at its home, then moves: chare.py).
+        kind = self._kind if onPE == -1 else ("array", self._ndims_dynamic(), onPE)
+        _core.insert(self._ref, t, chare._blob(self._cls, args, kind, None, at_sync))
         self._inserted = getattr(self, "_inserted", 0) + 1
 
     def ckDoneInserting(self):
