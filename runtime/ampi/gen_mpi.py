@@ -232,9 +232,14 @@ def large_count_adapter(name, params, cparams):
                 length = f'static_cast<int>({length})'
             else:
                 length = f'ampi::large::peers({comm}, "{fn}", {"true" if side_send else "false"})'
-            pre.append(f'ampi::large::Ints a_{n}({n}, {length});')
+            if 'root' in names and not typed:
+                # Gatherv's and Scatterv's arrays: read at the root only (garbage elsewhere)
+                pre.append(f'const bool r_{n} = ampi::large::is_root({comm}, root);')
+                pre.append(f'ampi::large::Ints a_{n}(r_{n} ? {n} : nullptr, {length});')
+            else:
+                pre.append(f'ampi::large::Ints a_{n}({n}, {length});')
             pre.append(f'if (!a_{n}.ok()) return ampi::large::too_large_entry({comm}, "{fn}", "{n}", a_{n});')
-            args.append(f'a_{n}.data()')
+            args.append(f'a_{n}.data()' if 'root' not in names or typed else f'r_{n} ? a_{n}.data() : nullptr')
         elif '*' in mc.group(3):  # an output (a pack position: in and out)
             pre.append(f'{itype} v_{n} = 0;')
             if n == 'position':

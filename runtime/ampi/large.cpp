@@ -8,8 +8,8 @@
 
 namespace ampi::large {
 
-Big::Big(MPI_Count count, MPI_Datatype t) : type_(t) {
-  if (count <= INT_MAX || !type_committed(t)) {
+Big::Big(MPI_Count count, MPI_Datatype t, bool uncommitted_ok) : type_(t) {
+  if (count <= INT_MAX || !(uncommitted_ok ? type_valid(t) : type_committed(t))) {
     count_ = count < 0 ? -1 : count <= INT_MAX ? static_cast<int>(count) : -1;
     return;
   }
@@ -53,6 +53,12 @@ int peers(MPI_Comm comm, const char* fn, bool send) {
   }
   if (!send && c->inter && std::strstr(fn, "educe_scatter")) return c->inter->local.size();
   return c->size();
+}
+
+bool is_root(MPI_Comm comm, int root) {
+  Comm* c = comm_get(comm);
+  if (!c) return true;  // the body reports the communicator
+  return c->inter ? root == MPI_ROOT : c->rank == root;
 }
 
 }  // namespace ampi::large

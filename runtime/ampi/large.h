@@ -17,7 +17,8 @@ namespace ampi::large {
 // count or an invalid t reach the body as they are (as -1), which reports them.
 class Big {
  public:
-  Big(MPI_Count count, MPI_Datatype t);
+  // `uncommitted_ok`: t may be a valid type not committed (a datatype constructor's oldtype).
+  Big(MPI_Count count, MPI_Datatype t, bool uncommitted_ok = false);
   ~Big();
   Big(const Big&) = delete;
   Big& operator=(const Big&) = delete;
@@ -71,5 +72,8 @@ int too_large_entry(MPI_Comm comm, const char* fn, const char* what, const Ints&
 // for a neighbourhood collective the destinations (`send`) or sources. 0 for an invalid
 // communicator (the body reports it).
 int peers(MPI_Comm comm, const char* fn, bool send);
+// The calling rank is the root of a rooted collective (its count arrays are read), or
+// MPI_ROOT on an intercommunicator.
+bool is_root(MPI_Comm comm, int root);
 
 }  // namespace ampi::large
