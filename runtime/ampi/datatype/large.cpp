@@ -53,6 +53,7 @@ extern "C" {
 int PMPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype,
                        MPI_Datatype* newtype) {
   const char* fn = "MPI_Type_vector_c";
+  if (count < 0 || !large::fits(count)) return large::too_large(MPI_COMM_WORLD, fn, "count", count);
   if (large::fits(count) && large::fits(blocklength) && large::fits(stride))
     return PMPI_Type_vector(static_cast<int>(count), static_cast<int>(blocklength), static_cast<int>(stride), oldtype,
                             newtype);
@@ -71,6 +72,7 @@ int PMPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride,
 int PMPI_Type_create_hvector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype,
                                MPI_Datatype* newtype) {
   const char* fn = "MPI_Type_create_hvector_c";
+  if (count < 0 || !large::fits(count)) return large::too_large(MPI_COMM_WORLD, fn, "count", count);
   if (large::fits(count) && large::fits(blocklength))
     return PMPI_Type_create_hvector(static_cast<int>(count), static_cast<int>(blocklength),
                                     static_cast<MPI_Aint>(stride), oldtype, newtype);
