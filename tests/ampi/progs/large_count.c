@@ -5,7 +5,7 @@
  * int twins; a count beyond an int made a type of (a zero-size type in a Sendrecv_c: no data
  * moves); the
  * error of a constructor count beyond an int. `big`: also 2^31 + 8 bytes sent and broadcast
- * (needs about 9 GiB; not run by CTest). */
+ * (needs about 9 GiB; not run by CTest). Also MPI-4.0's MPI_Info_get_string. */
 #include "check.h"
 
 #include <limits.h>
@@ -185,6 +185,29 @@ static void big(struct tctx* t) {
   free(buf);
 }
 
+static void info_string(struct tctx* t) {
+  t->section = "MPI_Info_get_string";
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "color", "ultramarine");
+  char v[32];
+  int len = sizeof v, flag = 0;
+  CHECK_MPI(t, MPI_Info_get_string(info, "color", &len, v, &flag));
+  CHECK_EQ(t, flag, 1);
+  CHECK_EQ(t, len, 12);
+  CHECK(t, strcmp(v, "ultramarine") == 0, "got \"%s\"", v);
+  len = 5; /* too short: cut, and the length needed comes back */
+  CHECK_MPI(t, MPI_Info_get_string(info, "color", &len, v, &flag));
+  CHECK_EQ(t, len, 12);
+  CHECK(t, strcmp(v, "ultr") == 0, "got \"%s\"", v);
+  len = 0;
+  CHECK_MPI(t, MPI_Info_get_string(info, "color", &len, NULL, &flag));
+  CHECK_EQ(t, len, 12);
+  CHECK_MPI(t, MPI_Info_get_string(info, "shape", &len, v, &flag));
+  CHECK_EQ(t, flag, 0);
+  MPI_Info_free(&info);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   struct tctx t;
@@ -192,6 +215,7 @@ int main(int argc, char** argv) {
   statuses(&t);
   same_as_int(&t);
   beyond_int(&t);
+  info_string(&t);
   if (argc > 1 && strcmp(argv[1], "big") == 0) big(&t);
   return tctx_finish(&t);
 }
