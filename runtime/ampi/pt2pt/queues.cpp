@@ -147,10 +147,12 @@ void P2p::release(MPI_Request h) {
     q.holds_type = false;
     type_release(q.type);
   }
-  if (q.ext_kind == ReqExtKind::PersistentColl) pcoll_drop(q, true);
-  if (q.ext_kind == ReqExtKind::Partitioned) part_drop(q);
-  q.ext_kind = ReqExtKind::None;
-  q.ext = nullptr;
+  if (q.ext_kind != ReqExtKind::None) [[unlikely]] {  // a persistent collective's or partitioned record
+    if (q.ext_kind == ReqExtKind::PersistentColl) pcoll_drop(q, true);
+    else part_drop(q);
+    q.ext_kind = ReqExtKind::None;
+    q.ext = nullptr;
+  }
   unlink(h);
   leave_wait_set(wait_set, q);
   q.kind = ReqKind::Free;
