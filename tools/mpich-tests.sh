@@ -3,9 +3,9 @@
 #
 # Usage: tools/mpich-tests.sh MPICH_SRC [dir...] [--work DIR] [--minutes M] [--max-np N]
 #                             [--max-mem GB] [--redo] [--redo-build] [--redo-ucharm]
-#                             [--redo-failed] [--all] [--report-only]
+#                             [--redo-failed] [--all] [--only REGEX] [--report-only]
 #   MPICH_SRC  a tree holding test/mpi (e.g. `git archive HEAD test/mpi` of pmodels/mpich)
-#   dir        basic pt2pt coll datatype comm group attr init errhan info topo rma io (default: all);
+#   dir        basic pt2pt coll datatype comm group attr init errhan info topo rma io part (default: all);
 #              f77, f90 (or f77/DIR, f90/DIR): MPICH's Fortran tests, built with OpenMPI's
 #              mpifort and with ampif77 / ampif90 (f90/ made from f77/ by maint/f77tof90);
 #              threads (threads/pt2pt comm init coll rma mpi_t: MPI_THREAD_MULTIPLE programs)
@@ -15,7 +15,8 @@
 #   OpenMPI:    mpirun --allow-run-as-root --oversubscribe -np N ./prog args
 #   ucharm pe:  ucharmrun -n N --timeout 60 ./prog args          (one rank per PE)
 #   ucharm vp:  ucharmrun -n 2 --timeout 60 ./prog args +vp N     (only where N > 2)
-# ucharm runs only where OpenMPI passed (--all: everywhere). Passing = exit 0 and
+# ucharm runs only where OpenMPI passed (--all: everywhere). --only REGEX: the programs
+# whose name matches (e.g. "p_.*" for the persistent collectives in coll). Passing = exit 0 and
 # " No Errors" printed. Results accumulate in the work folder (default /work/mpich-run):
 # a rerun skips what was built/run (--redo, --redo-build to repeat; --redo-ucharm: every
 # ucharm run again, --redo-failed: ucharm's failures again, for a runtime that changed). Writes

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 DIRS = ["basic", "pt2pt", "coll", "datatype", "comm", "group", "attr",
-        "init", "errhan", "info", "topo", "rma", "io"]
+        "init", "errhan", "info", "topo", "rma", "io", "part"]
 # Fortran: "f77" and "f90" stand for their folders (io, spawn and profile left out). f90's
 # folders are made from f77's by MPICH's maint/f77tof90 (as its autogen.sh does) in a copy
 # of the Fortran tests under the work folder, beside its own (misc).
@@ -398,9 +398,10 @@ class Harness:
         return None
 
     def wanted(self, e):
-        """Within --max-np and under --max-mem (the testlist's mem=GB)."""
+        """Within --max-np and under --max-mem (the testlist's mem=GB); named by --only."""
         return (not self.a.max_np or e.np <= self.a.max_np) and \
-            float(e.opts.get("mem", 0)) < self.a.max_mem
+            float(e.opts.get("mem", 0)) < self.a.max_mem and \
+            (not self.a.only or re.fullmatch(self.a.only, e.name))
 
     def do_dir(self, d, libs):
         entries = [e for e in parse_testlist(self.source_root(d), d) if self.wanted(e)]
@@ -569,6 +570,7 @@ def main():
     p.add_argument("--redo-failed", action="store_true",
                    help="rebuild and rerun ucharm's failures (the runtime changed)")
     p.add_argument("--all", action="store_true", help="run ucharm also where OpenMPI fails")
+    p.add_argument("--only", default="", help="only the programs whose name matches this regex")
     p.add_argument("--report-only", action="store_true")
     a = p.parse_args()
     dirs = []

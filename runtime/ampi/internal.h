@@ -223,8 +223,9 @@ int recv(void* buf, int count, MPI_Datatype t, int src, int tag, Comm& c, Ctx ct
 int wait_all(int n, MPI_Request* reqs, MPI_Status* statuses);
 // A request that code of the runtime completes itself (nonblocking collectives): runs
 // `body(arg)` in a new user-level thread of the calling rank (it may block in the calls
-// above) and completes the request when body returns; `body` owns `arg`.
-MPI_Request start_task(int (*body)(void* arg), void* arg);
+// above) and completes the request when body returns; `body` owns `arg`. `reuse`: a
+// started persistent collective's request (coll/persistent.cpp), completed instead of a new one.
+MPI_Request start_task(int (*body)(void* arg), void* arg, MPI_Request reuse = 0);
 // The communicator whose error handler reports request h's error at completion (a task's).
 void request_set_comm(MPI_Request h, MPI_Comm comm);
 

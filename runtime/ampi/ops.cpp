@@ -281,6 +281,7 @@ struct UserOp {
   bool commute = true;
   bool freed = false;  // MPI_Op_free was called: the handle is gone for the program
   int refs = 0;        // the program's handle (until freed) + pending operations using it
+  bool large = false;  // MPI_Op_create_c: fn is an MPI_User_function_c (MPI_Count length)
 };
 
 }  // namespace
@@ -294,7 +295,7 @@ class OpTable {
   int world_rank() const { return world_rank_; }
 
   // The new handle; MPI_OP_NULL when the rank has as many ops as it may.
-  MPI_Op add(MPI_User_function* fn, bool commute) {
+  MPI_Op add(MPI_User_function* fn, bool commute, bool large = false) {
     const std::size_t cap = HandleSpace::process().capacity();
     std::size_t i;
     if (free_.size() > kReuseAfter || (ops_.size() >= cap && !free_.empty())) {
@@ -306,7 +307,7 @@ class OpTable {
     } else {
       return MPI_OP_NULL;
     }
-    ops_[i] = UserOp{fn, commute, false, 1};
+    ops_[i] = UserOp{fn, commute, false, 1, large};
     return static_cast<MPI_Op>(HandleSpace::process().encode(kPredefinedOps, world_rank_, i));
   }
   UserOp* at(std::size_t i) { return i < ops_.size() && ops_[i].fn ? &ops_[i] : nullptr; }
@@ -336,6 +337,7 @@ class OpTable {
       p | u.commute;
       p | u.freed;
       p | u.refs;
+      p | u.large;
     }
     p | free_;
   }
@@ -431,7 +433,12 @@ int op_apply(MPI_Op op, const void* in, void* inout, int count, MPI_Datatype t) 
     MPI_User_function* f = u->fn;
     if (count > 0) {
       heap::UserScope user(nullptr);  // the program's code: its allocations are the rank's
-      f(const_cast<void*>(in), inout, &count, &t);
+      if (u->large) {
+        MPI_Count n = count;
+        reinterpret_cast<MPI_User_function_c*>(f)(const_cast<void*>(in), inout, &n, &t);
+      } else {
+        f(const_cast<void*>(in), inout, &count, &t);
+      }
     }
     return MPI_SUCCESS;
   }
@@ -476,16 +483,26 @@ using namespace ampi;
 #pragma GCC visibility push(default)
 extern "C" {
 
-int PMPI_Op_create(MPI_User_function* user_fn, int commute, MPI_Op* op) {
-  const char* fn = "MPI_Op_create";
+namespace {
+// MPI_Op_create and MPI_Op_create_c: one body; `large`: user_fn takes an MPI_Count length.
+int op_create(const char* fn, MPI_User_function* user_fn, bool large, int commute, MPI_Op* op) {
   if (!user_fn) return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "user_fn is a null pointer");
   if (!op) return error(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "op is a null pointer");
-  const MPI_Op made = my_ops().add(user_fn, commute != 0);
+  const MPI_Op made = my_ops().add(user_fn, commute != 0, large);
   if (made == MPI_OP_NULL)
     return error(MPI_COMM_WORLD, MPI_ERR_INTERN, fn, "too many operations exist at once (%zu per rank)",
                  HandleSpace::process().capacity());
   *op = made;
   return MPI_SUCCESS;
+}
+}  // namespace
+
+int PMPI_Op_create(MPI_User_function* user_fn, int commute, MPI_Op* op) {
+  return op_create("MPI_Op_create", user_fn, false, commute, op);
+}
+
+int PMPI_Op_create_c(MPI_User_function_c* user_fn, int commute, MPI_Op* op) {
+  return op_create("MPI_Op_create_c", reinterpret_cast<MPI_User_function*>(user_fn), true, commute, op);
 }
 
 int PMPI_Op_free(MPI_Op* op) {

@@ -255,11 +255,19 @@ int check_blocks(MPI_Comm comm, const char* fn, const SideNames& n, const void* 
 // (start_task) with a copy of the communicator, so a Comm_free meanwhile does no harm.
 // `body` owns what it needs after the call returns (copies of count and type arrays).
 // `extra_tags`: the body uses next_tag(tag) too.
+// A persistent collective (coll/persistent.cpp) goes through the same entry twice: its
+// `_init` call checks the arguments and takes the tags (`init_tag`: where the first goes;
+// nothing runs), and each MPI_Start runs the body as a task under those tags (`fixed_tag`),
+// completing the persistent request (`restart`) instead of a new one. The tags are the
+// init's since the members may start their persistent collectives in different orders.
 struct Call {
   MPI_Comm comm;
   const char* fn;
   MPI_Request* request = nullptr;
   bool nonblocking = false;
+  int* init_tag = nullptr;
+  int fixed_tag = -1;
+  MPI_Request restart = MPI_REQUEST_NULL;
 };
 // `hold`: the other datatypes the body uses (t and op are held already): a nonblocking body
 // keeps them alive while it runs, since the program may free them at once (refs.h).
@@ -268,8 +276,13 @@ int launch(const Call& k, Comm& c, MPI_Op op, MPI_Datatype t, Body body, int ext
   if (k.nonblocking) {
     if (int e = check_ptr(k.comm, k.fn, "request", k.request)) return e;
   }
-  const int tag = coll_tag(c);
-  for (int i = 0; i < extra_tags; ++i) coll_tag(c);
+  const int tag = k.fixed_tag >= 0 ? k.fixed_tag : coll_tag(c);
+  if (k.fixed_tag < 0)
+    for (int i = 0; i < extra_tags; ++i) coll_tag(c);
+  if (k.init_tag) {
+    *k.init_tag = tag;
+    return MPI_SUCCESS;
+  }
   if (!k.nonblocking) return failed(k.comm, k.fn, body(c, tag), op, t);
   auto* task = new auto([body = std::move(body), cc = c, tag, held = Hold(t, MPI_DATATYPE_NULL, op),
                          hold = std::move(hold)]() mutable { return body(cc, tag); });
@@ -277,7 +290,7 @@ int launch(const Call& k, Comm& c, MPI_Op op, MPI_Datatype t, Body body, int ext
   *k.request = start_task(+[](void* arg) -> int {
     std::unique_ptr<Task> g(static_cast<Task*>(arg));
     return (*g)();
-  }, task);
+  }, task, k.restart);
   request_set_comm(*k.request, k.comm);  // its errors go to the communicator's handler
   return MPI_SUCCESS;
 }
@@ -303,6 +316,20 @@ int reduce_scatter_call(const Call& k, const void* sendbuf, void* recvbuf, const
                         MPI_Datatype datatype, MPI_Op op);
 int scan_call(const Call& k, const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
               bool exclusive);
+
+// The neighbourhood collectives (neighbor.cpp), for every entry point alike.
+int neighbor_allgather(const Call& k, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                       int recvcount, MPI_Datatype recvtype);
+int neighbor_allgatherv(const Call& k, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                        const int* recvcounts, const int* displs, MPI_Datatype recvtype);
+int neighbor_alltoall(const Call& k, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                      int recvcount, MPI_Datatype recvtype);
+int neighbor_alltoallv(const Call& k, const void* sendbuf, const int* sendcounts, const int* sdispls,
+                       MPI_Datatype sendtype, void* recvbuf, const int* recvcounts, const int* rdispls,
+                       MPI_Datatype recvtype);
+int neighbor_alltoallw(const Call& k, const void* sendbuf, const int* sendcounts, const MPI_Aint* sdispls,
+                       const MPI_Datatype* sendtypes, void* recvbuf, const int* recvcounts, const MPI_Aint* rdispls,
+                       const MPI_Datatype* recvtypes);
 
 // The tag after `tag`: a collective that took two tags with coll_tag (one call after the other).
 inline int next_tag(int tag) { return (tag + 1) & (kCollTagFree - 1); }

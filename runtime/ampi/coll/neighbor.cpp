@@ -125,27 +125,30 @@ SideArgs wvec(const char* name, const void* buf, const int* counts, const MPI_Ai
   return {name, buf, 0, counts, nullptr, displs, MPI_DATATYPE_NULL, ts, false};
 }
 
-int allgather(const Call& k, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+}  // namespace
+
+// Each neighbourhood collective once, for its blocking, nonblocking and persistent entry points.
+int neighbor_allgather(const Call& k, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
               int recvcount, MPI_Datatype recvtype) {
   return neighbor_call(k, one("send", sendbuf, sendcount, sendtype, true), one("recv", recvbuf, recvcount, recvtype));
 }
-int allgatherv(const Call& k, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+int neighbor_allgatherv(const Call& k, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                const int* recvcounts, const int* displs, MPI_Datatype recvtype) {
   if (!recvcounts) return null_arg(k.comm, k.fn, "recvcounts");
   return neighbor_call(k, one("send", sendbuf, sendcount, sendtype, true),
                        vec("recv", recvbuf, recvcounts, displs, recvtype));
 }
-int alltoall(const Call& k, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+int neighbor_alltoall(const Call& k, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
              int recvcount, MPI_Datatype recvtype) {
   return neighbor_call(k, one("send", sendbuf, sendcount, sendtype), one("recv", recvbuf, recvcount, recvtype));
 }
-int alltoallv(const Call& k, const void* sendbuf, const int* sendcounts, const int* sdispls, MPI_Datatype sendtype,
+int neighbor_alltoallv(const Call& k, const void* sendbuf, const int* sendcounts, const int* sdispls, MPI_Datatype sendtype,
               void* recvbuf, const int* recvcounts, const int* rdispls, MPI_Datatype recvtype) {
   if (!sendcounts || !recvcounts) return null_arg(k.comm, k.fn, "sendcounts or recvcounts");
   return neighbor_call(k, vec("send", sendbuf, sendcounts, sdispls, sendtype),
                        vec("recv", recvbuf, recvcounts, rdispls, recvtype));
 }
-int alltoallw(const Call& k, const void* sendbuf, const int* sendcounts, const MPI_Aint* sdispls,
+int neighbor_alltoallw(const Call& k, const void* sendbuf, const int* sendcounts, const MPI_Aint* sdispls,
               const MPI_Datatype* sendtypes, void* recvbuf, const int* recvcounts, const MPI_Aint* rdispls,
               const MPI_Datatype* recvtypes) {
   if (!sendcounts || !recvcounts) return null_arg(k.comm, k.fn, "sendcounts or recvcounts");
@@ -154,7 +157,6 @@ int alltoallw(const Call& k, const void* sendbuf, const int* sendcounts, const M
                        wvec("recv", recvbuf, recvcounts, rdispls, recvtypes));
 }
 
-}  // namespace
 }  // namespace ampi::coll
 
 using namespace ampi;
@@ -165,60 +167,60 @@ extern "C" {
 
 int PMPI_Neighbor_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                             MPI_Datatype recvtype, MPI_Comm comm) {
-  return allgather({comm, "MPI_Neighbor_allgather"}, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
+  return neighbor_allgather({comm, "MPI_Neighbor_allgather"}, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
 }
 int PMPI_Ineighbor_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                              MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
-  return allgather({comm, "MPI_Ineighbor_allgather", request, true}, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+  return neighbor_allgather({comm, "MPI_Ineighbor_allgather", request, true}, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                    recvtype);
 }
 
 int PMPI_Neighbor_allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                              const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
-  return allgatherv({comm, "MPI_Neighbor_allgatherv"}, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+  return neighbor_allgatherv({comm, "MPI_Neighbor_allgatherv"}, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
                     recvtype);
 }
 int PMPI_Ineighbor_allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                               const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                               MPI_Request* request) {
-  return allgatherv({comm, "MPI_Ineighbor_allgatherv", request, true}, sendbuf, sendcount, sendtype, recvbuf,
+  return neighbor_allgatherv({comm, "MPI_Ineighbor_allgatherv", request, true}, sendbuf, sendcount, sendtype, recvbuf,
                     recvcounts, displs, recvtype);
 }
 
 int PMPI_Neighbor_alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                            MPI_Datatype recvtype, MPI_Comm comm) {
-  return alltoall({comm, "MPI_Neighbor_alltoall"}, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
+  return neighbor_alltoall({comm, "MPI_Neighbor_alltoall"}, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
 }
 int PMPI_Ineighbor_alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
-  return alltoall({comm, "MPI_Ineighbor_alltoall", request, true}, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+  return neighbor_alltoall({comm, "MPI_Ineighbor_alltoall", request, true}, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                   recvtype);
 }
 
 int PMPI_Neighbor_alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                             void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
                             MPI_Comm comm) {
-  return alltoallv({comm, "MPI_Neighbor_alltoallv"}, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+  return neighbor_alltoallv({comm, "MPI_Neighbor_alltoallv"}, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                    rdispls, recvtype);
 }
 int PMPI_Ineighbor_alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                              void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
                              MPI_Comm comm, MPI_Request* request) {
-  return alltoallv({comm, "MPI_Ineighbor_alltoallv", request, true}, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+  return neighbor_alltoallv({comm, "MPI_Ineighbor_alltoallv", request, true}, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                    recvcounts, rdispls, recvtype);
 }
 
 int PMPI_Neighbor_alltoallw(const void* sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
                             const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                             const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
-  return alltoallw({comm, "MPI_Neighbor_alltoallw"}, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
+  return neighbor_alltoallw({comm, "MPI_Neighbor_alltoallw"}, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
                    rdispls, recvtypes);
 }
 int PMPI_Ineighbor_alltoallw(const void* sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
                              const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                              const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                              MPI_Request* request) {
-  return alltoallw({comm, "MPI_Ineighbor_alltoallw", request, true}, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+  return neighbor_alltoallw({comm, "MPI_Ineighbor_alltoallw", request, true}, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                    recvcounts, rdispls, recvtypes);
 }
 

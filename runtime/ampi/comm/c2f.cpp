@@ -58,10 +58,7 @@ int ucharm_ampi_fortran_error(int code, const char* fn, const char* message) {
 // Kept here, not in datatype/: the datatype unit test links those files without pt2pt/.
 int PMPI_Get_elements_x(const MPI_Status* status, MPI_Datatype datatype, MPI_Count* count) {
   if (!count) return null_arg(MPI_COMM_WORLD, "MPI_Get_elements_x", "count");
-  int n = 0;
-  if (int rc = PMPI_Get_elements(status, datatype, &n)) return rc;
-  *count = n;
-  return MPI_SUCCESS;
+  return PMPI_Get_elements_c(status, datatype, count);
 }
 
 // Addresses are plain byte addresses (MPI_Get_address returns the pointer's value).

@@ -76,6 +76,29 @@ int PMPI_Info_get(MPI_Info info, const char* key, int valuelen, char* value, int
   return MPI_SUCCESS;
 }
 
+// MPI-4.0: *buflen in is value's room (with the NUL), out the value's length + 1; a value
+// longer than the room is cut (flag still 1), and with *buflen 0 value is not touched.
+int PMPI_Info_get_string(MPI_Info info, const char* key, int* buflen, char* value, int* flag) {
+  const char* fn = "MPI_Info_get_string";
+  Info* i = info_get(info);
+  if (!i) return bad_info(fn, info);
+  if (int e = check_key(fn, key)) return e;
+  if (!flag) return null_arg(MPI_COMM_NULL, fn, "flag");
+  if (!buflen) return null_arg(MPI_COMM_NULL, fn, "buflen");
+  if (*buflen < 0) return error(MPI_COMM_NULL, MPI_ERR_ARG, fn, "*buflen is negative (%d)", *buflen);
+  auto it = info_find(*i, key);
+  *flag = it != i->end();
+  if (!*flag) return MPI_SUCCESS;
+  const int room = *buflen;
+  *buflen = static_cast<int>(it->second.size()) + 1;
+  if (room == 0) return MPI_SUCCESS;
+  if (!value) return null_arg(MPI_COMM_NULL, fn, "value");
+  const std::size_t n = std::min(it->second.size(), static_cast<std::size_t>(room - 1));
+  std::memcpy(value, it->second.data(), n);
+  value[n] = '\0';
+  return MPI_SUCCESS;
+}
+
 int PMPI_Info_delete(MPI_Info info, const char* key) {
   const char* fn = "MPI_Info_delete";
   Info* i = info_get(info);

@@ -130,6 +130,8 @@ int PMPI_Type_size_x(MPI_Datatype datatype, MPI_Count* size) {
   return MPI_SUCCESS;
 }
 
+int PMPI_Type_size_c(MPI_Datatype datatype, MPI_Count* size) { return PMPI_Type_size_x(datatype, size); }
+
 int PMPI_Type_extent(MPI_Datatype datatype, MPI_Aint* extent) {
   return get_bound(datatype, extent, [](const Layout& l) -> MPI_Aint { return l.extent(); }, "MPI_Type_extent",
                    "extent");
@@ -227,6 +229,10 @@ int PMPI_Status_set_elements_x(MPI_Status* status, MPI_Datatype datatype, MPI_Co
   // `count` basic elements (MPI_Get_elements gives it back), not elements of datatype.
   pt2pt::status_set_bytes(*status, bytes_of_elements(datatype, count));
   return MPI_SUCCESS;
+}
+
+int PMPI_Status_set_elements_c(MPI_Status* status, MPI_Datatype datatype, MPI_Count count) {
+  return PMPI_Status_set_elements_x(status, datatype, count);
 }
 
 // The predefined C type of a type class and size (MPI_TYPECLASS_*), as Fortran's

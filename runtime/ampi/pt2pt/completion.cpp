@@ -26,6 +26,7 @@ int finish(P2p& p, MPI_Request* h, MPI_Status* st) {
   const int err = q.status.MPI_ERROR;
   if (st) *st = q.status;
   if (q.persistent) {
+    if (st && q.ext_kind == ReqExtKind::Partitioned) part_status(q, st);
     p.deactivate(*h);
   } else {
     p.release(*h);

@@ -81,6 +81,10 @@ void pup_request(PUP::er& p, Request& q) {
   p.bytes(&q.status, sizeof q.status);
   pup_all(p, q.prev, q.next, q.seq, q.pattern, q.listed, q.rprev, q.rnext, q.stamp, q.slot);
   pup_all(p, q.ack_world, q.ack_req);
+  p | q.ext_kind;
+  if (q.ext_kind == ReqExtKind::PersistentColl) pcoll_pup(p, q);
+  else if (q.ext_kind == ReqExtKind::Partitioned) part_pup(p, q);
+  else q.ext = nullptr;
 }
 
 }  // namespace
@@ -119,6 +123,23 @@ void pup_p2p_state(PUP::er& p, P2p& q) {
   }
   for (std::size_t i = 0; i < q.n_reqs_; ++i) pup_request(p, q.req(static_cast<MPI_Request>(i + 1)));
   p | q.free_reqs_;
+  std::uint64_t npairs = q.part_pairs.size();
+  p | npairs;
+  if (p.isUnpacking()) {
+    p.check_length(npairs, 1, typeid(P2p::PartKey));
+    for (std::uint64_t i = 0; i < npairs; ++i) {
+      P2p::PartKey k{};
+      std::uint16_t n = 0;
+      pup_all(p, k.context, k.peer, k.tag, k.send, n);
+      q.part_pairs[k] = n;
+    }
+  } else {
+    for (auto& [k0, n0] : q.part_pairs) {
+      P2p::PartKey k = k0;
+      std::uint16_t n = n0;
+      pup_all(p, k.context, k.peer, k.tag, k.send, n);
+    }
+  }
   // posted receives and unexpected messages
   q.queues_.pup(p);
   p | q.post_seq_;

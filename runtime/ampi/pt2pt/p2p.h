@@ -6,6 +6,7 @@
 
 #include <ucharm/charm.h>
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -43,6 +44,7 @@ static_assert(sizeof(WireHeader) == 24 && sizeof(WireExt) == 24);
 
 // Generalized: MPI_Grequest_start's (errhan/grequest.cpp; `buf` holds its functions).
 enum class ReqKind : std::uint8_t { Free, Send, Recv, Task, Generalized };
+enum class ReqExtKind : std::uint8_t { None, PersistentColl, Partitioned };
 
 struct Request {
   ReqKind kind = ReqKind::Free;
@@ -83,6 +85,11 @@ struct Request {
   int ack_world = -1;            // a matched Ssend to acknowledge when the data is in
   MPI_Request ack_req = 0;
   bool on_device = false;        // a send from device memory (a move refuses it while pending)
+  // What a persistent collective (a Task request; coll/persistent.cpp) or a partitioned
+  // request (a Send or Recv request; pt2pt/partitioned.cpp) keeps besides: owned, dropped by
+  // P2p::release, packed with the request.
+  ReqExtKind ext_kind = ReqExtKind::None;
+  void* ext = nullptr;
 };
 
 // Matching (queues.cpp). Every queue is a FIFO list found by its key in one hash table
@@ -226,6 +233,15 @@ class P2p {
       if (m.msg) fn(m.msg);
     for (void*& m : early) fn(m);
   }
+  // Partitioned requests (partitioned.cpp): how many of each (communicator context, peer,
+  // tag's low bits, direction) this rank has made, which pairs them with the peer's.
+  struct PartKey {
+    std::uint32_t context;
+    std::int32_t peer, tag;
+    bool send;
+    auto operator<=>(const PartKey&) const = default;
+  };
+  std::map<PartKey, std::uint16_t> part_pairs;
   friend void pup_p2p_state(PUP::er& p, P2p& q);
 
  private:

@@ -7,6 +7,42 @@
 using namespace ampi;
 using namespace ampi::pt2pt;
 
+namespace ampi::pt2pt {
+void start_persistent_send(Rank* r, MPI_Request h, Comm& c, Ctx ctx) {
+  P2p& p = r->p2p();
+  Request& q = p.req(h);
+  if (q.peer == MPI_PROC_NULL) {
+    proc_null_status(&q.status);
+    p.mark_complete(h);
+    return;
+  }
+  const bool on_device = q.count > 0 && is_device(q.sbuf);
+  q.on_device = on_device;
+  TypeFacts f;
+  type_facts(q.type, f);
+  const bool device = !q.buffered && goes_direct(q.count, f, on_device);
+  start_send(r, q.sbuf, q.count, q.type, f, q.peer, q.tag, c, ctx, q.sync ? h : 0, device && !q.sync ? h : 0,
+             on_device, device);
+  if (!q.sync && !device) p.mark_complete(h);
+}
+
+void start_persistent_recv(Rank* r, MPI_Request h, Comm& c, Ctx ctx) {
+  P2p& p = r->p2p();
+  Request& q = p.req(h);
+  if (q.peer == MPI_PROC_NULL) {
+    proc_null_status(&q.status);
+    p.mark_complete(h);
+    return;
+  }
+  q.context = c.ctx(ctx);
+  type_facts(q.type, q.facts);
+  q.device = q.count > 0 && is_device(q.buf);
+  std::int32_t u = p.find_unexpected(q.context, q.peer, q.tag);
+  if (u >= 0) deliver(r, h, p.take_unexpected(u));
+  else p.post(h);
+}
+}  // namespace ampi::pt2pt
+
 #pragma GCC visibility push(default)
 extern "C" {
 
@@ -69,6 +105,8 @@ int PMPI_Start(MPI_Request* request) {
     return error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Start", "request %d is not a persistent request", *request);
   Request& q = p.req(*request);
   if (q.active) return error(q.comm, MPI_ERR_REQUEST, "MPI_Start", "request %d is already active", *request);
+  if (q.ext_kind == ReqExtKind::PersistentColl) return pcoll_start(*request);
+  if (q.ext_kind == ReqExtKind::Partitioned) return part_start(*request);
   Comm* c = comm_get(q.comm);
   if (!c) return error(q.comm, MPI_ERR_COMM, "MPI_Start", "the request's communicator was freed");
   const MPI_Request h = *request;
@@ -76,33 +114,8 @@ int PMPI_Start(MPI_Request* request) {
   q.complete = false;
   q.matched = false;
   empty_status(&q.status);
-  if (q.kind == ReqKind::Send) {
-    if (q.peer == MPI_PROC_NULL) {
-      proc_null_status(&q.status);
-      p.mark_complete(h);
-      return MPI_SUCCESS;
-    }
-    const bool on_device = q.count > 0 && is_device(q.sbuf);
-    q.on_device = on_device;
-    TypeFacts f;
-    type_facts(q.type, f);
-    const bool device = !q.buffered && goes_direct(q.count, f, on_device);
-    start_send(r, q.sbuf, q.count, q.type, f, q.peer, q.tag, *c, Ctx::P2P, q.sync ? h : 0, device && !q.sync ? h : 0,
-               on_device, device);
-    if (!q.sync && !device) p.mark_complete(h);
-    return MPI_SUCCESS;
-  }
-  if (q.peer == MPI_PROC_NULL) {
-    proc_null_status(&q.status);
-    p.mark_complete(h);
-    return MPI_SUCCESS;
-  }
-  q.context = c->ctx(Ctx::P2P);
-  type_facts(q.type, q.facts);
-  q.device = q.count > 0 && is_device(q.buf);
-  std::int32_t u = p.find_unexpected(q.context, q.peer, q.tag);
-  if (u >= 0) deliver(r, h, p.take_unexpected(u));
-  else p.post(h);
+  if (q.kind == ReqKind::Send) start_persistent_send(r, h, *c, Ctx::P2P);
+  else start_persistent_recv(r, h, *c, Ctx::P2P);
   return MPI_SUCCESS;
 }
 

@@ -6,6 +6,8 @@
 #include "checks.h"
 #include "rank.h"
 
+#include <climits>
+
 using namespace ampi;
 using namespace ampi::pt2pt;
 
@@ -145,19 +147,34 @@ int PMPI_Mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message
   return err ? status_error("MPI_Mrecv", comm, st) : MPI_SUCCESS;
 }
 
-int PMPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count) {
+int PMPI_Get_count_c(const MPI_Status* status, MPI_Datatype datatype, MPI_Count* count) {
   if (int rc = check_committed(MPI_COMM_WORLD, "MPI_Get_count", "datatype", datatype)) return rc;
   const std::size_t size = type_size(datatype);
   const auto bytes = static_cast<std::size_t>(status->ucharm_bytes);
   if (size == 0) *count = bytes == 0 ? 0 : MPI_UNDEFINED;
-  else *count = bytes % size ? MPI_UNDEFINED : static_cast<int>(bytes / size);
+  else *count = bytes % size ? MPI_UNDEFINED : static_cast<MPI_Count>(bytes / size);
+  return MPI_SUCCESS;
+}
+
+int PMPI_Get_elements_c(const MPI_Status* status, MPI_Datatype datatype, MPI_Count* count) {
+  if (int rc = check_committed(MPI_COMM_WORLD, "MPI_Get_elements", "datatype", datatype)) return rc;
+  const long long n = type_basic_elements(datatype, static_cast<std::size_t>(status->ucharm_bytes));
+  *count = n < 0 ? MPI_UNDEFINED : n;
+  return MPI_SUCCESS;
+}
+
+// The int forms: MPI_UNDEFINED where the value does not fit an int (MPI-4.0 §4.1.11).
+int PMPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count) {
+  MPI_Count n = 0;
+  if (int rc = PMPI_Get_count_c(status, datatype, &n)) return rc;
+  *count = n > INT_MAX ? MPI_UNDEFINED : static_cast<int>(n);
   return MPI_SUCCESS;
 }
 
 int PMPI_Get_elements(const MPI_Status* status, MPI_Datatype datatype, int* count) {
-  if (int rc = check_committed(MPI_COMM_WORLD, "MPI_Get_elements", "datatype", datatype)) return rc;
-  long long n = type_basic_elements(datatype, static_cast<std::size_t>(status->ucharm_bytes));
-  *count = n < 0 ? MPI_UNDEFINED : static_cast<int>(n);
+  MPI_Count n = 0;
+  if (int rc = PMPI_Get_elements_c(status, datatype, &n)) return rc;
+  *count = n > INT_MAX ? MPI_UNDEFINED : static_cast<int>(n);
   return MPI_SUCCESS;
 }
 

@@ -11,6 +11,19 @@ namespace ampi {
 // Ssend inside the runtime: completes when the receiver has matched (transfer.cpp).
 int issend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx, MPI_Request* req);
 
+// Requests with a record (Request::ext): persistent collectives (coll/persistent.cpp) and
+// partitioned requests (pt2pt/partitioned.cpp). Start begins a round; drop deletes the record
+// (`release_refs`: and gives back the datatype and op references it holds; not when the
+// whole P2p goes away or moved); pup packs it with its request.
+int pcoll_start(MPI_Request h);
+void pcoll_drop(Request& q, bool release_refs);
+void pcoll_pup(PUP::er& p, Request& q);
+int part_start(MPI_Request h);
+void part_drop(Request& q);
+void part_pup(PUP::er& p, Request& q);
+// What Wait/Test report of a finished partitioned receive: the program's tag.
+void part_status(const Request& q, MPI_Status* st);
+
 namespace pt2pt {
 
 // ---- transfer.cpp ----------------------------------------------------------------------------
@@ -52,6 +65,12 @@ int irecv_with(Rank* r, void* buf, int count, MPI_Datatype t, const TypeFacts& f
 // A blocking receive: its status into *st (when not null); returns the status's error.
 int recv_with(Rank* r, void* buf, int count, MPI_Datatype t, const TypeFacts& f, int src, int tag, Comm& c, Ctx ctx,
               MPI_Status* st);
+
+// ---- persistent.cpp ----------------------------------------------------------------------------
+// A round of persistent request h (made active by the caller) on c's context `ctx`: the send
+// of its buffer, or the receive posted (or matched with a message already here).
+void start_persistent_send(Rank* r, MPI_Request h, Comm& c, Ctx ctx);
+void start_persistent_recv(Rank* r, MPI_Request h, Comm& c, Ctx ctx);
 
 // ---- send.cpp: argument checks; MPI_SUCCESS or the error's return ---------------------------
 // The communicator (c: comm's, nullptr when invalid), count, datatype and buffer; `f`: the

@@ -2,6 +2,7 @@
 // unexpected messages in FIFO lists found through one hash table (O(1) per message, see
 // "Matching" in p2p.h), the ready list of completed requests, and messages taken by
 // MPI_Mprobe.
+#include "pt2pt/pt2pt.h"
 #include "pt2pt/wire.h"
 #include "errhan/grequest.h"
 
@@ -115,6 +116,8 @@ MPI_Request P2p::alloc(ReqKind k) {
   q.on_device = false;
   q.ack_world = -1;
   q.comm = MPI_COMM_NULL;
+  q.ext_kind = ReqExtKind::None;
+  q.ext = nullptr;
   q.status = MPI_Status{};
   return h;
 }
@@ -125,6 +128,8 @@ P2p::~P2p() {
   for (std::size_t i = 0; i < n_reqs_; ++i) {
     Request& q = req(static_cast<MPI_Request>(i + 1));
     if (q.kind == ReqKind::Generalized) grequest_drop(q);
+    if (q.ext_kind == ReqExtKind::PersistentColl) pcoll_drop(q, false);
+    if (q.ext_kind == ReqExtKind::Partitioned) part_drop(q);
     std::free(q.device_stage);
   }
 }
@@ -141,6 +146,12 @@ void P2p::release(MPI_Request h) {
   if (q.holds_type) {  // a pending receive or persistent request kept a freed type alive
     q.holds_type = false;
     type_release(q.type);
+  }
+  if (q.ext_kind != ReqExtKind::None) [[unlikely]] {  // a persistent collective's or partitioned record
+    if (q.ext_kind == ReqExtKind::PersistentColl) pcoll_drop(q, true);
+    else part_drop(q);
+    q.ext_kind = ReqExtKind::None;
+    q.ext = nullptr;
   }
   unlink(h);
   leave_wait_set(wait_set, q);

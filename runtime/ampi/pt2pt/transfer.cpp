@@ -431,10 +431,10 @@ void task_main(void* a) {
 }
 }  // namespace
 
-MPI_Request start_task(int (*body)(void*), void* arg) {
+MPI_Request start_task(int (*body)(void*), void* arg, MPI_Request reuse) {
   Rank* r = current_rank();
   P2p& p = r->p2p();
-  MPI_Request h = p.alloc(ReqKind::Task);
+  MPI_Request h = reuse ? reuse : p.alloc(ReqKind::Task);
   empty_status(&p.req(h).status);
   ++p.tasks;
   // The rank's stack size (mapped lazily): a task may go as deep as the rank, e.g. into
