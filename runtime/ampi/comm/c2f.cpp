@@ -58,9 +58,12 @@ int ucharm_ampi_fortran_error(int code, const char* fn, const char* message) {
 // Kept here, not in datatype/: the datatype unit test links those files without pt2pt/.
 int PMPI_Get_elements_x(const MPI_Status* status, MPI_Datatype datatype, MPI_Count* count) {
   if (!count) return null_arg(MPI_COMM_WORLD, "MPI_Get_elements_x", "count");
-  int n = 0;
-  if (int rc = PMPI_Get_elements(status, datatype, &n)) return rc;
-  *count = n;
+  // The full 64-bit count: an access through a type above 2 GiB (HDF5 writes such
+  // datasets with one element of a struct of contiguous types) moves more elements than
+  // an int holds, and MPI_Get_elements would give MPI_UNDEFINED.
+  if (int rc = check_committed(MPI_COMM_WORLD, "MPI_Get_elements_x", "datatype", datatype)) return rc;
+  const long long n = type_basic_elements(datatype, static_cast<std::size_t>(status->ucharm_bytes));
+  *count = n < 0 ? MPI_UNDEFINED : static_cast<MPI_Count>(n);
   return MPI_SUCCESS;
 }
 

@@ -150,14 +150,14 @@ int PMPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count) 
   const std::size_t size = type_size(datatype);
   const auto bytes = static_cast<std::size_t>(status->ucharm_bytes);
   if (size == 0) *count = bytes == 0 ? 0 : MPI_UNDEFINED;
-  else *count = bytes % size ? MPI_UNDEFINED : static_cast<int>(bytes / size);
+  else *count = bytes % size || bytes / size > INT_MAX ? MPI_UNDEFINED : static_cast<int>(bytes / size);
   return MPI_SUCCESS;
 }
 
 int PMPI_Get_elements(const MPI_Status* status, MPI_Datatype datatype, int* count) {
   if (int rc = check_committed(MPI_COMM_WORLD, "MPI_Get_elements", "datatype", datatype)) return rc;
   long long n = type_basic_elements(datatype, static_cast<std::size_t>(status->ucharm_bytes));
-  *count = n < 0 ? MPI_UNDEFINED : static_cast<int>(n);
+  *count = n < 0 || n > INT_MAX ? MPI_UNDEFINED : static_cast<int>(n);  // MPI_Get_elements_x: all of it
   return MPI_SUCCESS;
 }
 
