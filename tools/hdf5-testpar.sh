@@ -11,7 +11,8 @@
 #       Run the testpar set (or the TESTs named) as LAUNCHER PROG AFTER, each word `%N`
 #       replaced by NP, in BUILD_DIR/run-LABEL-NP (fresh), each with `timeout ${TIMEOUT:-300}`;
 #       appends "label np test result seconds" to BUILD_DIR/../hdf5-testpar.tsv (RESULTS
-#       overrides) and keeps each log there. A run passes when it exits 0.
+#       overrides) and keeps each log there. A run passes when it exits 0 (t_pflush1, which
+#       always exits 1, when it does not print HDF5's 'REAL ERROR').
 #   tools/hdf5-testpar.sh table [RESULTS]
 #       The pass/fail table of RESULTS (the last result of each label, np and test).
 #   tools/hdf5-testpar.sh compare HDF5_SRC WORK_DIR
@@ -86,6 +87,13 @@ run() {
             124|137) result=timeout ;;
             *) result="fail($rc)" ;;
         esac
+        # t_pflush1 leaves without closing the file and always exits 1 (HDF5's CTest:
+        # WILL_FAIL); it failed only where it says so.
+        if [[ $t == t_pflush1 && $result == fail* ]] && ! grep -q 'REAL ERROR' "$work/$t.log"; then
+            result=pass
+        elif [[ $t == t_pflush1 && $result == pass ]]; then
+            result="fail(exit 0)"
+        fi
         local secs
         secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
         printf '%s\t%s\t%s\t%s\t%s\n' "$label" "$np" "$t" "$result" "$secs" >>"$results"
