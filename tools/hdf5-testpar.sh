@@ -10,6 +10,8 @@
 #   tools/hdf5-testpar.sh run BUILD_DIR LABEL NP 'LAUNCHER' ['AFTER'] [TEST...]
 #       Run the testpar set (or the TESTs named) as LAUNCHER PROG AFTER, each word `%N`
 #       replaced by NP, in BUILD_DIR/run-LABEL-NP (fresh), each with `timeout ${TIMEOUT:-300}`;
+#       `testphdf5:NAME` runs only testphdf5's subtest NAME (-o NAME; `testphdf5:long` is
+#       every subtest that the plain testphdf5 run skips, one run each);
 #       appends "label np test result seconds" to BUILD_DIR/../hdf5-testpar.tsv (RESULTS
 #       overrides) and keeps each log there. A run passes when it exits 0 (t_pflush1, which
 #       always exits 1, when it does not print HDF5's 'REAL ERROR').
@@ -63,6 +65,15 @@ run() {
     shift $(( $# < 5 ? $# : 5 ))
     local tests=("$@")
     [[ ${#tests[@]} -gt 0 ]] || tests=("${TESTS[@]}")
+    local expanded=()
+    for t in "${tests[@]}"; do
+        if [[ $t == testphdf5:long ]]; then
+            for s in "${TESTPHDF5_SKIP[@]}"; do expanded+=("testphdf5:$s"); done
+        else
+            expanded+=("$t")
+        fi
+    done
+    tests=("${expanded[@]}")
     dir=$(cd "$dir" && pwd)
     local results=${RESULTS:-$dir/../hdf5-testpar.tsv}
     local work="$dir/run-$label-$np"
@@ -71,16 +82,18 @@ run() {
     read -r -a pre <<<"${launcher//%N/$np}"
     read -r -a post <<<"${after//%N/$np}"
     for t in "${tests[@]}"; do
-        local prog="$dir/bin/$t" extra=()
+        local prog="$dir/bin/${t%%:*}" extra=()
         [[ -x "$prog" ]] || { echo "hdf5-testpar: $prog not built" >&2; exit 2; }
         if [[ $t == testphdf5 ]]; then
             for s in "${TESTPHDF5_SKIP[@]}"; do extra+=(-x "$s"); done
+        elif [[ $t == testphdf5:* ]]; then
+            extra=(-o "${t#*:}")
         fi
         local t0 t1 rc=0 result
         t0=$(date +%s.%N)
         (cd "$work" && HDF5TestExpress=${HDF5TestExpress:-3} HDF5_ALARM_SECONDS=3600 srcdir="$work" \
             timeout "${TIMEOUT:-300}" "${pre[@]}" "$prog" "${post[@]}" "${extra[@]}" \
-            >"$work/$t.log" 2>&1) || rc=$?
+            >"$work/${t/:/-}.log" 2>&1) || rc=$?
         t1=$(date +%s.%N)
         case $rc in
             0) result=pass ;;
@@ -89,7 +102,7 @@ run() {
         esac
         # t_pflush1 leaves without closing the file and always exits 1 (HDF5's CTest:
         # WILL_FAIL); it failed only where it says so.
-        if [[ $t == t_pflush1 && $result == fail* ]] && ! grep -q 'REAL ERROR' "$work/$t.log"; then
+        if [[ $t == t_pflush1 && $result == fail* ]] && ! grep -q 'REAL ERROR' "$work/${t/:/-}.log"; then
             result=pass
         elif [[ $t == t_pflush1 && $result == pass ]]; then
             result="fail(exit 0)"
