@@ -5,7 +5,8 @@
 # run's repeats, medians over the runs.
 #   benchmarks/run_io_strided.sh [build-dir] [ranks] [MiB per rank] [block bytes] [runs] [dir]
 # Defaults: build, 4 ranks (ucharm: one per PE), 64 MiB, 4096, 3 runs, $TMPDIR or /tmp.
-# VP=N runs ucharm with +vp N on `ranks` PEs instead. Measure on a quiet machine whose
+# VP=N runs ucharm with +vp N on `ranks` PEs instead; REPEATS=R repeats inside a run (default 3:
+# the best is the run's figure; 1: every run one measurement, a median of single ones). Measure on a quiet machine whose
 # directory is on the disk to compare (not tmpfs, unless that is what is compared).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,7 +18,7 @@ runs=${5:-3}
 dir=${6:-${TMPDIR:-/tmp}}
 ampi="$build/benchmarks/mpi/io_strided_ampi"
 ompi="$build/benchmarks/mpi/io_strided_ompi"
-args=(-m "$mib" -b "$blk" -r 3 -d "$dir")
+args=(-m "$mib" -b "$blk" -r "${REPEATS:-3}" -d "$dir")
 vp=()
 [ -n "${VP:-}" ] && vp=(+vp "$VP")
 out=$(mktemp)

@@ -152,6 +152,16 @@ int execute(File& f, Dir d, const std::vector<Seg>& segs, Rep rep, void* buf, in
   std::vector<char> data;
   int rc;
   const bool tp = coll && two_phase_enabled(f, d);
+  // Memory that is one contiguous run, in the native representation, moves as it is: a
+  // packed copy would double the memory of a large access (HDF5 writes a dataset above
+  // 2 GiB in one call) and add a pass over its bytes. A read that stops at the end of the
+  // file mid-element leaves that element's first bytes in the buffer (the status counts
+  // whole elements only).
+  TypeFacts facts;
+  if (rep != Rep::External32 && bytes > 0 && type_facts(t, facts) && facts.contiguous) {
+    char* p = static_cast<char*>(buf) + facts.lb;
+    return tp ? two_phase(f, d, segs, p, tags, done, fn) : io_segs(f, d, segs, p, done, fn);
+  }
   if (d == Dir::Write) {
     if ((rc = rep_to_file(f, rep, buf, count, t, data, fn))) {
       // The others still take part in a collective exchange (with no data from this rank).
