@@ -41,6 +41,8 @@
 #include <memory>
 #include <utility>
 #include <vector>
+#include <string>
+#include <cstdlib>
 
 
 namespace ampi {
@@ -192,10 +194,25 @@ bool crowded() {
   return (r && r->world_size() > CmiNumPes()) || (CmiNumHosts() == 1 && CmiOversubscribed());
 }
 
+std::size_t exp_knob(const char* name, std::size_t dflt) {  // EXPERIMENT
+  static std::vector<std::pair<const char*, std::size_t>> cache;
+  for (auto& [k, v] : cache) if (k == name) return v;
+  std::string k = std::string("UCHARM_COLL_") + name;
+  const char* v = std::getenv(k.c_str());
+  cache.push_back({name, v ? std::strtoull(v, nullptr, 10) : dflt});
+  return cache.back().second;
+}
+
 int pof2_below(int n) {  // the largest power of two <= n
   int p = 1;
   while (p * 2 <= n) p *= 2;
   return p;
+}
+
+// Few members on crowded cores and a short message: every member one hop from the root
+// (Bcast, Reduce), since each hop waits for its PE to be scheduled. What every member knows alike.
+bool flat_chosen(int n, std::size_t bytes) {
+  return n > 2 && n <= static_cast<int>(exp_knob("FLATN", kFlatMaxRanks)) && bytes <= exp_knob("FLATB", kFlatMaxBytes) && crowded();
 }
 
 // `count` elements cut into `parts` blocks as even as they go (the first count % parts one
@@ -305,6 +322,74 @@ int allreduce_rabenseifner(void* recvbuf, int count, MPI_Datatype t, MPI_Op op, 
   }
   return MPI_SUCCESS;
 }
+
+// Flat Reduce (flat_chosen): every other member sends its input to the root, which
+// combines them in rank order (x0 op x1 op ... op x(n-1): right for any op).
+int reduce_flat(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_Op op, int root, Comm& c,
+                int tag) {
+  const int n = c.size();
+  if (c.rank != root) return send(sendbuf, count, t, root, tag, c, Ctx::Coll);
+  Scratch parts[kFlatMaxRanks];
+  Requests q(static_cast<std::size_t>(n));
+  int e = MPI_SUCCESS;
+  for (int i = 0; i < n && !e; ++i) {
+    parts[i].reset(count, t);
+    if (i == root) copy_elems(sendbuf, parts[i].get(), count, t);  // sendbuf may be recvbuf (in place)
+    else e = irecv(parts[i].get(), count, t, i, tag, c, Ctx::Coll, q.next());
+  }
+  const int w = q.wait();
+  if (e || (e = w)) return e;
+  copy_elems(parts[n - 1].get(), recvbuf, count, t);
+  for (int i = n - 2; i >= 0 && !e; --i) e = op_apply(op, parts[i].get(), recvbuf, count, t);
+  return e;
+}
+
+// Segmented binomial Reduce (commutative ops, long vectors): the vector goes up a binomial
+// tree rooted at root in segments of about kReduceSegment bytes. A member combines segment s
+// of its children into its own and sends it on at once, so the levels of the tree work on
+// different segments at the same time; the segments stay below +ampi-direct-min, so each
+// send copies into its message and the sender goes on at once. The root combines into
+// recvbuf; a segment comes into a small temporary that stays in the cache. Each member
+// sends the vector once and combines it once per child.
+int reduce_segmented(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_Op op, int root, Comm& c,
+                     int tag) {
+  const int n = c.size();
+  const int vr = (c.rank - root + n) % n;
+  std::size_t seg_bytes = exp_knob("SEG", kReduceSegment);
+  // Below +ampi-direct-min where it leaves room (a direct send waits for its receiver).
+  if (const std::size_t dm = direct_min(); dm >= 2 * kReduceSegmentFloor && seg_bytes >= dm) seg_bytes = dm / 2;
+  const int per = static_cast<int>(std::max<std::size_t>(1, seg_bytes / std::max<std::size_t>(1, type_size(t))));
+  const int segs = (count + per - 1) / per;
+  auto off = [&](int s) { return static_cast<std::ptrdiff_t>(s) * per; };
+  auto len = [&](int s) { return std::min(per, count - s * per); };
+  int children[32];
+  int nc = 0;
+  for (int mask = 1; mask < n && !(vr & mask); mask <<= 1)
+    if (vr + mask < n) children[nc++] = (vr + mask + root) % n;
+  const int parent = vr ? (vr - (vr & -vr) + root) % n : -1;
+  int e = MPI_SUCCESS;
+  if (nc == 0) {  // a leaf sends its input as it is
+    Requests q(static_cast<std::size_t>(segs));
+    for (int s = 0; s < segs && !e; ++s) e = isend(elem(sendbuf, off(s), t), len(s), t, parent, tag, c, Ctx::Coll, q.next());
+    const int w = q.wait();
+    return e ? e : w;
+  }
+  const bool is_root = parent < 0;
+  Scratch sacc(is_root ? 0 : count, t), stmp(per, t);
+  void* acc = is_root ? recvbuf : sacc.get();
+  void* tmp = stmp.get();
+  Requests q(is_root ? 1 : static_cast<std::size_t>(segs));
+  for (int s = 0; s < segs && !e; ++s) {
+    void* a = elem(acc, off(s), t);
+    if (sendbuf != acc) copy_elems(elem(sendbuf, off(s), t), a, len(s), t);
+    for (int k = 0; k < nc && !e; ++k) {
+      if (!(e = recv(tmp, len(s), t, children[k], tag, c, Ctx::Coll, nullptr))) e = op_apply(op, tmp, a, len(s), t);
+    }
+    if (!is_root && !e) e = isend(a, len(s), t, parent, tag, c, Ctx::Coll, q.next());
+  }
+  const int w = q.wait();
+  return e ? e : w;
+}
 }  // namespace
 
 // Binomial tree. Leaves send their input as it is; inner nodes combine into a temporary,
@@ -316,8 +401,11 @@ int reduce_alg(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MP
     return MPI_SUCCESS;
   }
   const bool commutative = op_commutative(op);
-  if (commutative && count >= pof2_below(n) &&
-      static_cast<std::size_t>(count) * type_size(t) >= kReduceScatterGatherMin)
+  const std::size_t bytes = static_cast<std::size_t>(count) * type_size(t);
+  if (flat_chosen(n, bytes)) return reduce_flat(sendbuf, recvbuf, count, t, op, root, c, tag);
+  if (commutative && bytes >= exp_knob("SEGMIN", kReduceSegmentedMin))
+    return reduce_segmented(sendbuf, recvbuf, count, t, op, root, c, tag);
+  if (commutative && count >= pof2_below(n) && bytes >= kReduceScatterGatherMin)
     return reduce_rabenseifner(sendbuf, recvbuf, count, t, op, root, c, tag);
   const int troot = commutative ? root : 0;  // rank order needs a tree whose blocks are rank ranges
   const int vr = (r - troot + n) % n;
@@ -351,7 +439,9 @@ int reduce_alg(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MP
 
 int reduce_root_recv(void* recvbuf, int count, MPI_Datatype t, MPI_Op op, int root, Comm& c, int tag) {
   // A non-commutative op reduces on a tree rooted at 0; a root elsewhere receives from 0.
-  if (op_commutative(op) || root == 0 || c.rank != root || c.size() == 1) return MPI_SUCCESS;
+  if (op_commutative(op) || root == 0 || c.rank != root || c.size() == 1 ||
+      flat_chosen(c.size(), static_cast<std::size_t>(count) * type_size(t)))
+    return MPI_SUCCESS;
   return recv(recvbuf, count, t, 0, tag, c, Ctx::Coll, nullptr);
 }
 
@@ -497,6 +587,14 @@ int bcast_alg(void* buf, int count, MPI_Datatype t, int root, Comm& c, int tag) 
   if (n >= 4 && type_contiguous(t) && (bytes >= kBcastScatterLong || (n >= 8 && bytes >= kBcastScatterMedium)) &&
       !crowded())
     return bcast_scatter_ring(buf, count, t, root, c, tag);
+  if (flat_chosen(n, bytes)) {  // the root sends to every member: one hop each
+    if (c.rank != root) return recv(buf, count, t, root, tag, c, Ctx::Coll, nullptr);
+    Requests q(static_cast<std::size_t>(n));
+    int e = MPI_SUCCESS;
+    for (int k = 1; k < n && !e; ++k) e = isend(buf, count, t, (root + k) % n, tag, c, Ctx::Coll, q.next());
+    const int w = q.wait();
+    return e ? e : w;
+  }
   const int vr = (c.rank - root + n) % n;
   int mask = 1;
   for (; mask < n; mask <<= 1) {

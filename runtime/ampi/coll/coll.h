@@ -113,6 +113,14 @@ class Requests {
 // Reduce and Allreduce, commutative ops with count >= the power of two below n:
 // Rabenseifner (reduce-scatter by recursive halving, then a gather or an allgather).
 inline constexpr std::size_t kReduceScatterGatherMin = 2048;
+// Reduce of commutative ops from this size: a segmented binomial tree, segments of
+// kReduceSegment bytes (kept below +ampi-direct-min).
+inline constexpr std::size_t kReduceSegmentedMin = 128 * 1024;
+inline constexpr std::size_t kReduceSegment = 64 * 1024, kReduceSegmentFloor = 8 * 1024;
+// Bcast and Reduce of at most kFlatMaxBytes among 3..kFlatMaxRanks members whose cores are
+// crowded: flat (one hop from the root to each member).
+inline constexpr int kFlatMaxRanks = 4;
+inline constexpr std::size_t kFlatMaxBytes = 2048;
 // Bcast with n >= 4 members (n >= 8 from the medium size): scatter, then a ring allgather.
 inline constexpr std::size_t kBcastScatterMedium = 12288;
 inline constexpr std::size_t kBcastScatterLong = 512 * 1024;
