@@ -344,6 +344,28 @@ int reduce_flat(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, M
   return e;
 }
 
+// Flat Allreduce (flat_chosen): every member sends its input to every other and combines
+// all of them in rank order: one hop, where recursive doubling takes log2 n.
+int allreduce_flat(void* recvbuf, int count, MPI_Datatype t, MPI_Op op, Comm& c, int tag) {
+  const int n = c.size(), r = c.rank;
+  Scratch parts[kFlatMaxRanks];
+  Requests q(2 * static_cast<std::size_t>(n));
+  int e = MPI_SUCCESS;
+  for (int k = 1; k < n && !e; ++k) {
+    const int i = (r + k) % n;
+    parts[i].reset(count, t);
+    e = irecv(parts[i].get(), count, t, i, tag, c, Ctx::Coll, q.next());
+  }
+  parts[r].reset(count, t);
+  copy_elems(recvbuf, parts[r].get(), count, t);
+  for (int k = 1; k < n && !e; ++k) e = isend(parts[r].get(), count, t, (r + k) % n, tag, c, Ctx::Coll, q.next());
+  const int w = q.wait();
+  if (e || (e = w)) return e;
+  copy_elems(parts[n - 1].get(), recvbuf, count, t);
+  for (int i = n - 2; i >= 0 && !e; --i) e = op_apply(op, parts[i].get(), recvbuf, count, t);
+  return e;
+}
+
 // Segmented binomial Reduce (commutative ops, long vectors): the vector goes up a binomial
 // tree rooted at root in segments of about kReduceSegment bytes. A member combines segment s
 // of its children into its own and sends it on at once, so the levels of the tree work on
@@ -457,6 +479,7 @@ int allreduce_host(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
   const int n = c.size(), r = c.rank;
   if (sendbuf != recvbuf) copy_elems(sendbuf, recvbuf, count, t);
   if (n == 1) return MPI_SUCCESS;
+  if (flat_chosen(n, static_cast<std::size_t>(count) * type_size(t))) return allreduce_flat(recvbuf, count, t, op, c, tag);
   const bool commutative = op_commutative(op);
   const int pof2 = pof2_below(n);
   if (commutative && count >= pof2 && static_cast<std::size_t>(count) * type_size(t) >= kReduceScatterGatherMin)
@@ -699,7 +722,7 @@ int allgather_alg(const void* sendbuf, int scount, MPI_Datatype stype, void* rec
   auto count_of = [&](int i) { return rcounts ? rcounts[i] : rcount; };
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const std::size_t total = static_cast<std::size_t>(rcount) * type_size(rtype) * static_cast<std::size_t>(n);
-  if (!rcounts && n > 2 && total < kAllgatherRingMin)
+  if (!rcounts && n > 2 && total < kAllgatherRingMin && !flat_chosen(n, total))
     return allgather_bruck(in_place ? block(r) : sendbuf, in_place ? count_of(r) : scount, in_place ? rtype : stype,
                            recvbuf, rcount, rtype, c, tag);
   // The first step sends this rank's block from sendbuf as given, so that a block longer
