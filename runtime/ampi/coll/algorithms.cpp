@@ -366,6 +366,54 @@ int allreduce_flat(void* recvbuf, int count, MPI_Datatype t, MPI_Op op, Comm& c,
   return e;
 }
 
+// Allreduce of two members, long vectors (any op): each keeps one half (rank 0 the lower),
+// sends the other in segments, combines the partner's segments of its half as they come
+// (rank 0's data on the left) and sends each result segment back at once; the partner's
+// results land in recvbuf. Rabenseifner's at n = 2, pipelined: the combining overlaps the
+// transfers, and the second half of the exchange starts with the first segment.
+int allreduce_pair(void* recvbuf, int count, MPI_Datatype t, MPI_Op op, Comm& c, int tag) {
+  const int r = c.rank, peer = 1 - r;
+  std::size_t seg_bytes = exp_knob("PSEG", kReduceSegment);
+  const int per = static_cast<int>(std::max<std::size_t>(1, seg_bytes / std::max<std::size_t>(1, type_size(t))));
+  const int half = count / 2;
+  const int mine_lo = r == 0 ? 0 : half, mine_n = r == 0 ? half : count - half;
+  const int theirs_lo = r == 0 ? half : 0, theirs_n = count - mine_n;
+  const int my_segs = (mine_n + per - 1) / per, their_segs = (theirs_n + per - 1) / per;
+  auto seg = [&](int lo, int n, int s) { return std::pair<std::ptrdiff_t, int>{lo + static_cast<std::ptrdiff_t>(s) * per, std::min(per, n - s * per)}; };
+  Scratch stmp(mine_n, t);
+  char* tmp = static_cast<char*>(stmp.get());
+  Requests out(static_cast<std::size_t>(2 * their_segs + my_segs));
+  std::vector<MPI_Request> got(static_cast<std::size_t>(my_segs), MPI_REQUEST_NULL);
+  int e = MPI_SUCCESS;
+  for (int s = 0; s < my_segs && !e; ++s) {  // the partner's data for my half
+    auto [o, n] = seg(0, mine_n, s);
+    e = irecv(elem(tmp, o, t), n, t, peer, tag, c, Ctx::Coll, &got[static_cast<std::size_t>(s)]);
+  }
+  for (int s = 0; s < their_segs && !e; ++s) {  // my data for the partner's half
+    auto [o, n] = seg(theirs_lo, theirs_n, s);
+    e = isend(elem(recvbuf, o, t), n, t, peer, tag, c, Ctx::Coll, out.next());
+  }
+  for (int s = 0; s < their_segs && !e; ++s) {  // the partner's results (after my data, in pair order)
+    auto [o, n] = seg(theirs_lo, theirs_n, s);
+    e = irecv(elem(recvbuf, o, t), n, t, peer, tag, c, Ctx::Coll, out.next());
+  }
+  for (int s = 0; s < my_segs && !e; ++s) {
+    auto [o, n] = seg(0, mine_n, s);
+    if ((e = wait_all(1, &got[static_cast<std::size_t>(s)], nullptr))) break;
+    void* theirs = elem(tmp, o, t);
+    void* mine = elem(recvbuf, mine_lo + o, t);
+    if (r == 1 || op_commutative(op)) {
+      e = op_apply(op, theirs, mine, n, t);  // mine = theirs op mine
+    } else if (!(e = op_apply(op, mine, theirs, n, t))) {  // theirs = mine op theirs
+      copy_elems(theirs, mine, n, t);
+    }
+    if (!e) e = isend(mine, n, t, peer, tag, c, Ctx::Coll, out.next());
+  }
+  if (e) wait_all(my_segs, got.data(), nullptr);
+  const int w = out.wait();
+  return e ? e : w;
+}
+
 // Segmented binomial Reduce (commutative ops, long vectors): the vector goes up a binomial
 // tree rooted at root in segments of about kReduceSegment bytes. A member combines segment s
 // of its children into its own and sends it on at once, so the levels of the tree work on
@@ -480,6 +528,8 @@ int allreduce_host(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
   if (sendbuf != recvbuf) copy_elems(sendbuf, recvbuf, count, t);
   if (n == 1) return MPI_SUCCESS;
   if (flat_chosen(n, static_cast<std::size_t>(count) * type_size(t))) return allreduce_flat(recvbuf, count, t, op, c, tag);
+  if (n == 2 && static_cast<std::size_t>(count) * type_size(t) >= exp_knob("PAIRMIN", kAllreducePairMin) && count >= 2)
+    return allreduce_pair(recvbuf, count, t, op, c, tag);
   const bool commutative = op_commutative(op);
   const int pof2 = pof2_below(n);
   if (commutative && count >= pof2 && static_cast<std::size_t>(count) * type_size(t) >= kReduceScatterGatherMin)

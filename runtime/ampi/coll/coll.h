@@ -117,6 +117,8 @@ inline constexpr std::size_t kReduceScatterGatherMin = 2048;
 // kReduceSegment bytes (kept below +ampi-direct-min).
 inline constexpr std::size_t kReduceSegmentedMin = 128 * 1024;
 inline constexpr std::size_t kReduceSegment = 64 * 1024, kReduceSegmentFloor = 8 * 1024;
+// Allreduce of two members from this size: the pipelined halves (allreduce_pair).
+inline constexpr std::size_t kAllreducePairMin = 128 * 1024;
 // Bcast and Reduce of at most kFlatMaxBytes among 3..kFlatMaxRanks members whose cores are
 // crowded: flat (one hop from the root to each member).
 inline constexpr int kFlatMaxRanks = 4;
