@@ -41,8 +41,6 @@
 #include <memory>
 #include <utility>
 #include <vector>
-#include <string>
-#include <cstdlib>
 
 
 namespace ampi {
@@ -194,25 +192,17 @@ bool crowded() {
   return (r && r->world_size() > CmiNumPes()) || (CmiNumHosts() == 1 && CmiOversubscribed());
 }
 
-std::size_t exp_knob(const char* name, std::size_t dflt) {  // EXPERIMENT
-  static std::vector<std::pair<const char*, std::size_t>> cache;
-  for (auto& [k, v] : cache) if (k == name) return v;
-  std::string k = std::string("UCHARM_COLL_") + name;
-  const char* v = std::getenv(k.c_str());
-  cache.push_back({name, v ? std::strtoull(v, nullptr, 10) : dflt});
-  return cache.back().second;
-}
-
 int pof2_below(int n) {  // the largest power of two <= n
   int p = 1;
   while (p * 2 <= n) p *= 2;
   return p;
 }
 
-// Few members on crowded cores and a short message: every member one hop from the root
-// (Bcast, Reduce), since each hop waits for its PE to be scheduled. What every member knows alike.
+// Few members on crowded cores and a short message: Reduce and Allgather in one hop (every
+// member to the root, to every other), since each hop waits for a PE to be scheduled. What
+// every member knows alike.
 bool flat_chosen(int n, std::size_t bytes) {
-  return n > 2 && n <= static_cast<int>(exp_knob("FLATN", kFlatMaxRanks)) && bytes <= exp_knob("FLATB", kFlatMaxBytes) && crowded();
+  return n > 2 && n <= kFlatMaxRanks && bytes <= kFlatMaxBytes && crowded();
 }
 
 // `count` elements cut into `parts` blocks as even as they go (the first count % parts one
@@ -344,28 +334,6 @@ int reduce_flat(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, M
   return e;
 }
 
-// Flat Allreduce (flat_chosen): every member sends its input to every other and combines
-// all of them in rank order: one hop, where recursive doubling takes log2 n.
-int allreduce_flat(void* recvbuf, int count, MPI_Datatype t, MPI_Op op, Comm& c, int tag) {
-  const int n = c.size(), r = c.rank;
-  Scratch parts[kFlatMaxRanks];
-  Requests q(2 * static_cast<std::size_t>(n));
-  int e = MPI_SUCCESS;
-  for (int k = 1; k < n && !e; ++k) {
-    const int i = (r + k) % n;
-    parts[i].reset(count, t);
-    e = irecv(parts[i].get(), count, t, i, tag, c, Ctx::Coll, q.next());
-  }
-  parts[r].reset(count, t);
-  copy_elems(recvbuf, parts[r].get(), count, t);
-  for (int k = 1; k < n && !e; ++k) e = isend(parts[r].get(), count, t, (r + k) % n, tag, c, Ctx::Coll, q.next());
-  const int w = q.wait();
-  if (e || (e = w)) return e;
-  copy_elems(parts[n - 1].get(), recvbuf, count, t);
-  for (int i = n - 2; i >= 0 && !e; --i) e = op_apply(op, parts[i].get(), recvbuf, count, t);
-  return e;
-}
-
 // Allreduce of two members, long vectors (any op): each keeps one half (rank 0 the lower),
 // sends the other in segments, combines the partner's segments of its half as they come
 // (rank 0's data on the left) and sends each result segment back at once; the partner's
@@ -373,8 +341,7 @@ int allreduce_flat(void* recvbuf, int count, MPI_Datatype t, MPI_Op op, Comm& c,
 // transfers, and the second half of the exchange starts with the first segment.
 int allreduce_pair(void* recvbuf, int count, MPI_Datatype t, MPI_Op op, Comm& c, int tag) {
   const int r = c.rank, peer = 1 - r;
-  std::size_t seg_bytes = exp_knob("PSEG", kReduceSegment);
-  const int per = static_cast<int>(std::max<std::size_t>(1, seg_bytes / std::max<std::size_t>(1, type_size(t))));
+  const int per = static_cast<int>(std::max<std::size_t>(1, kAllreducePairSegment / type_size(t)));
   const int half = count / 2;
   const int mine_lo = r == 0 ? 0 : half, mine_n = r == 0 ? half : count - half;
   const int theirs_lo = r == 0 ? half : 0, theirs_n = count - mine_n;
@@ -425,10 +392,10 @@ int reduce_segmented(const void* sendbuf, void* recvbuf, int count, MPI_Datatype
                      int tag) {
   const int n = c.size();
   const int vr = (c.rank - root + n) % n;
-  std::size_t seg_bytes = exp_knob("SEG", kReduceSegment);
+  std::size_t seg_bytes = kReduceSegment;
   // Below +ampi-direct-min where it leaves room (a direct send waits for its receiver).
   if (const std::size_t dm = direct_min(); dm >= 2 * kReduceSegmentFloor && seg_bytes >= dm) seg_bytes = dm / 2;
-  const int per = static_cast<int>(std::max<std::size_t>(1, seg_bytes / std::max<std::size_t>(1, type_size(t))));
+  const int per = static_cast<int>(std::max<std::size_t>(1, seg_bytes / type_size(t)));
   const int segs = (count + per - 1) / per;
   auto off = [&](int s) { return static_cast<std::ptrdiff_t>(s) * per; };
   auto len = [&](int s) { return std::min(per, count - s * per); };
@@ -473,7 +440,7 @@ int reduce_alg(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MP
   const bool commutative = op_commutative(op);
   const std::size_t bytes = static_cast<std::size_t>(count) * type_size(t);
   if (flat_chosen(n, bytes)) return reduce_flat(sendbuf, recvbuf, count, t, op, root, c, tag);
-  if (commutative && bytes >= exp_knob("SEGMIN", kReduceSegmentedMin))
+  if (commutative && bytes >= kReduceSegmentedMin)
     return reduce_segmented(sendbuf, recvbuf, count, t, op, root, c, tag);
   if (commutative && count >= pof2_below(n) && bytes >= kReduceScatterGatherMin)
     return reduce_rabenseifner(sendbuf, recvbuf, count, t, op, root, c, tag);
@@ -527,8 +494,7 @@ int allreduce_host(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
   const int n = c.size(), r = c.rank;
   if (sendbuf != recvbuf) copy_elems(sendbuf, recvbuf, count, t);
   if (n == 1) return MPI_SUCCESS;
-  if (flat_chosen(n, static_cast<std::size_t>(count) * type_size(t))) return allreduce_flat(recvbuf, count, t, op, c, tag);
-  if (n == 2 && static_cast<std::size_t>(count) * type_size(t) >= exp_knob("PAIRMIN", kAllreducePairMin) && count >= 2)
+  if (n == 2 && static_cast<std::size_t>(count) * type_size(t) >= kAllreducePairMin)
     return allreduce_pair(recvbuf, count, t, op, c, tag);
   const bool commutative = op_commutative(op);
   const int pof2 = pof2_below(n);
@@ -660,14 +626,6 @@ int bcast_alg(void* buf, int count, MPI_Datatype t, int root, Comm& c, int tag) 
   if (n >= 4 && type_contiguous(t) && (bytes >= kBcastScatterLong || (n >= 8 && bytes >= kBcastScatterMedium)) &&
       !crowded())
     return bcast_scatter_ring(buf, count, t, root, c, tag);
-  if (flat_chosen(n, bytes)) {  // the root sends to every member: one hop each
-    if (c.rank != root) return recv(buf, count, t, root, tag, c, Ctx::Coll, nullptr);
-    Requests q(static_cast<std::size_t>(n));
-    int e = MPI_SUCCESS;
-    for (int k = 1; k < n && !e; ++k) e = isend(buf, count, t, (root + k) % n, tag, c, Ctx::Coll, q.next());
-    const int w = q.wait();
-    return e ? e : w;
-  }
   const int vr = (c.rank - root + n) % n;
   int mask = 1;
   for (; mask < n; mask <<= 1) {

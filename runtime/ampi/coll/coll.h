@@ -117,10 +117,11 @@ inline constexpr std::size_t kReduceScatterGatherMin = 2048;
 // kReduceSegment bytes (kept below +ampi-direct-min).
 inline constexpr std::size_t kReduceSegmentedMin = 128 * 1024;
 inline constexpr std::size_t kReduceSegment = 64 * 1024, kReduceSegmentFloor = 8 * 1024;
-// Allreduce of two members from this size: the pipelined halves (allreduce_pair).
-inline constexpr std::size_t kAllreducePairMin = 128 * 1024;
-// Bcast and Reduce of at most kFlatMaxBytes among 3..kFlatMaxRanks members whose cores are
-// crowded: flat (one hop from the root to each member).
+// Allreduce of two members from this size: the halves pipelined in segments of
+// kAllreducePairSegment bytes (allreduce_pair).
+inline constexpr std::size_t kAllreducePairMin = 1024 * 1024, kAllreducePairSegment = 256 * 1024;
+// Reduce of at most kFlatMaxBytes (Allgather: in all) among 3..kFlatMaxRanks members whose
+// cores are crowded: flat, one hop (every member to the root; every member to every other).
 inline constexpr int kFlatMaxRanks = 4;
 inline constexpr std::size_t kFlatMaxBytes = 2048;
 // Bcast with n >= 4 members (n >= 8 from the medium size): scatter, then a ring allgather.

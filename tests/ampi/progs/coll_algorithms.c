@@ -8,16 +8,17 @@
 
 static int ival(int r, long i) { return (int)((r * 7 + i * 3) % 11) - 5; }
 
-/* Counts of ints: 1 and 7 stay binomial / recursive doubling (flat at 3 and 4 ranks on
- * crowded cores); 600 (2400 B) takes Rabenseifner's where the op commutes, the odd 70001
- * Rabenseifner's Allreduce and the segmented Reduce. */
-static const int kRedCounts[] = {1, 7, 600, 70001};
-enum { kNRed = 4 };
+/* Counts of ints: 1 and 7 stay binomial / recursive doubling (Reduce: flat at 3 and 4
+ * ranks on crowded cores); 600 (2400 B) takes Rabenseifner's where the op commutes, the odd
+ * 70001 Rabenseifner's Allreduce and the segmented Reduce, 300001 (1.2 MB) the pipelined
+ * halves of Allreduce at 2 ranks. */
+static const int kRedCounts[] = {1, 7, 600, 70001, 300001};
+enum { kNRed = 5, kRedMax = 300001 };
 
 static void test_allreduce_reduce(struct tctx* t) {
   const int n = t->size, me = t->rank;
-  int* in = malloc(70001 * sizeof(int));
-  int* out = malloc(70001 * sizeof(int));
+  int* in = malloc(kRedMax * sizeof(int));
+  int* out = malloc(kRedMax * sizeof(int));
   for (int ci = 0; ci < kNRed; ci++) {
     const int cnt = kRedCounts[ci];
     for (int i = 0; i < cnt; i++) in[i] = ival(me, i);
@@ -86,7 +87,7 @@ static void test_noncommutative(struct tctx* t) {
   MPI_Type_commit(&pair);
   MPI_Op op;
   MPI_Op_create(affine, 0, &op);
-  static const int counts[] = {3, 2000, 20000}; /* 20000 pairs: the pipelined halves at 2 ranks */
+  static const int counts[] = {3, 2000, 140000}; /* 140000 pairs (1.1 MB): the pipelined halves at 2 ranks */
   for (int ci = 0; ci < 3; ci++) {
     const int cnt = counts[ci];
     unsigned* in = malloc(2 * cnt * sizeof(unsigned));
