@@ -190,10 +190,12 @@ int alltoall_alg(bool in_place, bool pairwise, SendOf send_of, RecvOf recv_of, C
     }
   }
   int e = MPI_SUCCESS;
-  if (!in_place) {
+  // The rank's own block is copied once its messages are out: the peers take theirs meanwhile.
+  auto own = [&] {
+    if (in_place) return;
     Block s = send_of(r), d = recv_of(r);
     copy_typed_any(s.ptr, s.count, s.type, const_cast<char*>(d.ptr), d.count, d.type);
-  }
+  };
   if (pairwise) {  // an error (a truncated block) does not stop the steps the others wait for
     for (int k = 1; k < n; ++k) {
       const int to = (r + k) % n, from = (r - k + n) % n;
@@ -201,9 +203,11 @@ int alltoall_alg(bool in_place, bool pairwise, SendOf send_of, RecvOf recv_of, C
       MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
       int s = irecv(const_cast<char*>(rb.ptr), rb.count, rb.type, from, tag, c, Ctx::Coll, &q[0]);
       if (!s) s = isend(sb.ptr, sb.count, sb.type, to, tag, c, Ctx::Coll, &q[1]);
+      if (k == 1) own();
       const int w = wait_all(2, q, nullptr);
       if (!e) e = s ? s : w;
     }
+    if (n == 1) own();
     return e;
   }
   Requests q(2 * static_cast<std::size_t>(n));
@@ -217,6 +221,7 @@ int alltoall_alg(bool in_place, bool pairwise, SendOf send_of, RecvOf recv_of, C
     Block b = sblock(i);
     e = isend(b.ptr, b.count, b.type, i, tag, c, Ctx::Coll, q.next());
   }
+  own();
   const int w = q.wait();
   return e ? e : w;
 }
