@@ -32,6 +32,7 @@
 // point-to-point layer, which handles device memory; reductions compute on the host, so
 // Reduce/Allreduce stage device buffers through host temporaries (see `on_device`).
 #include "coll/coll.h"
+#include "pt2pt/pt2pt.h"
 #include "rank.h"
 
 #include <ucharm/converse.h>
@@ -404,28 +405,41 @@ int reduce_segmented(const void* sendbuf, void* recvbuf, int count, MPI_Datatype
   for (int mask = 1; mask < n && !(vr & mask); mask <<= 1)
     if (vr + mask < n) children[nc++] = (vr + mask + root) % n;
   const int parent = vr ? (vr - (vr & -vr) + root) % n : -1;
+  // Flow control: every kReduceWindow-th segment goes as a synchronous send, and the next
+  // one waits until that one is matched, so at most about two windows of a member's
+  // segments wait at its parent however long the vector (each copied into its message).
+  Requests q(kReduceWindow);
+  MPI_Request sync = MPI_REQUEST_NULL;
+  auto up = [&](const void* p, int s) {
+    if (s % kReduceWindow != kReduceWindow - 1) return isend(p, len(s), t, parent, tag, c, Ctx::Coll, q.next());
+    int e = q.wait();
+    if (const int w = wait_all(1, &sync, nullptr); !e) e = w;
+    if (e) return e;
+    return issend(p, len(s), t, parent, tag, c, Ctx::Coll, &sync);
+  };
+  auto finish = [&](int e) {
+    const int w = q.wait();
+    const int v = wait_all(1, &sync, nullptr);
+    return e ? e : w ? w : v;
+  };
   int e = MPI_SUCCESS;
   if (nc == 0) {  // a leaf sends its input as it is
-    Requests q(static_cast<std::size_t>(segs));
-    for (int s = 0; s < segs && !e; ++s) e = isend(elem(sendbuf, off(s), t), len(s), t, parent, tag, c, Ctx::Coll, q.next());
-    const int w = q.wait();
-    return e ? e : w;
+    for (int s = 0; s < segs && !e; ++s) e = up(elem(sendbuf, off(s), t), s);
+    return finish(e);
   }
   const bool is_root = parent < 0;
   Scratch sacc(is_root ? 0 : count, t), stmp(per, t);
   void* acc = is_root ? recvbuf : sacc.get();
   void* tmp = stmp.get();
-  Requests q(is_root ? 1 : static_cast<std::size_t>(segs));
   for (int s = 0; s < segs && !e; ++s) {
     void* a = elem(acc, off(s), t);
     if (sendbuf != acc) copy_elems(elem(sendbuf, off(s), t), a, len(s), t);
     for (int k = 0; k < nc && !e; ++k) {
       if (!(e = recv(tmp, len(s), t, children[k], tag, c, Ctx::Coll, nullptr))) e = op_apply(op, tmp, a, len(s), t);
     }
-    if (!is_root && !e) e = isend(a, len(s), t, parent, tag, c, Ctx::Coll, q.next());
+    if (!is_root && !e) e = up(a, s);
   }
-  const int w = q.wait();
-  return e ? e : w;
+  return finish(e);
 }
 }  // namespace
 

@@ -117,6 +117,7 @@ inline constexpr std::size_t kReduceScatterGatherMin = 2048;
 // kReduceSegment bytes (kept below +ampi-direct-min).
 inline constexpr std::size_t kReduceSegmentedMin = 128 * 1024;
 inline constexpr std::size_t kReduceSegment = 64 * 1024, kReduceSegmentFloor = 8 * 1024;
+inline constexpr int kReduceWindow = 8;  // segments per synchronous send (flow control)
 // Allreduce of two members from this size: the halves pipelined in segments of
 // kAllreducePairSegment bytes (allreduce_pair).
 inline constexpr std::size_t kAllreducePairMin = 1024 * 1024, kAllreducePairSegment = 256 * 1024;
