@@ -8,15 +8,18 @@
 //   Barrier          dissemination: ceil(log2 n) rounds of one zero-byte message each way
 //   Bcast            binomial tree rooted at root; long vectors: scatter + ring allgather
 //   Reduce           binomial tree; a non-commutative op combines in rank order on a tree
-//                    rooted at 0, which then sends the result to root; large vectors and
+//                    rooted at 0, which then sends the result to root; 3-4 crowded members
+//                    and short vectors: flat (all to the root); medium vectors and
 //                    commutative ops: Rabenseifner (reduce-scatter by recursive halving,
-//                    binomial gather of the blocks)
+//                    binomial gather of the blocks); long ones: a segmented binomial tree
 //   Allreduce        recursive doubling; n not a power of two: the first 2*(n - 2^k) ranks
 //                    pair up first (the even one hands its data to the odd one and gets the
 //                    result at the end); combines lower ranks' data on the left, so
 //                    non-commutative ops are right; large vectors and commutative ops:
-//                    Rabenseifner (reduce-scatter, then allgather by recursive doubling)
-//   Allgather(v)     Bruck's for small equal blocks, else a ring
+//                    Rabenseifner (reduce-scatter, then allgather by recursive doubling);
+//                    two members and long vectors: the halves pipelined in segments
+//   Allgather(v)     Bruck's for small equal blocks (3-4 crowded members: all at once),
+//                    else a ring
 //   Alltoall         Bruck's for small blocks at n >= 8, pairwise for large blocks, else
 //                    every message posted at once
 //   Gather(v), Scatter(v), Alltoall(v,w)   direct: every message posted at once
