@@ -8,15 +8,18 @@
 //   Barrier          dissemination: ceil(log2 n) rounds of one zero-byte message each way
 //   Bcast            binomial tree rooted at root; long vectors: scatter + ring allgather
 //   Reduce           binomial tree; a non-commutative op combines in rank order on a tree
-//                    rooted at 0, which then sends the result to root; large vectors and
+//                    rooted at 0, which then sends the result to root; 3-4 crowded members
+//                    and short vectors: flat (all to the root); medium vectors and
 //                    commutative ops: Rabenseifner (reduce-scatter by recursive halving,
-//                    binomial gather of the blocks)
+//                    binomial gather of the blocks); long ones: a segmented binomial tree
 //   Allreduce        recursive doubling; n not a power of two: the first 2*(n - 2^k) ranks
 //                    pair up first (the even one hands its data to the odd one and gets the
 //                    result at the end); combines lower ranks' data on the left, so
 //                    non-commutative ops are right; large vectors and commutative ops:
-//                    Rabenseifner (reduce-scatter, then allgather by recursive doubling)
-//   Allgather(v)     Bruck's for small equal blocks, else a ring
+//                    Rabenseifner (reduce-scatter, then allgather by recursive doubling);
+//                    two members and long vectors: the halves pipelined in segments
+//   Allgather(v)     Bruck's for small equal blocks (3-4 crowded members: all at once),
+//                    else a ring
 //   Alltoall         Bruck's for small blocks at n >= 8, pairwise for large blocks, else
 //                    every message posted at once
 //   Gather(v), Scatter(v), Alltoall(v,w)   direct: every message posted at once
@@ -32,6 +35,7 @@
 // point-to-point layer, which handles device memory; reductions compute on the host, so
 // Reduce/Allreduce stage device buffers through host temporaries (see `on_device`).
 #include "coll/coll.h"
+#include "pt2pt/pt2pt.h"
 #include "rank.h"
 
 #include <ucharm/converse.h>
@@ -198,6 +202,13 @@ int pof2_below(int n) {  // the largest power of two <= n
   return p;
 }
 
+// Few members on crowded cores and a short message: Reduce and Allgather in one hop (every
+// member to the root, to every other), since each hop waits for a PE to be scheduled. What
+// every member knows alike.
+bool flat_chosen(int n, std::size_t bytes) {
+  return n > 2 && n <= kFlatMaxRanks && bytes <= kFlatMaxBytes && crowded();
+}
+
 // `count` elements cut into `parts` blocks as even as they go (the first count % parts one
 // longer); block i starts at element off(i).
 struct Blocks {
@@ -305,6 +316,134 @@ int allreduce_rabenseifner(void* recvbuf, int count, MPI_Datatype t, MPI_Op op, 
   }
   return MPI_SUCCESS;
 }
+
+// Flat Reduce (flat_chosen): every other member sends its input to the root, which
+// combines them in rank order (x0 op x1 op ... op x(n-1): right for any op).
+int reduce_flat(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_Op op, int root, Comm& c,
+                int tag) {
+  const int n = c.size();
+  if (c.rank != root) return send(sendbuf, count, t, root, tag, c, Ctx::Coll);
+  Scratch parts[kFlatMaxRanks];
+  Requests q(static_cast<std::size_t>(n));
+  int e = MPI_SUCCESS;
+  for (int i = 0; i < n && !e; ++i) {
+    parts[i].reset(count, t);
+    if (i == root) copy_elems(sendbuf, parts[i].get(), count, t);  // sendbuf may be recvbuf (in place)
+    else e = irecv(parts[i].get(), count, t, i, tag, c, Ctx::Coll, q.next());
+  }
+  const int w = q.wait();
+  if (e || (e = w)) return e;
+  copy_elems(parts[n - 1].get(), recvbuf, count, t);
+  for (int i = n - 2; i >= 0 && !e; --i) e = op_apply(op, parts[i].get(), recvbuf, count, t);
+  return e;
+}
+
+// Allreduce of two members, long vectors (any op): each keeps one half (rank 0 the lower),
+// sends the other in segments, combines the partner's segments of its half as they come
+// (rank 0's data on the left) and sends each result segment back at once; the partner's
+// results land in recvbuf. Rabenseifner's at n = 2, pipelined: the combining overlaps the
+// transfers, and the second half of the exchange starts with the first segment.
+int allreduce_pair(void* recvbuf, int count, MPI_Datatype t, MPI_Op op, Comm& c, int tag) {
+  const int r = c.rank, peer = 1 - r;
+  const int per = static_cast<int>(std::max<std::size_t>(1, kAllreducePairSegment / type_size(t)));
+  const int half = count / 2;
+  const int mine_lo = r == 0 ? 0 : half, mine_n = r == 0 ? half : count - half;
+  const int theirs_lo = r == 0 ? half : 0, theirs_n = count - mine_n;
+  const int my_segs = (mine_n + per - 1) / per, their_segs = (theirs_n + per - 1) / per;
+  auto seg = [&](int lo, int n, int s) { return std::pair<std::ptrdiff_t, int>{lo + static_cast<std::ptrdiff_t>(s) * per, std::min(per, n - s * per)}; };
+  Scratch stmp(mine_n, t);
+  char* tmp = static_cast<char*>(stmp.get());
+  Requests out(static_cast<std::size_t>(2 * their_segs + my_segs));
+  std::vector<MPI_Request> got(static_cast<std::size_t>(my_segs), MPI_REQUEST_NULL);
+  int e = MPI_SUCCESS;
+  for (int s = 0; s < my_segs && !e; ++s) {  // the partner's data for my half
+    auto [o, n] = seg(0, mine_n, s);
+    e = irecv(elem(tmp, o, t), n, t, peer, tag, c, Ctx::Coll, &got[static_cast<std::size_t>(s)]);
+  }
+  for (int s = 0; s < their_segs && !e; ++s) {  // my data for the partner's half
+    auto [o, n] = seg(theirs_lo, theirs_n, s);
+    e = isend(elem(recvbuf, o, t), n, t, peer, tag, c, Ctx::Coll, out.next());
+  }
+  for (int s = 0; s < their_segs && !e; ++s) {  // the partner's results (after my data, in pair order)
+    auto [o, n] = seg(theirs_lo, theirs_n, s);
+    e = irecv(elem(recvbuf, o, t), n, t, peer, tag, c, Ctx::Coll, out.next());
+  }
+  for (int s = 0; s < my_segs && !e; ++s) {
+    auto [o, n] = seg(0, mine_n, s);
+    if ((e = wait_all(1, &got[static_cast<std::size_t>(s)], nullptr))) break;
+    void* theirs = elem(tmp, o, t);
+    void* mine = elem(recvbuf, mine_lo + o, t);
+    if (r == 1 || op_commutative(op)) {
+      e = op_apply(op, theirs, mine, n, t);  // mine = theirs op mine
+    } else if (!(e = op_apply(op, mine, theirs, n, t))) {  // theirs = mine op theirs
+      copy_elems(theirs, mine, n, t);
+    }
+    if (!e) e = isend(mine, n, t, peer, tag, c, Ctx::Coll, out.next());
+  }
+  if (e) wait_all(my_segs, got.data(), nullptr);
+  const int w = out.wait();
+  return e ? e : w;
+}
+
+// Segmented binomial Reduce (commutative ops, long vectors): the vector goes up a binomial
+// tree rooted at root in segments of about kReduceSegment bytes. A member combines segment s
+// of its children into its own and sends it on at once, so the levels of the tree work on
+// different segments at the same time; the segments stay below +ampi-direct-min, so each
+// send copies into its message and the sender goes on at once. The root combines into
+// recvbuf; a segment comes into a small temporary that stays in the cache. Each member
+// sends the vector once and combines it once per child.
+int reduce_segmented(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_Op op, int root, Comm& c,
+                     int tag) {
+  const int n = c.size();
+  const int vr = (c.rank - root + n) % n;
+  std::size_t seg_bytes = kReduceSegment;
+  // Below +ampi-direct-min where it leaves room (a direct send waits for its receiver).
+  if (const std::size_t dm = direct_min(); dm >= 2 * kReduceSegmentFloor && seg_bytes >= dm) seg_bytes = dm / 2;
+  const int per = static_cast<int>(std::max<std::size_t>(1, seg_bytes / type_size(t)));
+  const int segs = (count + per - 1) / per;
+  auto off = [&](int s) { return static_cast<std::ptrdiff_t>(s) * per; };
+  auto len = [&](int s) { return std::min(per, count - s * per); };
+  int children[32];
+  int nc = 0;
+  for (int mask = 1; mask < n && !(vr & mask); mask <<= 1)
+    if (vr + mask < n) children[nc++] = (vr + mask + root) % n;
+  const int parent = vr ? (vr - (vr & -vr) + root) % n : -1;
+  // Flow control: every kReduceWindow-th segment goes as a synchronous send, and the next
+  // one waits until that one is matched, so at most about two windows of a member's
+  // segments wait at its parent however long the vector (each copied into its message).
+  Requests q(kReduceWindow);
+  MPI_Request sync = MPI_REQUEST_NULL;
+  auto up = [&](const void* p, int s) {
+    if (s % kReduceWindow != kReduceWindow - 1) return isend(p, len(s), t, parent, tag, c, Ctx::Coll, q.next());
+    int e = q.wait();
+    if (const int w = wait_all(1, &sync, nullptr); !e) e = w;
+    if (e) return e;
+    return issend(p, len(s), t, parent, tag, c, Ctx::Coll, &sync);
+  };
+  auto finish = [&](int e) {
+    const int w = q.wait();
+    const int v = wait_all(1, &sync, nullptr);
+    return e ? e : w ? w : v;
+  };
+  int e = MPI_SUCCESS;
+  if (nc == 0) {  // a leaf sends its input as it is
+    for (int s = 0; s < segs && !e; ++s) e = up(elem(sendbuf, off(s), t), s);
+    return finish(e);
+  }
+  const bool is_root = parent < 0;
+  Scratch sacc(is_root ? 0 : count, t), stmp(per, t);
+  void* acc = is_root ? recvbuf : sacc.get();
+  void* tmp = stmp.get();
+  for (int s = 0; s < segs && !e; ++s) {
+    void* a = elem(acc, off(s), t);
+    if (sendbuf != acc) copy_elems(elem(sendbuf, off(s), t), a, len(s), t);
+    for (int k = 0; k < nc && !e; ++k) {
+      if (!(e = recv(tmp, len(s), t, children[k], tag, c, Ctx::Coll, nullptr))) e = op_apply(op, tmp, a, len(s), t);
+    }
+    if (!is_root && !e) e = up(a, s);
+  }
+  return finish(e);
+}
 }  // namespace
 
 // Binomial tree. Leaves send their input as it is; inner nodes combine into a temporary,
@@ -316,8 +455,11 @@ int reduce_alg(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MP
     return MPI_SUCCESS;
   }
   const bool commutative = op_commutative(op);
-  if (commutative && count >= pof2_below(n) &&
-      static_cast<std::size_t>(count) * type_size(t) >= kReduceScatterGatherMin)
+  const std::size_t bytes = static_cast<std::size_t>(count) * type_size(t);
+  if (flat_chosen(n, bytes)) return reduce_flat(sendbuf, recvbuf, count, t, op, root, c, tag);
+  if (commutative && bytes >= kReduceSegmentedMin)
+    return reduce_segmented(sendbuf, recvbuf, count, t, op, root, c, tag);
+  if (commutative && count >= pof2_below(n) && bytes >= kReduceScatterGatherMin)
     return reduce_rabenseifner(sendbuf, recvbuf, count, t, op, root, c, tag);
   const int troot = commutative ? root : 0;  // rank order needs a tree whose blocks are rank ranges
   const int vr = (r - troot + n) % n;
@@ -351,7 +493,9 @@ int reduce_alg(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MP
 
 int reduce_root_recv(void* recvbuf, int count, MPI_Datatype t, MPI_Op op, int root, Comm& c, int tag) {
   // A non-commutative op reduces on a tree rooted at 0; a root elsewhere receives from 0.
-  if (op_commutative(op) || root == 0 || c.rank != root || c.size() == 1) return MPI_SUCCESS;
+  if (op_commutative(op) || root == 0 || c.rank != root || c.size() == 1 ||
+      flat_chosen(c.size(), static_cast<std::size_t>(count) * type_size(t)))
+    return MPI_SUCCESS;
   return recv(recvbuf, count, t, 0, tag, c, Ctx::Coll, nullptr);
 }
 
@@ -367,6 +511,8 @@ int allreduce_host(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
   const int n = c.size(), r = c.rank;
   if (sendbuf != recvbuf) copy_elems(sendbuf, recvbuf, count, t);
   if (n == 1) return MPI_SUCCESS;
+  if (n == 2 && static_cast<std::size_t>(count) * type_size(t) >= kAllreducePairMin)
+    return allreduce_pair(recvbuf, count, t, op, c, tag);
   const bool commutative = op_commutative(op);
   const int pof2 = pof2_below(n);
   if (commutative && count >= pof2 && static_cast<std::size_t>(count) * type_size(t) >= kReduceScatterGatherMin)
@@ -601,7 +747,7 @@ int allgather_alg(const void* sendbuf, int scount, MPI_Datatype stype, void* rec
   auto count_of = [&](int i) { return rcounts ? rcounts[i] : rcount; };
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const std::size_t total = static_cast<std::size_t>(rcount) * type_size(rtype) * static_cast<std::size_t>(n);
-  if (!rcounts && n > 2 && total < kAllgatherRingMin)
+  if (!rcounts && n > 2 && total < kAllgatherRingMin && !flat_chosen(n, total))
     return allgather_bruck(in_place ? block(r) : sendbuf, in_place ? count_of(r) : scount, in_place ? rtype : stype,
                            recvbuf, rcount, rtype, c, tag);
   // The first step sends this rank's block from sendbuf as given, so that a block longer

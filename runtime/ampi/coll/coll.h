@@ -113,6 +113,18 @@ class Requests {
 // Reduce and Allreduce, commutative ops with count >= the power of two below n:
 // Rabenseifner (reduce-scatter by recursive halving, then a gather or an allgather).
 inline constexpr std::size_t kReduceScatterGatherMin = 2048;
+// Reduce of commutative ops from this size: a segmented binomial tree, segments of
+// kReduceSegment bytes (kept below +ampi-direct-min).
+inline constexpr std::size_t kReduceSegmentedMin = 128 * 1024;
+inline constexpr std::size_t kReduceSegment = 64 * 1024, kReduceSegmentFloor = 8 * 1024;
+inline constexpr int kReduceWindow = 8;  // segments per synchronous send (flow control)
+// Allreduce of two members from this size: the halves pipelined in segments of
+// kAllreducePairSegment bytes (allreduce_pair).
+inline constexpr std::size_t kAllreducePairMin = 1024 * 1024, kAllreducePairSegment = 256 * 1024;
+// Reduce of at most kFlatMaxBytes (Allgather: in all) among 3..kFlatMaxRanks members whose
+// cores are crowded: flat, one hop (every member to the root; every member to every other).
+inline constexpr int kFlatMaxRanks = 4;
+inline constexpr std::size_t kFlatMaxBytes = 2048;
 // Bcast with n >= 4 members (n >= 8 from the medium size): scatter, then a ring allgather.
 inline constexpr std::size_t kBcastScatterMedium = 12288;
 inline constexpr std::size_t kBcastScatterLong = 512 * 1024;
@@ -179,10 +191,12 @@ int alltoall_alg(bool in_place, bool pairwise, SendOf send_of, RecvOf recv_of, C
     }
   }
   int e = MPI_SUCCESS;
-  if (!in_place) {
+  // The rank's own block is copied once its messages are out: the peers take theirs meanwhile.
+  auto own = [&] {
+    if (in_place) return;
     Block s = send_of(r), d = recv_of(r);
     copy_typed_any(s.ptr, s.count, s.type, const_cast<char*>(d.ptr), d.count, d.type);
-  }
+  };
   if (pairwise) {  // an error (a truncated block) does not stop the steps the others wait for
     for (int k = 1; k < n; ++k) {
       const int to = (r + k) % n, from = (r - k + n) % n;
@@ -190,9 +204,11 @@ int alltoall_alg(bool in_place, bool pairwise, SendOf send_of, RecvOf recv_of, C
       MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
       int s = irecv(const_cast<char*>(rb.ptr), rb.count, rb.type, from, tag, c, Ctx::Coll, &q[0]);
       if (!s) s = isend(sb.ptr, sb.count, sb.type, to, tag, c, Ctx::Coll, &q[1]);
+      if (k == 1) own();
       const int w = wait_all(2, q, nullptr);
       if (!e) e = s ? s : w;
     }
+    if (n == 1) own();
     return e;
   }
   Requests q(2 * static_cast<std::size_t>(n));
@@ -206,6 +222,7 @@ int alltoall_alg(bool in_place, bool pairwise, SendOf send_of, RecvOf recv_of, C
     Block b = sblock(i);
     e = isend(b.ptr, b.count, b.type, i, tag, c, Ctx::Coll, q.next());
   }
+  own();
   const int w = q.wait();
   return e ? e : w;
 }

@@ -8,15 +8,17 @@
 
 static int ival(int r, long i) { return (int)((r * 7 + i * 3) % 11) - 5; }
 
-/* Counts of ints: 1 and 7 stay binomial / recursive doubling; 600 (2400 B) and the odd
- * 70001 take Rabenseifner's where the op commutes. */
-static const int kRedCounts[] = {1, 7, 600, 70001};
-enum { kNRed = 4 };
+/* Counts of ints: 1 and 7 stay binomial / recursive doubling (Reduce: flat at 3 and 4
+ * ranks on crowded cores); 600 (2400 B) takes Rabenseifner's where the op commutes, the odd
+ * 70001 Rabenseifner's Allreduce and the segmented Reduce, 300001 (1.2 MB) the pipelined
+ * halves of Allreduce at 2 ranks. */
+static const int kRedCounts[] = {1, 7, 600, 70001, 300001};
+enum { kNRed = 5, kRedMax = 300001 };
 
 static void test_allreduce_reduce(struct tctx* t) {
   const int n = t->size, me = t->rank;
-  int* in = malloc(70001 * sizeof(int));
-  int* out = malloc(70001 * sizeof(int));
+  int* in = malloc(kRedMax * sizeof(int));
+  int* out = malloc(kRedMax * sizeof(int));
   for (int ci = 0; ci < kNRed; ci++) {
     const int cnt = kRedCounts[ci];
     for (int i = 0; i < cnt; i++) in[i] = ival(me, i);
@@ -85,8 +87,8 @@ static void test_noncommutative(struct tctx* t) {
   MPI_Type_commit(&pair);
   MPI_Op op;
   MPI_Op_create(affine, 0, &op);
-  static const int counts[] = {3, 2000};
-  for (int ci = 0; ci < 2; ci++) {
+  static const int counts[] = {3, 2000, 140000}; /* 140000 pairs (1.1 MB): the pipelined halves at 2 ranks */
+  for (int ci = 0; ci < 3; ci++) {
     const int cnt = counts[ci];
     unsigned* in = malloc(2 * cnt * sizeof(unsigned));
     unsigned* out = malloc(2 * cnt * sizeof(unsigned));
@@ -145,6 +147,23 @@ static void test_strided(struct tctx* t) {
     bad += out[2 * i] != want || out[2 * i + 1] != -7;
   }
   CHECK(t, bad == 0, "Allreduce on a strided type: %d elements differ or gaps written", bad);
+  /* Reduce of a long strided vector: the segmented tree's segments start at element offsets. */
+  const int lcnt = 40000, root = n / 2;
+  int* lin = malloc(2 * lcnt * sizeof(int));
+  int* lout = malloc(2 * lcnt * sizeof(int));
+  for (int i = 0; i < lcnt; i++) lin[2 * i] = ival(me, i), lin[2 * i + 1] = -1, lout[2 * i] = 0, lout[2 * i + 1] = -7;
+  CHECK_MPI(t, MPI_Reduce(lin, lout, lcnt, st, op, root, MPI_COMM_WORLD));
+  if (me == root) {
+    bad = 0;
+    for (int i = 0; i < lcnt; i++) {
+      int want = 0;
+      for (int r = 0; r < n; r++) want += ival(r, i);
+      bad += lout[2 * i] != want || lout[2 * i + 1] != -7;
+    }
+    CHECK(t, bad == 0, "Reduce of %d strided elements: %d differ or gaps written", lcnt, bad);
+  }
+  free(lin);
+  free(lout);
   /* Allgather of strided blocks (Bruck's unpacks into them). */
   int* all = malloc(2 * 4 * n * sizeof(int));
   for (int i = 0; i < 8 * n; i++) all[i] = -7;
