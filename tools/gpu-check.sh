@@ -170,9 +170,9 @@ if [ "${GPU_DIAG:-0}" = 1 ]; then
   # pinned host buffers, the slab large enough for every round in flight): each op traced,
   # and where one hangs, every thread's stack (gdb or eu-stack, when the machine has one).
   so=$build/tests/core/core_stream_ordered
-  for v in "" UCHARM_STREAM_STAGING=0 SO_HOSTBUF=1 UCHARM_STREAM_STAGING_MB=256; do
-    log="$out/chain1-${v:-staged}.txt"
-    env UCHARM_TRACE_OPS=1 SO_ROUNDS=40 $v "$R" -n 1 --timeout 40 "$so" gpu > "$log" 2>&1 &
+  for v in "" UCHARM_STREAM_STAGING=0 SO_HOSTBUF=1 SO_WINDOW=1 CUDA_DEVICE_MAX_CONNECTIONS=32 UCHARM_STREAM_MEMOPS=0; do
+    log="$out/chain1-${v:-staged}.txt"; log=${log//=/-}  # no "=" in file names
+    env UCHARM_TRACE_OPS=1 SO_ROUNDS=40 $v "$R" -n 1 --timeout 25 "$so" gpu > "$log" 2>&1 &
     job=$!
     for _ in $(seq 150); do kill -0 $job 2>/dev/null || break; sleep 0.1; done
     if kill -0 $job 2>/dev/null; then
@@ -193,4 +193,6 @@ echo "== GPU check summary: $gpus x $(nvidia-smi --query-gpu=name --format=csv,n
 printf '%-50s %4s %5s  %s\n' "check" "PEs" "GPUs" "result"
 printf '%s\n' "${rows[@]}"
 echo "${#rows[@]} checks, $failed failed"
+# The logs as one archive (a copy-back may take few files): logs.tgz beside the output.
+(cd "$out" && tar czf logs.tgz --exclude logs.tgz . 2>/dev/null && find . -type f ! -name logs.tgz -delete)
 [ "$failed" -eq 0 ]

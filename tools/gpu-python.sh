@@ -12,7 +12,8 @@ what=${1:-all}
 py=${PYTHON:-python3}
 pkg=/tmp/ucharm-py
 rm -rf "$pkg" && mkdir -p "$pkg/ucharm"
-cp bindings/python/ucharm/*.py "$pkg/ucharm/"
+# Every module, subpackages (ucharm/ray) included.
+(cd bindings/python && find ucharm -name '*.py' -exec cp --parents {} "$pkg/" \;)
 ext=$($py -c 'import sysconfig;print(sysconfig.get_config_var("EXT_SUFFIX"))')
 inc=$($py -c 'import sysconfig;print(sysconfig.get_paths()["include"])')
 g++ -O2 -std=c++20 -shared -fPIC -I"$inc" -Iruntime/core/include -Iruntime/converse/include \

@@ -6,7 +6,8 @@
 //                             the streams (the host never waits), kernels slow on purpose. SO_DEVICE=n puts
 //                             every PE on GPU n (else PE p uses GPU p % count); SO_ROUNDS=n
 //                             changes the 8 B round count; SO_HOSTBUF=1 uses pinned host
-//                             buffers (written and read by the kernels through UVA).
+//                             buffers (written and read by the kernels through UVA);
+//                             SO_WINDOW=n enqueues n rounds ahead instead of 32.
 //   stream_ordered notready   send_enqueue before the peer's id is known: an error
 //   stream_ordered nocontext  recv_enqueue with no CUDA context (or no CUDA): an error
 // Prints "stream ordered ok" on success.
@@ -117,7 +118,9 @@ void Peer::run() {
   const char* r = std::getenv("SO_ROUNDS");
   small_rounds = r ? std::atoi(r) : 1000;
   t0 = CkWallTimer();
-  while (enqueued < std::min(small_rounds + kBigRounds, kWindow)) enqueue_round();
+  const char* w = std::getenv("SO_WINDOW");
+  const int window = w ? std::max(1, std::atoi(w)) : kWindow;
+  while (enqueued < std::min(small_rounds + kBigRounds, window)) enqueue_round();
   CkPrintf("element %d on PE %d: the first %d rounds enqueued in %.2f ms (the host did not wait)\n", thisIndex,
            CkMyPe(), enqueued, (CkWallTimer() - t0) * 1e3);
 #endif
