@@ -248,6 +248,37 @@ class _Charm:
         of its PEs, its root first."""
         return topology.subtrees(root_pe, pes, bfactor)
 
+    # -- CCS: handlers that clients outside the job call through PE 0's server (++server)
+    def CcsRegisterHandler(self, handlername, handler):
+        """handler(data: bytes) runs on this PE for each CCS request naming `handlername`
+        and this PE (or every PE); it answers with charm.CcsSendReply(bytes) or keeps the
+        answer for later with charm.CcsDelayReply(). Register it on every PE a client names."""
+        _core.ccs_register(str(handlername), handler)
+
+    def CcsIsRemoteRequest(self):
+        return _core.ccs_is_remote_request()
+
+    def CcsSendReply(self, message):
+        _core.ccs_send_reply(message)
+
+    def CcsNoReply(self):
+        _core.ccs_no_reply()
+
+    def CcsDelayReply(self):
+        """A token for charm.CcsSendDelayedReply(token, bytes), usable later, on any PE."""
+        return _core.ccs_delay_reply()
+
+    def CcsSendDelayedReply(self, d, message):
+        _core.ccs_send_delayed_reply(d, message)
+
+    def CcsEnabled(self):
+        """True when the job runs a CCS server (started with ++server or +server)."""
+        return _core.ccs_enabled()
+
+    def CcsServer(self):
+        """On PE 0: (address, port) of the CCS server, else None."""
+        return _core.ccs_server()
+
     # -- timers (timers.py)
     def scheduleCallableAfter(self, callable_obj, secs, args=None):
         """Calls callable_obj(*args) on this PE once at least `secs` seconds have passed
