@@ -189,8 +189,9 @@ class _Charm:
 
     # -- start and end
     def start(self, entry=None, classes=None, modules=None, interactive=False):
-        if interactive:
-            raise NotImplementedError("charm.start(interactive=True) is not supported")
+        if interactive:  # charm4py's console on PE 0 (ucharm.interactive)
+            from .interactive import _console_main
+            entry = _console_main
         if entry is None:
             raise TypeError("charm.start(main): give the main function or the main chare class")
         self._entry = entry
