@@ -97,6 +97,18 @@ class CharmRemote(chare.Chare):
     def _ck_checkpoint(self, directory, resume_blob, fut):  # PE 0: charm.checkpoint of another PE
         checkpoint.begin(directory, resume_blob, fut)
 
+    # ckDoneInserting: every PE's count of its insertions, summed on PE 0.
+    def _ck_count_inserted(self, coll, call):
+        self.thisProxy[0]._ck_inserted_count(coll, call, proxy.inserted_here.get(coll, 0))
+
+    def _ck_inserted_count(self, coll, call, count):  # on PE 0
+        self._ck_counts = getattr(self, "_ck_counts", {})
+        got = self._ck_counts.setdefault((coll, call), [])
+        got.append(count)
+        if len(got) == _core.num_pes():
+            del self._ck_counts[(coll, call)]
+            self._ck_inserted_total(coll, sum(got))
+
     # Reductions over arrays filled by ckInsert (on PE 0): (collection, round) -> parts.
     def _ck_inserted_total(self, coll, total):
         self._ck_totals = getattr(self, "_ck_totals", {})
