@@ -90,7 +90,11 @@ def charm4py_test(tmp_path, rel):
 @pytest.mark.skipif(not CHARM4PY, reason="CHARM4PY_SRC (a charm4py checkout) is not set")
 @pytest.mark.parametrize("rel, pes", [("thread_entry_methods/test1.py", 2), ("thread_entry_methods/test2.py", 4),
                                       ("thread_entry_methods/test_wait.py", 2), ("when/test_when_syntax.py", 1),
-                                      ("when/when_test.py", 4)])
+                                      ("when/when_test.py", 4), ("reductions/logical_ops.py", 4),
+                                      ("reductions/bench_reductions.py", 2)])
 def test_charm4py_tests(rel, pes, tmp_path):
+    # when_test.py needs 3 PEs or more (it says so); logical_ops.py's xor results hold for a
+    # multiple of 4 PEs (charm4py's test_config.json runs both at 4). bench_reductions.py:
+    # 5000 reductions of 160 KiB arrays (seconds, with the heap padding of charm.start).
     r = run(charm4py_test(tmp_path, rel), pes)
     assert r.rc == 0, r.describe()
