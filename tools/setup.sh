@@ -44,11 +44,12 @@ if [ -z "${UCHARM_UCX_ROOT:-}" ]; then
 fi
 
 # matplotlib, for tools/plot_osu.py (benchmark curves as PNG); Cython, scikit-build-core,
-# greenlet, NumPy and pytest for the Python package (bindings/python) and its tests.
+# greenlet, NumPy and pytest for the Python package (bindings/python) and its tests; Numba
+# for the tests of programs with jitted kernels (charm4py's LeanMD and other examples).
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -c 'import matplotlib, Cython, scikit_build_core, greenlet, numpy, pytest' 2>/dev/null ||
+"$venv/bin/python" -c 'import matplotlib, Cython, scikit_build_core, greenlet, numpy, pytest, numba' 2>/dev/null ||
   "$venv/bin/pip" install -q --disable-pip-version-check 'matplotlib>=3.7' 'cython>=3.0,<4' \
-      'scikit-build-core>=0.10' 'greenlet>=3' numpy 'pytest>=7'
+      'scikit-build-core>=0.10' 'greenlet>=3' numpy 'pytest>=7' 'numba>=0.60'
 
 # The sanitizer build leaves the Python package out: an instrumented extension cannot be
 # loaded into the uninstrumented interpreter.

@@ -553,6 +553,7 @@ inline void* next_local() {
     lrts::LrtsProgress();
     if (s.polling) run_pollers();
     if (foreign_pending(s)) run_foreign_work();
+    if (s.ccs_server) [[unlikely]] ccs::poll();
   }
   return s.queue.pop();
 }
@@ -577,6 +578,12 @@ void CsdScheduleStep() {
   // for runs at once, where a sleep would cost a wake-up per message.
   if (s.yield_when_idle) sched_yield();
   if ((++s.idle_polls & 63) != 0) return;
+  // PE 0's CCS server: its sockets are served at the idle turns that read the clock (and
+  // every kPollEvery messages, in next_local); a sleeping PE 0 wakes for them.
+  if (s.ccs_server && ccs::poll()) [[unlikely]] {
+    s.idle_since_ns = 0;
+    return;
+  }
   auto now = std::chrono::steady_clock::now().time_since_epoch().count();
   if (s.idle_since_ns == 0) {
     s.idle_since_ns = now;
@@ -604,6 +611,7 @@ bool CsdScheduleStepInThread() {
     worked = lrts::LrtsProgress() > 0;
     if (s.polling) worked |= run_pollers();
     if (foreign_pending(s)) worked |= run_foreign_work();
+    if (s.ccs_server) [[unlikely]] worked |= ccs::poll();
   }
   if (void* msg = s.queue.peek()) {
     // A thread's resumption runs on the scheduler's stack: the waiting thread yields to it
@@ -624,6 +632,10 @@ bool CsdScheduleStepInThread() {
   // Idle: the same spin as the scheduler's, then back to it, which sleeps.
   if (s.yield_when_idle) sched_yield();
   if ((++s.idle_polls & 63) != 0) return true;
+  if (s.ccs_server && ccs::poll()) [[unlikely]] {
+    s.idle_since_ns = 0;
+    return true;
+  }
   auto now = std::chrono::steady_clock::now().time_since_epoch().count();
   if (s.idle_since_ns == 0) {
     s.idle_since_ns = now;
@@ -692,6 +704,9 @@ void ConverseInit(int argc, char** argv, void (*start)(int, char**), int usched,
   std::set_terminate(on_terminate);
   device_init();
   if (s.options.verbose) print_banner();
+  // CCS: its two handlers on every PE (after the internal ones: same indices everywhere),
+  // the server on PE 0 when asked for (it prints its address before the program starts).
+  ccs::init(s.options.server, s.options.server_port, s.options.server_auth, s.options.server_ip);
 
   if (start) start(argc, argv);
   if (initret) return;

@@ -7,9 +7,11 @@
 #include <ucharm/converse.h>
 
 #include <chrono>
+#include <memory>
 #include <cstdint>
 #include <vector>
 
+#include "ccs.h"
 #include "options.h"
 #include "pool.h"
 #include "queue.h"
@@ -68,6 +70,10 @@ struct PeState {
   // The physical-node topology (CmiPhysicalNodeID & co.), built on first use.
   std::vector<int> pe_node, pe_node_rank;
   std::vector<std::vector<int>> node_pes;
+  // CCS (ccs.cpp): handlers and the request being handled; on PE 0 the server, whose
+  // sockets the scheduler serves while ccs_server is set.
+  std::unique_ptr<ccs::State> ccs;
+  bool ccs_server = false;
 };
 // Runs the embedder's exit hook once (CmiExit, ConverseExit, CmiAbort).
 void run_exit_hook(int code);

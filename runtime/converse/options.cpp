@@ -92,6 +92,21 @@ std::optional<std::string> apply(std::string_view name, std::optional<std::strin
   } else if (name == "idle-spin-us") {
     return number(o.idle_spin_us, false, 0, 1000000,
                   "an integer number of microseconds from 0 to 1000000");
+  } else if (name == "server") {
+    bool on = true;
+    if (value) {
+      auto v = parse_bool(*value);
+      if (!v) return bad("0 or 1");
+      on = *v;
+    }
+    o.server = on;
+  } else if (name == "server-port") {
+    o.server = true;  // as in Charm++: naming a port starts the server
+    return number(o.server_port, false, 0, 65535, "a TCP port number from 0 to 65535 (0: any free one)");
+  } else if (name == "server-auth" || name == "server-ip") {
+    if (!value || value->empty()) return need();
+    (name == "server-auth" ? o.server_auth : o.server_ip) = std::string(*value);
+    o.server = true;
   } else if (name == "nobind" || name == "verbose" || name == "bind") {
     bool on = true;
     if (value) {
@@ -104,7 +119,8 @@ std::optional<std::string> apply(std::string_view name, std::optional<std::strin
     else o.verbose = on;
   } else {
     return fmt::format("{}: unknown runtime option '{}' (known: +eager-size=BYTES, +prepost=N, "
-                       "+flow-window=BYTES, +large-fragment=BYTES, +send-queue-limit=BYTES, +stacksize=BYTES, +idle-spin-us=N, +nobind, +verbose{})",
+                       "+flow-window=BYTES, +large-fragment=BYTES, +send-queue-limit=BYTES, +stacksize=BYTES, +idle-spin-us=N, +nobind, +verbose, +server, +server-port N, "
+                       "+server-auth FILE, +server-ip ADDR{})",
                        where, name, [] {
                          std::string more;
                          for (const auto& [n, v] : layer_options()) more += ", +" + n + (v ? " VALUE" : "");
@@ -136,7 +152,9 @@ std::optional<std::string> parse_runtime_options(int& argc, char** argv, Runtime
       {"UCHARM_STACKSIZE", "stacksize"},   {"UCHARM_IDLE_SPIN_US", "idle-spin-us"},
       {"UCHARM_BIND", "bind"},             {"UCHARM_VERBOSE", "verbose"},
       {"UCHARM_FLOW_WINDOW", "flow-window"}, {"UCHARM_SEND_QUEUE_LIMIT", "send-queue-limit"},
-      {"UCHARM_LARGE_FRAGMENT", "large-fragment"}};
+      {"UCHARM_LARGE_FRAGMENT", "large-fragment"}, {"UCHARM_SERVER", "server"},
+      {"UCHARM_SERVER_PORT", "server-port"}, {"UCHARM_SERVER_AUTH", "server-auth"},
+      {"UCHARM_SERVER_IP", "server-ip"}};
   for (auto [key, name] : kEnv) {
     if (const char* v = env_value(key, envp))
       if (auto err = apply(name, std::string_view(v), out, fmt::format("environment {}", key)))
@@ -145,16 +163,22 @@ std::optional<std::string> parse_runtime_options(int& argc, char** argv, Runtime
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     std::string_view a(argv[i]);
+    if (a == "++local") continue;  // charmrun's: every job here is local
     if (a.size() < 2 || a[0] != '+' || a == "++") {
       argv[kept++] = argv[i];
       continue;
     }
     a.remove_prefix(1);
+    // Charm++'s ++server, ++server-port N, ++server-auth F (charmrun's spelling) are ours.
+    if (a.starts_with("+server")) a.remove_prefix(1);
     std::optional<std::string_view> value;
     if (auto eq = a.find('='); eq != std::string_view::npos) {
       value = a.substr(eq + 1);
       a = a.substr(0, eq);
     }
+    // The server's options also take their value as the next argument, as Charm++'s do.
+    if (!value && i + 1 < argc && (a == "server-port" || a == "server-auth" || a == "server-ip"))
+      value = std::string_view(argv[++i]);
     // An option of a layer above (the core's +balancer, +trace, ...): left for it, with its
     // value when that is the next argument.
     auto layer = std::find_if(layer_options().begin(), layer_options().end(),

@@ -26,6 +26,12 @@ struct RuntimeOptions {
   int idle_spin_us = -1;
   bool bind = true;
   bool verbose = false;
+  // The CCS server on PE 0 (+server, +server-port N, +server-auth FILE, +server-ip ADDR;
+  // Charm++'s charmrun spells them ++server...). Port 0: one the system picks.
+  bool server = false;
+  int server_port = 0;
+  std::string server_auth;               // Charm++'s CCS key file; empty: no authentication
+  std::string server_ip = "127.0.0.1";  // the address it listens on
 };
 
 // Options of the layers above (CmiRegisterOption): name without '+', takes a value.

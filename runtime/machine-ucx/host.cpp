@@ -611,6 +611,16 @@ void LrtsWakeup() {
   [[maybe_unused]] ssize_t r = ::write(M().wake_fd, &one, sizeof one);
 }
 
+void LrtsAddWaitFd(int fd) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  if (::epoll_ctl(M().epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
+    fatal(fmt::format("LrtsAddWaitFd({}): epoll_ctl: {}", fd, std::strerror(errno)));
+}
+
+void LrtsRemoveWaitFd(int fd) { ::epoll_ctl(M().epoll_fd, EPOLL_CTL_DEL, fd, nullptr); }
+
 IdleStats LrtsIdleStats() { return M().idle_stats; }
 
 }  // namespace ucharm::machine

@@ -147,6 +147,7 @@ void Launcher::spawn(int r) {
   extra.insert(extra.end(), mps_env.begin(), mps_env.end());
   if (opt_.verbose) extra.emplace_back("UCHARM_VERBOSE=1");
   if (opt_.no_bind) extra.emplace_back("UCHARM_BIND=0");
+  extra.insert(extra.end(), opt_.server_env.begin(), opt_.server_env.end());
   size_t n = 0;
   while (environ[n]) ++n;
   char** env = job_env.env =

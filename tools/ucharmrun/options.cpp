@@ -46,6 +46,12 @@ Options (before the program; everything from the program on is the program's):
                     no MPS daemon answers yet (a failed start: a warning, no MPS);
                     on starts one in any case (a failed start ends with code 125);
                     off starts none. The daemon quits when the job ends
+  ++server          run a CCS server on PE 0 (charmrun's option; it prints
+                    "ccs: Server IP = ..., Server port = ... $"); it listens on 127.0.0.1
+  ++server-port N   ... on TCP port N (0: a free one; implies ++server)
+  ++server-auth F   ... requiring the keys of Charm++'s CCS key file F
+  ++server-ip A     ... listening on IPv4 address A instead (0.0.0.0: every interface)
+  ++local           accepted for charmrun's command lines (every job here is local)
   -h, --help        print this help and exit
   --                end of the launcher's options
 
@@ -135,6 +141,41 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
     if (a == "--") {
       ++i;
       break;
+    }
+    // charmrun's CCS server options (and ++local, which every ucharmrun job is).
+    if (a == "++local") continue;
+    if (a.starts_with("++server")) {
+      std::string_view name = a, v;
+      bool has_v = false;
+      if (auto eq = a.find('='); eq != std::string_view::npos) {
+        name = a.substr(0, eq);
+        v = a.substr(eq + 1);
+        has_v = true;
+      }
+      static constexpr std::pair<std::string_view, const char*> kServer[] = {
+          {"++server-port", "UCHARM_SERVER_PORT"}, {"++server-auth", "UCHARM_SERVER_AUTH"},
+          {"++server-ip", "UCHARM_SERVER_IP"}};
+      if (name == "++server") {
+        if (has_v) throw UsageError{"++server takes no value"};
+        o.server_env.emplace_back("UCHARM_SERVER=1");
+        continue;
+      }
+      const auto* k = std::find_if(std::begin(kServer), std::end(kServer), [&](const auto& e) { return e.first == name; });
+      if (k == std::end(kServer))
+        throw UsageError{fmt::format("unknown option '{}' (known: ++server, ++server-port N, ++server-auth FILE, "
+                                     "++server-ip ADDR, ++local)", a)};
+      if (!has_v) {
+        if (i + 1 >= argc) throw UsageError{fmt::format("{} needs a value", name)};
+        v = argv[++i];
+      }
+      if (name == "++server-port") {
+        auto n = parse_count(v);
+        if (!n || *n > 65535)
+          throw UsageError{fmt::format("++server-port expects a TCP port from 0 to 65535, got '{}'", v)};
+      }
+      if (v.empty()) throw UsageError{fmt::format("{} needs a value", name)};
+      o.server_env.push_back(fmt::format("{}={}", k->second, v));
+      continue;
     }
     // Charm++'s charmrun spelling of -n N: +pN or +p N.
     const bool charm_p = a.starts_with("+p") && a.find_first_not_of("0123456789", 2) == std::string_view::npos;

@@ -54,6 +54,9 @@ struct Options {
   double timeout = 0;  // seconds for the whole run, restarts included; 0: none
   int restart_on_failure = 0;  // --restart-on-failure N: restarts after a rank died
   MpsMode mps = MpsMode::Auto;  // --mps, else UCHARM_MPS, else auto
+  // ++server, ++server-port N, ++server-auth FILE, ++server-ip ADDR (charmrun's CCS
+  // options): passed to the PEs as UCHARM_SERVER* variables (PE 0 runs the server).
+  std::vector<std::string> server_env;
   std::vector<std::string> command;
 };
 

@@ -39,8 +39,9 @@ from .options import Options  # noqa: E402
 from .readonly import readonlies  # noqa: E402
 from .reduction import Reducer  # noqa: E402
 from . import ray  # noqa: E402  (charm4py's Ray layer: `from ucharm import charm, ray`)
+from . import wait  # noqa: E402  (charm4py's @when condition kinds: `from ucharm import wait`)
 from .chare import register  # noqa: E402
 
 __all__ = ["charm", "Chare", "Group", "Array", "ArrayMap", "Reducer", "Future", "Channel", "Request",
            "waitall", "Window", "coro", "threaded", "when", "CharmRemote", "readonlies", "Options", "ray",
-           "register"]
+           "wait", "register"]

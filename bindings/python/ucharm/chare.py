@@ -44,6 +44,16 @@ class Chare:
             return _create_chare(*args, **kwargs)
         return object.__new__(cls)
 
+    @property
+    def _numthreads(self):
+        """charm4py's count of this chare's coroutine entry methods that are running or
+        waiting (the one calling it included)."""
+        live = [g for g in getattr(self, "_ck_suspended", ()) if not g.dead]
+        cur = getcurrent()
+        if getattr(cur, "_ck_obj", None) is self and cur not in live:
+            live.append(cur)
+        return len(live)
+
     def contribute(self, data, reducer, target, section=None):
         if section is None and isinstance(self.thisProxy, sections.SectionProxy):
             section = self.thisProxy  # an element of a group made with onPEs=

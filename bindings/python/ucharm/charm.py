@@ -42,6 +42,23 @@ from .reduction import Reducer  # noqa: F401
 
 
 # ---- the runtime object -----------------------------------------------------------------
+def _keep_heap_pad():
+    """Contributions, results and messages of a few hundred KiB (pickles, NumPy arrays) are
+    allocated and freed for every call; with glibc's defaults each one grows the heap and
+    each free gives the memory back, so every such allocation page-faults afresh (most of
+    the time of a reduction over 160 KiB arrays). A padding of 16 MiB kept at the heap's
+    top (M_TOP_PAD) avoids that. MALLOC_TOP_PAD_ in the environment is left as it is."""
+    import os
+    import platform
+    if "MALLOC_TOP_PAD_" in os.environ or platform.libc_ver()[0] != "glibc":
+        return
+    try:
+        import ctypes
+        ctypes.CDLL(None).mallopt(-2, 16 << 20)  # M_TOP_PAD (malloc.h)
+    except (OSError, AttributeError):
+        pass
+
+
 class CharmRemote(chare.Chare):
     """The runtime's group (charm.thisProxy): one element per PE."""
 
@@ -96,6 +113,18 @@ class CharmRemote(chare.Chare):
 
     def _ck_checkpoint(self, directory, resume_blob, fut):  # PE 0: charm.checkpoint of another PE
         checkpoint.begin(directory, resume_blob, fut)
+
+    # ckDoneInserting: every PE's count of its insertions, summed on PE 0.
+    def _ck_count_inserted(self, coll, call):
+        self.thisProxy[0]._ck_inserted_count(coll, call, proxy.inserted_here.get(coll, 0))
+
+    def _ck_inserted_count(self, coll, call, count):  # on PE 0
+        self._ck_counts = getattr(self, "_ck_counts", {})
+        got = self._ck_counts.setdefault((coll, call), [])
+        got.append(count)
+        if len(got) == _core.num_pes():
+            del self._ck_counts[(coll, call)]
+            self._ck_inserted_total(coll, sum(got))
 
     # Reductions over arrays filled by ckInsert (on PE 0): (collection, round) -> parts.
     def _ck_inserted_total(self, coll, total):
@@ -189,11 +218,13 @@ class _Charm:
 
     # -- start and end
     def start(self, entry=None, classes=None, modules=None, interactive=False):
-        if interactive:
-            raise NotImplementedError("charm.start(interactive=True) is not supported")
+        if interactive:  # charm4py's console on PE 0 (ucharm.interactive)
+            from .interactive import _console_main
+            entry = _console_main
         if entry is None:
             raise TypeError("charm.start(main): give the main function or the main chare class")
         self._entry = entry
+        _keep_heap_pad()
         _core.set_python(_Hooks)
         _core.start(options.strip_lb_options(list(sys.argv)))
 
@@ -247,6 +278,37 @@ class _Charm:
         """The subtrees under root_pe of that tree over `pes` (root_pe first), each a list
         of its PEs, its root first."""
         return topology.subtrees(root_pe, pes, bfactor)
+
+    # -- CCS: handlers that clients outside the job call through PE 0's server (++server)
+    def CcsRegisterHandler(self, handlername, handler):
+        """handler(data: bytes) runs on this PE for each CCS request naming `handlername`
+        and this PE (or every PE); it answers with charm.CcsSendReply(bytes) or keeps the
+        answer for later with charm.CcsDelayReply(). Register it on every PE a client names."""
+        _core.ccs_register(str(handlername), handler)
+
+    def CcsIsRemoteRequest(self):
+        return _core.ccs_is_remote_request()
+
+    def CcsSendReply(self, message):
+        _core.ccs_send_reply(message)
+
+    def CcsNoReply(self):
+        _core.ccs_no_reply()
+
+    def CcsDelayReply(self):
+        """A token for charm.CcsSendDelayedReply(token, bytes), usable later, on any PE."""
+        return _core.ccs_delay_reply()
+
+    def CcsSendDelayedReply(self, d, message):
+        _core.ccs_send_delayed_reply(d, message)
+
+    def CcsEnabled(self):
+        """True when the job runs a CCS server (started with ++server or +server)."""
+        return _core.ccs_enabled()
+
+    def CcsServer(self):
+        """On PE 0: (address, port) of the CCS server, else None."""
+        return _core.ccs_server()
 
     # -- timers (timers.py)
     def scheduleCallableAfter(self, callable_obj, secs, args=None):

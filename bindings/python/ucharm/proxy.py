@@ -147,13 +147,18 @@ class CollectionProxy(Proxy):
         # onPE: the element is built there (it is inserted at its home, then moves: chare.py).
         kind = self._kind if onPE == -1 else ("array", self._ndims_dynamic(), onPE)
         _core.insert(self._ref, t, chare._blob(self._cls, args, kind, None, at_sync))
-        self._inserted = getattr(self, "_inserted", 0) + 1
+        coll = _core.ref_id(self._ref)
+        inserted_here[coll] = inserted_here.get(coll, 0) + 1
 
     def ckDoneInserting(self):
-        """Ends the insertions made through this proxy: reductions over the array count the
-        elements inserted so far through it (insert all elements from one place)."""
+        """Ends the insertions made so far (from any PE, through any proxy of the array):
+        reductions over the array then count every element inserted before this call; the
+        insertions themselves must have been made (their entry methods run) by then."""
         if self._shape is None:
-            runtime.charm.thisProxy[0]._ck_inserted_total(_core.ref_id(self._ref), self._inserted)
+            global _done_seq
+            _done_seq += 1
+            # Every PE reports how many it inserted; PE 0 adds them up (charm.py).
+            runtime.charm.thisProxy._ck_count_inserted(_core.ref_id(self._ref), (_core.my_pe(), _done_seq))
 
     def __reduce__(self):
         return (CollectionProxy, (self._cls, self._ref, self._kind, self._shape, None))
@@ -161,5 +166,8 @@ class CollectionProxy(Proxy):
     def __repr__(self):
         return f"<proxy to {self._kind} of {_wire.clsname(self._cls)}>"
 
+
+inserted_here = {}  # collection id -> elements this PE inserted (ckInsert), ever
+_done_seq = 0       # this PE's ckDoneInserting calls
 
 _PROXY_SLOTS = frozenset(("_cls", "_ref", "_idx", "_kind", "_shape", "_creation", "_elems", "_at_sync"))

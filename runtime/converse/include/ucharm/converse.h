@@ -380,6 +380,49 @@ CmiStreamOp CmiChannelSendEnqueue(int pe, const void* ptr, std::size_t size, std
 CmiStreamOp CmiChannelRecvEnqueue(void* ptr, std::size_t size, std::uint64_t tag, void* stream, bool stream_waits,
                                   void* done_msg);
 
+// ---- CCS: Converse Client-Server -------------------------------------------------------
+// Programs outside the job (Charm++'s CcsConnect/CcsSendRequest/CcsRecvResponse clients,
+// the Python package's ucharm.ccs) call named handlers of a running job over TCP. The
+// server is PE 0's: started by +server / +server-port N / +server-auth FILE / +server-ip
+// ADDR (ucharmrun's ++server ...), it prints "ccs: Server IP = ..., Server port = ... $"
+// and listens on 127.0.0.1 unless told otherwise. PE 0's scheduler serves it (its socket
+// is in the set an idle PE sleeps on); a request runs the handler of that name on the PE
+// it names (-1: every PE, whose replies are merged) and the reply goes back on the
+// client's connection. Charm++'s wire protocol, SHA-1 authentication included.
+inline constexpr int CcsMaxHandlerName = 31;  // bytes of a handler name (32 with its NUL)
+// A Converse-style handler: it gets a message whose payload is the request's data
+// (CmiMsgSize(msg) - CmiMsgHeaderSizeBytes bytes) and must CmiFree it.
+void CcsRegisterHandler(const char* name, CmiHandler fn);
+// A handler given a read-only view of the request's data.
+using CcsHandlerFn = void (*)(void* user, int len, const void* data);
+void CcsRegisterHandlerFn(const char* name, CcsHandlerFn fn, void* user);
+// Combines the replies of a broadcast (pe -1) or multicast request to this handler on
+// PE 0 (register it there): `local` is the first reply, `remote` the other n, each a
+// (data, length) pair; returns the merged reply in a malloc'ed buffer (*size its length).
+// Without one, the replies are concatenated in PE order.
+using CcsMergeFn = void* (*)(int* size, const void* local, int local_len, const void* const* remote,
+                             const int* remote_lens, int n);
+void CcsSetMergeFn(const char* name, CcsMergeFn fn);
+int CcsEnabled();  // 1: this job runs a CCS server (on PE 0)
+// 1 inside a CCS handler whose reply is still due (not yet sent or delayed).
+int CcsIsRemoteRequest();
+// Replies to the request being handled (once; a handler that returns without replying
+// or delaying sends an empty reply).
+void CcsSendReply(int len, const void* data);
+void CcsNoReply();  // closes the client's connection without a reply
+// Keeps the reply for later, from any PE: pass the token to CcsSendDelayedReply once.
+struct CcsDelayedReply {
+  std::uint64_t id = 0;  // the request on PE 0
+  std::int32_t pe = 0;   // the PE that handled it
+  std::int32_t dest = 0; // what the request named (>= 0, -1 broadcast, < -1 multicast)
+};
+CcsDelayedReply CcsDelayReply();
+void CcsSendDelayedReply(CcsDelayedReply d, int len, const void* data);
+void CcsNoDelayedReply(CcsDelayedReply d);
+// PE 0: the address and port the server listens on (0 when it does not run).
+int CcsServerPort();
+const char* CcsServerAddress();
+
 // ---- user-level threads ----------------------------------------------------------------
 struct CthThreadStruct;
 using CthThread = CthThreadStruct*;

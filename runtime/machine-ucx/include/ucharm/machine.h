@@ -109,6 +109,12 @@ void LrtsIdleWait(int timeout_ms);
 // the worker's epoll set, so the PE's own path pays nothing until it is used.
 void LrtsWakeup();
 
+// A file descriptor of the layer above (Converse's CCS server) joins the set LrtsIdleWait
+// sleeps on: a sleeping PE returns when it becomes readable. The caller consumes what made
+// it readable (else the next wait returns at once); remove it before closing it.
+void LrtsAddWaitFd(int fd);
+void LrtsRemoveWaitFd(int fd);
+
 // What LrtsIdleWait did, counted since start-up (for tests and diagnostics).
 struct IdleStats {
   std::uint64_t fd_waits = 0;        // slept on the worker's event fd (UCX will wake it)
