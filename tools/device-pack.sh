@@ -30,7 +30,7 @@ for f in tools/ucharmrun/ucharmrun runtime/converse/libucharm-converse.so runtim
   if [ "${DEBUG:-0}" = 1 ]; then cp "$build/$f" "$dev/build/$f"; else strip -o "$dev/build/$f" "$build/$f"; fi
 done
 # AMPI programs carry the MPI program appended to the loader: strip would drop it.
-for f in tests/ampi/ampi_p2p_cuda tests/ampi/ampi_collectives examples/jacobi3d/mpi/jacobi3d_ampi \
+for f in tests/ampi/ampi_p2p_cuda tests/ampi/ampi_collectives tests/ampi/ampi_partitioned examples/jacobi3d/mpi/jacobi3d_ampi \
          benchmarks/mpi/osu_mpi_ampi tests/ampi/ampi_enqueue; do
   [ -e "$build/$f" ] || continue
   mkdir -p "$dev/build/$(dirname "$f")"

@@ -183,20 +183,36 @@ void defer_on_stream(Deferred* d, GpuStream stream) {
   if (!cu.ok) fatal("an operation names a CUDA stream, but CUDA is not available in this process (no driver or GPU)");
   // The event is made and recorded in the stream's context, whatever is current on this
   // thread (a CuPy stream's context may not be: seen with 2 PEs sharing one GPU).
-  const CUcontext ctx = context_of(static_cast<CUstream>(stream));
+  // Where the driver cannot name the stream's context, a device buffer's own context serves.
+  const CUcontext stream_ctx = context_of(static_cast<CUstream>(stream));
+  CUcontext buf_ctx = nullptr;
+  if (!stream_ctx && d->mem == MemoryType::Cuda && d->ptr) {
+    CUpointer_attribute a[] = {CU_POINTER_ATTRIBUTE_CONTEXT};
+    void* v[] = {&buf_ctx};
+    if (cu.get_attrs(1, a, v, reinterpret_cast<CUdeviceptr>(d->ptr)) != CUDA_SUCCESS) buf_ctx = nullptr;
+  }
+  const CUcontext ctx = stream_ctx ? stream_ctx : buf_ctx;
   CtxScope scope(ctx);
   if (d->event && d->event_ctx != ctx) {
     cu.event_destroy(d->event);
     d->event = nullptr;
   }
   CUresult r = CUDA_SUCCESS;
+  const char* step = "cuEventCreate";
   if (!d->event) r = cu.event_create(&d->event, CU_EVENT_DISABLE_TIMING);
   d->event_ctx = ctx;
-  if (r == CUDA_SUCCESS) r = cu.event_record(d->event, static_cast<CUstream>(stream));
-  if (r != CUDA_SUCCESS)
-    fatal(fmt::format("recording an event on CUDA stream {} for {} failed: {} (is the stream valid, and its "
-                      "device's context current on this PE?)",
-                      stream, describe_tag(d->tag), cu.name_of(r)));
+  if (r == CUDA_SUCCESS) {
+    step = "cuEventRecord";
+    r = cu.event_record(d->event, static_cast<CUstream>(stream));
+  }
+  if (r != CUDA_SUCCESS) {
+    CUcontext cur = nullptr;
+    cu.ctx_get_current(&cur);
+    fatal(fmt::format("recording an event on CUDA stream {} for {} failed: {} in {} (the stream's context: {}, "
+                      "the buffer's: {}, current on this PE: {}; is the stream valid, and of a device of this PE?)",
+                      stream, describe_tag(d->tag), cu.name_of(r), step, static_cast<void*>(stream_ctx),
+                      static_cast<void*>(buf_ctx), static_cast<void*>(cur)));
+  }
 #else
   (void)stream;
   fatal(fmt::format("{} names a CUDA stream, but ucharm was built without CUDA", describe_tag(d->tag)));
