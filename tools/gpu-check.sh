@@ -63,7 +63,9 @@ gpu_tests() {  # label, log, [CUDA_VISIBLE_DEVICES value]
   if [ $rc -eq 0 ] && [ "${total:-0}" -gt 0 ] && [ "$skipped" -eq 0 ]; then
     row "$label" "-" "$n" "passed $total/$total"
   else
-    row "$label" "-" "$n" "FAILED ($bad failed, $skipped skipped of ${total:-?}; $(basename "$log"))"
+    local names
+    names=$(grep -E "Test +#.*(Failed|Timeout|Exception|Not Run)" "$log" | sed -E 's/.*Test +#[0-9]+: ([^ ]+).*/\1/' | paste -sd, -)
+    row "$label" "-" "$n" "FAILED ($bad failed, $skipped skipped of ${total:-?}: $names)"
   fi
 }
 
@@ -194,5 +196,6 @@ printf '%-50s %4s %5s  %s\n' "check" "PEs" "GPUs" "result"
 printf '%s\n' "${rows[@]}"
 echo "${#rows[@]} checks, $failed failed"
 # The logs as one archive (a copy-back may take few files): logs.tgz beside the output.
-(cd "$out" && tar czf logs.tgz --exclude logs.tgz . 2>/dev/null && find . -type f ! -name logs.tgz -delete)
+tgz=$(mktemp --suffix=.tgz)  # outside $out: an archive inside the folder it packs changes as tar reads
+(cd "$out" && tar czf "$tgz" . && find . -type f -delete && mv "$tgz" logs.tgz) || rm -f "$tgz"
 [ "$failed" -eq 0 ]
