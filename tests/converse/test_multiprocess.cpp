@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 
+#include "../common/proc.h"
 #include "../common/run.h"
 
 using ucharm::test::describe;
@@ -39,9 +40,7 @@ bool process_with_token(const std::string& token) {
   bool found = false;
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream f(std::string("/proc/") + e->d_name + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    if (has(cmd, token) && std::to_string(::getpid()) != e->d_name) found = true;
+    if (has(ucharm::test::proc_file(std::string("/proc/") + e->d_name + "/cmdline"), token) && std::to_string(::getpid()) != e->d_name) found = true;
   }
   ::closedir(d);
   return found;

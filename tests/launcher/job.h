@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/proc.h"
 #include "../common/run.h"
 
 namespace launcher_test {
@@ -66,8 +67,7 @@ inline std::vector<pid_t> live_in_group(pid_t pgid) {
   DIR* d = ::opendir("/proc");
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream f(std::string("/proc/") + e->d_name + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const std::string stat = ucharm::test::proc_file(std::string("/proc/") + e->d_name + "/stat");
     size_t close = stat.rfind(')');
     if (close == std::string::npos) continue;
     char state = 0;

@@ -86,8 +86,7 @@ TEST(LauncherLocalRank, InheritedSlurmRanksAreThePes) {
 // ---- CUDA MPS ---------------------------------------------------------------------------
 
 bool alive(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string stat = ucharm::test::proc_file("/proc/" + std::to_string(pid) + "/stat");
   const size_t close = stat.rfind(')');
   return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z' &&
          stat[close + 2] != 'X';
