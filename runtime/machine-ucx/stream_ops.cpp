@@ -349,9 +349,18 @@ class StreamOps {
     }
     why_.clear();
     if (!add_chunk()) return;
+    connect_self();
     if (M().trace_ops)
       fmt::print(stderr, "ucharm: PE {}: stream-ordered operations use {}\n", M().info.my_pe,
                  memops_ ? "cuStreamWriteValue64/cuStreamWaitValue64" : "host functions (cuLaunchHostFunc)");
+  }
+
+  // Two chares of this PE meet through UCX's endpoint to this PE, made at first use. Made
+  // and wired up here, before any stream of this PE waits for it: UCX's first use of an
+  // endpoint may wait for the device, which a waiting stream never lets complete.
+  static void connect_self() {
+    ucp_request_param_t p{};
+    detail::wait_request(ucp_ep_flush_nbx(detail::endpoint(M().info.my_pe), &p), "wiring up the endpoint to this PE");
   }
 
   // Pinned, mapped, portable (usable from every context of the process).
