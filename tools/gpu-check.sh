@@ -170,7 +170,7 @@ if [ "${GPU_DIAG:-0}" = 1 ]; then
   "$R" -n 1 --timeout 60 "$build/tests/converse/converse_testprog" memtype 2>&1 | tail -4
   # A stream-ordered chain between two chares of one PE, in variants (staged, unstaged,
   # pinned host buffers, the slab large enough for every round in flight): each op traced,
-  # and where one hangs, every thread's stack (gdb or eu-stack, when the machine has one).
+  # and where one hangs, every thread's stack (gdb, cuda-gdb or eu-stack, whichever the machine has).
   so=$build/tests/core/core_stream_ordered
   for v in "" UCHARM_STREAM_STAGING=0 SO_HOSTBUF=1 SO_WINDOW=1 CUDA_DEVICE_MAX_CONNECTIONS=32 UCHARM_STREAM_MEMOPS=0; do
     log="$out/chain1-${v:-staged}.txt"; log=${log//=/-}  # no "=" in file names
@@ -181,7 +181,8 @@ if [ "${GPU_DIAG:-0}" = 1 ]; then
       for p in $(pgrep -f "core_stream_ordered gpu"); do
         [ "$(cat /proc/$p/comm)" = ucharmrun ] && continue
         for t in /proc/$p/task/*; do echo "thread $(cat $t/comm) wchan $(cat $t/wchan)"; done >> "$log.stacks"
-        { command -v gdb >/dev/null && timeout 30 gdb -p $p -batch -ex "thread apply all bt 30"; } >> "$log.stacks" 2>&1
+        dbg=$(command -v gdb || command -v cuda-gdb)  # the GPU image has cuda-gdb only
+        { [ -n "$dbg" ] && timeout 60 "$dbg" -p $p -batch -ex "thread apply all bt 30"; } >> "$log.stacks" 2>&1
         { command -v eu-stack >/dev/null && timeout 20 eu-stack -p $p; } >> "$log.stacks" 2>&1
       done
     fi

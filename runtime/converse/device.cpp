@@ -83,3 +83,15 @@ void CmiChannelSend(int pe, const void* ptr, std::size_t size, std::uint64_t tag
 void CmiChannelRecv(void* ptr, std::size_t size, std::uint64_t tag, void* done_msg, void* stream) {
   lrts::LrtsChannelRecv(ptr, size, mem_of(ptr), tag, {enqueue_done, done_msg}, stream);
 }
+
+// CmiHeldSend names the machine layer's held send (an opaque type: the core sees no
+// machine types); the pointer only travels back to the machine layer.
+CmiHeldSend* CmiChannelSendHold(const void* ptr, std::size_t size, void* done_msg, void* stream) {
+  return reinterpret_cast<CmiHeldSend*>(
+      lrts::LrtsChannelSendHold(ptr, size, mem_of(ptr), {enqueue_done, done_msg}, stream));
+}
+void CmiChannelSendHeld(CmiHeldSend* held, int pe, std::uint64_t tag) {
+  check_pe(pe, "CmiChannelSend");
+  lrts::LrtsChannelSendRelease(reinterpret_cast<lrts::HeldSend*>(held), pe, tag);
+}
+void CmiChannelSendDrop(CmiHeldSend* held) { lrts::LrtsChannelSendDrop(reinterpret_cast<lrts::HeldSend*>(held)); }

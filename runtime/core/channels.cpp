@@ -22,7 +22,7 @@ struct ChannelEnd {
     const void* ptr;
     std::size_t size;
     void* done_msg;
-    void* stream;
+    CmiHeldSend* held;  // a send on a stream: its stream point, taken at the call
   };
   CollectionRef self_ref, peer_ref;
   Index self_idx, peer_idx;
@@ -127,10 +127,14 @@ void* channel_done_msg(const CkCallback& cb, std::size_t bytes, bool received) {
   return m;
 }
 
-void issue_send(ChannelEnd& e, const void* ptr, std::size_t size, void* done_msg, void* stream) {
+std::uint64_t next_out_tag(ChannelEnd& e) {
   const std::uint64_t tag = CmiChannelTag(e.out_id, e.out_counter);
   e.out_counter = CmiChannelNextCounter(e.out_counter);
-  CmiChannelSend(e.peer_pe, ptr, size, tag, done_msg, stream);
+  return tag;
+}
+
+void issue_send(ChannelEnd& e, const void* ptr, std::size_t size, void* done_msg, void* stream) {
+  CmiChannelSend(e.peer_pe, ptr, size, next_out_tag(e), done_msg, stream);
 }
 
 // The peer's incoming id is here: the waiting sends go, in the order they were issued.
@@ -140,7 +144,10 @@ void make_ready(ChannelEnd& e, std::uint32_t out_id, int peer_pe) {
   e.ready = true;
   std::vector<ChannelEnd::Waiting> waiting;
   waiting.swap(e.waiting);
-  for (const auto& w : waiting) issue_send(e, w.ptr, w.size, w.done_msg, w.stream);
+  for (const auto& w : waiting) {
+    if (w.held) CmiChannelSendHeld(w.held, e.peer_pe, next_out_tag(e));
+    else issue_send(e, w.ptr, w.size, w.done_msg, nullptr);
+  }
 }
 
 void channel_setup_handler(void* msg) {
@@ -294,6 +301,7 @@ void CkChannel::close() noexcept {
   // detection (counted sent when issued), and their completions never run.
   for (const auto& w : e->waiting) {
     ++detail::core().processed;
+    if (w.held) CmiChannelSendDrop(w.held);
     if (w.done_msg) CmiFree(w.done_msg);
   }
   delete e;
@@ -310,8 +318,9 @@ void CkChannel::send(const void* ptr, std::size_t size, const CkCallback& done, 
   void* done_msg = channel_done_msg(done, size, false);
   if (e.ready) [[likely]]
     issue_send(e, ptr, size, done_msg, stream);
-  else
-    e.waiting.push_back(ChannelEnd::Waiting{ptr, size, done_msg, stream});
+  else  // a send on a stream sends what the stream's work so far leaves: its point is taken now
+    e.waiting.push_back(
+        ChannelEnd::Waiting{ptr, size, done_msg, stream ? CmiChannelSendHold(ptr, size, done_msg, stream) : nullptr});
 }
 
 void CkChannel::recv(void* ptr, std::size_t size, const CkCallback& done, void* stream) {

@@ -175,9 +175,9 @@ void issue_recv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t t, Re
   });
 }
 
-// Queues `d` behind the work on `stream` (or fails with a clear message).
-void defer_on_stream(Deferred* d, GpuStream stream) {
-  Machine& m = M();
+// Records `d`'s event behind the work queued on `stream` so far (or fails with a clear
+// message); `d` starts once that work has finished and it is linked (link_deferred).
+void record_on_stream(Deferred* d, GpuStream stream) {
 #ifdef UCHARM_HAVE_CUDA
   const CudaDriver& cu = cuda_driver();
   if (!cu.ok) fatal("an operation names a CUDA stream, but CUDA is not available in this process (no driver or GPU)");
@@ -217,12 +217,21 @@ void defer_on_stream(Deferred* d, GpuStream stream) {
   (void)stream;
   fatal(fmt::format("{} names a CUDA stream, but ucharm was built without CUDA", describe_tag(d->tag)));
 #endif
+}
+
+void link_deferred(Deferred* d) {
+  Machine& m = M();
   d->next = nullptr;
   if (m.deferred_tail) m.deferred_tail->next = d;
   else m.deferred_head = d;
   m.deferred_tail = d;
   ++m.gpu_inflight;
   trace("waits for its stream:", d->tag, d->size, d->mem);
+}
+
+void defer_on_stream(Deferred* d, GpuStream stream) {
+  record_on_stream(d, stream);
+  link_deferred(d);
 }
 
 // Starts the deferred operations whose streams have caught up; returns how many.
@@ -315,6 +324,31 @@ void LrtsChannelSend(int dest_pe, const void* ptr, std::size_t size, MemoryType 
                      Completion done, GpuStream stream) {
   send_or_defer(dest_pe, ptr, size, mem, t, done, stream);
 }
+
+HeldSend* LrtsChannelSendHold(const void* ptr, std::size_t size, MemoryType mem, Completion done, GpuStream stream) {
+  if (!stream) fatal("LrtsChannelSendHold needs a CUDA stream (a send without one is issued when its tag is known)");
+  Deferred* d = M().deferred_pool.take();
+  d->send = true;
+  d->pe = -1;
+  d->ptr = const_cast<void*>(ptr);
+  d->size = size;
+  d->mem = mem;
+  d->tag = 0;
+  d->done = done;
+  record_on_stream(d, stream);
+  return d;
+}
+
+void LrtsChannelSendRelease(HeldSend* d, int dest_pe, std::uint64_t t) {
+  Machine& m = M();
+  if (dest_pe < 0 || dest_pe >= m.info.num_pes)
+    fatal(fmt::format("channel send to PE {}, outside [0, {})", dest_pe, m.info.num_pes));
+  d->pe = dest_pe;
+  d->tag = t;
+  link_deferred(d);
+}
+
+void LrtsChannelSendDrop(HeldSend* d) { M().deferred_pool.give(d); }
 
 void LrtsChannelRecv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t t, Completion done,
                      GpuStream stream) {

@@ -356,8 +356,11 @@ class StreamOps {
   }
 
   // Two chares of this PE meet through UCX's endpoint to this PE, made at first use. Made
-  // and wired up here, before any stream of this PE waits for it: UCX's first use of an
-  // endpoint may wait for the device, which a waiting stream never lets complete.
+  // here, with a context current and before any stream of this PE waits for it: making an
+  // endpoint with CUDA lanes selects its protocols, and the process's first selection
+  // allocates and frees a CUDA buffer to learn which memory domain allocates (cuMemFree
+  // waits for the device, which a stream waiting for this PE never lets finish: seen on
+  // H100 as a hang of two chares' chain on one PE).
   static void connect_self() {
     ucp_request_param_t p{};
     detail::wait_request(ucp_ep_flush_nbx(detail::endpoint(M().info.my_pe), &p), "wiring up the endpoint to this PE");

@@ -8,6 +8,9 @@
 //                             changes the 8 B round count; SO_HOSTBUF=1 uses pinned host
 //                             buffers (written and read by the kernels through UVA);
 //                             SO_WINDOW=n enqueues n rounds ahead instead of 32.
+//   stream_ordered early      a CkChannel::send on a stream before the peer's id is known:
+//                             element 0 fills (value A, slowly), sends, refills (value B)
+//                             and destroys the stream, all at once; element 1 must get A
 //   stream_ordered notready   send_enqueue before the peer's id is known: an error
 //   stream_ordered nocontext  recv_enqueue with no CUDA context (or no CUDA): an error
 // Prints "stream ordered ok" on success.
@@ -30,6 +33,7 @@ namespace {
 constexpr std::size_t kBig = std::size_t{1} << 20;  // bytes
 constexpr int kBigRounds = 20;
 constexpr unsigned kDelayNs = 20000;  // the kernels around each transfer take >= 20 us
+constexpr std::uint64_t kEarlyA = 7000001, kEarlyB = 9000001;  // "early": the fill sent, the fill after
 constexpr int kWindow = 32;  // rounds enqueued ahead of the streams (the driver's queue is finite)
 }  // namespace
 
@@ -51,6 +55,7 @@ struct Peer : ck::ArrayElement<Peer> {
   void enqueue_round();
   void round_done(std::size_t bytes);
   void finished();
+  void early_received(std::size_t bytes);
 };
 
 struct Main : ck::MainChare<Main> {
@@ -97,6 +102,25 @@ Peer::Peer() {
     errors = static_cast<int*>(sotest::device_alloc(sizeof(int)));
     stream = sotest::stream_create();
   }
+  if (mode == "early") {  // the channel is not ready yet: its peer's id comes in a message
+    sotest::set_device(CkMyPe() % std::max(1, sotest::device_count()));
+    sotest::preload();
+    sbuf = static_cast<std::uint64_t*>(sotest::device_alloc(kBig));
+    rbuf = static_cast<std::uint64_t*>(sotest::device_alloc(kBig));
+    errors = static_cast<int*>(sotest::device_alloc(sizeof(int)));
+    stream = sotest::stream_create();
+    constexpr std::size_t words = kBig / sizeof(std::uint64_t);
+    if (ch.ready()) CkAbort("early: the channel was ready in the constructor (the test needs it not to be)");
+    if (thisIndex == 0) {
+      sotest::launch_fill(stream, sbuf, words, kEarlyA, kDelayNs);
+      ch.send(sbuf, kBig, ck::CkCallback::ignore(), static_cast<CUstream_st*>(stream));
+      sotest::launch_fill(stream, sbuf, words, kEarlyB, 0);  // after the send's point: not sent
+      sotest::stream_destroy(stream);  // CUDA keeps it until its work is done
+      stream = nullptr;
+    } else {
+      ch.recv(rbuf, kBig, ck::CkCallback::to<&Peer::early_received>(thisProxy[thisIndex]));
+    }
+  }
 #endif
   // The peer's channel setup message reaches this PE before the reduction's result does.
   contribute(ck::CkCallback::to<&Main::all_open>(*mainProxy));
@@ -114,6 +138,10 @@ Peer::~Peer() {
 
 void Peer::run() {
 #ifdef SO_HAVE_KERNELS
+  if (*testMode == "early") {
+    if (thisIndex == 0) contribute(0, ck::Reducer::sum, ck::CkCallback::to<&Main::done>(*mainProxy));
+    return;
+  }
   if (!ch.ready()) CkAbort("element %d: the channel is not ready after the reduction", thisIndex);
   const char* r = std::getenv("SO_ROUNDS");
   small_rounds = r ? std::atoi(r) : 1000;
@@ -164,6 +192,20 @@ void Peer::finished() {
   const int bad = sotest::read_int(errors);
   CkPrintf("element %d: %d rounds in %.2f s, %d wrong values; %zu stream operations still open on PE %d\n",
            thisIndex, completed, CkWallTimer() - t0, bad, CmiStreamOpsOpen(), CkMyPe());
+  contribute(bad, ck::Reducer::sum, ck::CkCallback::to<&Main::done>(*mainProxy));
+#endif
+}
+
+// Element 1 of "early": the data must be element 0's first fill.
+void Peer::early_received(std::size_t bytes) {
+#ifdef SO_HAVE_KERNELS
+  if (bytes != kBig) CkAbort("early: %zu bytes arrived, %zu were sent", bytes, kBig);
+  sotest::launch_check(stream, rbuf, kBig / sizeof(std::uint64_t), kEarlyA, errors);
+  const std::string err = sotest::stream_sync(stream);
+  if (!err.empty()) CkAbort("early: the stream failed: %s", err.c_str());
+  const int bad = sotest::read_int(errors);
+  CkPrintf("early: %d of %zu words differ from the data the stream held at the send\n", bad,
+           kBig / sizeof(std::uint64_t));
   contribute(bad, ck::Reducer::sum, ck::CkCallback::to<&Main::done>(*mainProxy));
 #endif
 }

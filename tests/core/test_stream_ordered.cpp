@@ -74,6 +74,18 @@ TEST(StreamOrderedGpu, ChainOnePe) {  // both ends in one process, both streams 
   EXPECT_TRUE(has(r.out, "stream ordered ok")) << describe(r);
 }
 
+// A send on a stream before the channel is ready sends what the stream held at the call,
+// though the stream is refilled and destroyed right after (the send leaves later).
+TEST(StreamOrderedGpu, SendOnAStreamBeforeTheChannelIsReady) {
+  NEED_GPUS(1);
+  for (int n : {1, 2}) {
+    Result r = job(n, "early");
+    EXPECT_EQ(r.code, 0) << n << " PEs: " << describe(r);
+    EXPECT_TRUE(has(r.out, "early: 0 of")) << n << " PEs: " << describe(r);
+    EXPECT_TRUE(has(r.out, "stream ordered ok")) << n << " PEs: " << describe(r);
+  }
+}
+
 // The host-function fallback (as on a GPU without 64-bit stream memory operations).
 TEST(StreamOrderedGpu, HostFunctionFallbackTwoPes) {
   NEED_GPUS(1);

@@ -216,6 +216,14 @@ std::uint64_t CmiChannelNextCounter(std::uint64_t counter);  // wraps at the cou
 void CmiChannelSend(int pe, const void* ptr, std::size_t size, std::uint64_t tag, void* done_msg,
                     void* stream = nullptr);
 void CmiChannelRecv(void* ptr, std::size_t size, std::uint64_t tag, void* done_msg, void* stream = nullptr);
+// A send on `stream` before its tag and destination are known (a channel end that has not
+// heard its peer's id): the stream's point is taken now, so what is sent is what the work
+// queued on `stream` before this call left. CmiChannelSendHeld issues it (started once the
+// stream has passed the point); CmiChannelSendDrop forgets it (`done_msg` stays the caller's).
+struct CmiHeldSend;
+CmiHeldSend* CmiChannelSendHold(const void* ptr, std::size_t size, void* done_msg, void* stream);
+void CmiChannelSendHeld(CmiHeldSend* held, int pe, std::uint64_t tag);
+void CmiChannelSendDrop(CmiHeldSend* held);
 
 // ---- Pollers: work the scheduler checks each turn (one-sided notifications) ----------------
 // (issue 19, part 1: rma.cpp.) `fn(ctx)` runs while registered: at every idle turn of the

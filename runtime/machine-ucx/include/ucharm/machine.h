@@ -186,6 +186,16 @@ void LrtsChannelSend(int dest_pe, const void* ptr, std::size_t size, MemoryType 
                      std::uint64_t tag, Completion done, GpuStream stream = nullptr);
 void LrtsChannelRecv(void* ptr, std::size_t size, MemoryType mem, std::uint64_t tag,
                      Completion done, GpuStream stream = nullptr);
+// A send on `stream` whose tag and destination are not known yet (a channel end whose
+// peer has not told its id): the stream's point is taken at the hold, so the data sent is
+// what the work queued on the stream before the hold left, whatever is queued later and
+// even if the stream is destroyed meanwhile. Release names the destination and tag (the
+// send then starts once the stream has passed the point); drop forgets it (no completion).
+namespace detail { struct Deferred; }
+using HeldSend = detail::Deferred;
+HeldSend* LrtsChannelSendHold(const void* ptr, std::size_t size, MemoryType mem, Completion done, GpuStream stream);
+void LrtsChannelSendRelease(HeldSend* held, int dest_pe, std::uint64_t tag);
+void LrtsChannelSendDrop(HeldSend* held);
 
 // ---- One-sided (RMA): registered regions, put/get/atomics, fence, flush -------------------
 // (issue 19, part 1: rma.cpp.) A region is an existing buffer registered with UCX
