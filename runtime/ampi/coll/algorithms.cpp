@@ -643,6 +643,14 @@ int bcast_alg(void* buf, int count, MPI_Datatype t, int root, Comm& c, int tag) 
   if (n >= 4 && type_contiguous(t) && (bytes >= kBcastScatterLong || (n >= 8 && bytes >= kBcastScatterMedium)) &&
       !crowded())
     return bcast_scatter_ring(buf, count, t, root, c, tag);
+  if (flat_chosen(n, bytes)) {  // crowded cores: every member hears from the root, one hop
+    if (c.rank != root) return recv(buf, count, t, root, tag, c, Ctx::Coll, nullptr);
+    Requests q(kFlatMaxRanks);
+    int e = MPI_SUCCESS;
+    for (int k = 1; k < n && !e; ++k) e = isend(buf, count, t, (root + k) % n, tag, c, Ctx::Coll, q.next());
+    const int w = q.wait();
+    return e ? e : w;
+  }
   const int vr = (c.rank - root + n) % n;
   int mask = 1;
   for (; mask < n; mask <<= 1) {

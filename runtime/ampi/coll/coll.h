@@ -121,8 +121,9 @@ inline constexpr int kReduceWindow = 8;  // segments per synchronous send (flow 
 // Allreduce of two members from this size: the halves pipelined in segments of
 // kAllreducePairSegment bytes (allreduce_pair).
 inline constexpr std::size_t kAllreducePairMin = 1024 * 1024, kAllreducePairSegment = 256 * 1024;
-// Reduce of at most kFlatMaxBytes (Allgather: in all) among 3..kFlatMaxRanks members whose
-// cores are crowded: flat, one hop (every member to the root; every member to every other).
+// Reduce and Bcast of at most kFlatMaxBytes (Allgather: in all) among 3..kFlatMaxRanks
+// members whose cores are crowded: flat, one hop (every member to the root; the root to
+// every member; every member to every other).
 inline constexpr int kFlatMaxRanks = 4;
 inline constexpr std::size_t kFlatMaxBytes = 2048;
 // Bcast with n >= 4 members (n >= 8 from the medium size): scatter, then a ring allgather.
