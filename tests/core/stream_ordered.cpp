@@ -9,8 +9,9 @@
 //                             buffers (written and read by the kernels through UVA);
 //                             SO_WINDOW=n enqueues n rounds ahead instead of 32.
 //   stream_ordered early      a CkChannel::send on a stream before the peer's id is known:
-//                             element 0 fills (value A, slowly), sends, refills (value B)
-//                             and destroys the stream, all at once; element 1 must get A
+//                             element 0 fills (slowly), sends and destroys the stream, all
+//                             at once (the send leaves once the id is in); element 1 must
+//                             get the fill
 //   stream_ordered notready   send_enqueue before the peer's id is known: an error
 //   stream_ordered nocontext  recv_enqueue with no CUDA context (or no CUDA): an error
 // Prints "stream ordered ok" on success.
@@ -33,7 +34,7 @@ namespace {
 constexpr std::size_t kBig = std::size_t{1} << 20;  // bytes
 constexpr int kBigRounds = 20;
 constexpr unsigned kDelayNs = 20000;  // the kernels around each transfer take >= 20 us
-constexpr std::uint64_t kEarlyA = 7000001, kEarlyB = 9000001;  // "early": the fill sent, the fill after
+constexpr std::uint64_t kEarlyA = 7000001;  // "early": the value filled and sent
 constexpr int kWindow = 32;  // rounds enqueued ahead of the streams (the driver's queue is finite)
 }  // namespace
 
@@ -114,8 +115,7 @@ Peer::Peer() {
     if (thisIndex == 0) {
       sotest::launch_fill(stream, sbuf, words, kEarlyA, kDelayNs);
       ch.send(sbuf, kBig, ck::CkCallback::ignore(), static_cast<CUstream_st*>(stream));
-      sotest::launch_fill(stream, sbuf, words, kEarlyB, 0);  // after the send's point: not sent
-      sotest::stream_destroy(stream);  // CUDA keeps it until its work is done
+      sotest::stream_destroy(stream);  // CUDA keeps it until its work is done; the send leaves later
       stream = nullptr;
     } else {
       ch.recv(rbuf, kBig, ck::CkCallback::to<&Peer::early_received>(thisProxy[thisIndex]));

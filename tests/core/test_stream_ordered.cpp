@@ -74,8 +74,8 @@ TEST(StreamOrderedGpu, ChainOnePe) {  // both ends in one process, both streams 
   EXPECT_TRUE(has(r.out, "stream ordered ok")) << describe(r);
 }
 
-// A send on a stream before the channel is ready sends what the stream held at the call,
-// though the stream is refilled and destroyed right after (the send leaves later).
+// A send on a stream before the channel is ready takes its stream point at the call: the
+// stream may be destroyed right after (the send leaves later, when the peer's id is in).
 TEST(StreamOrderedGpu, SendOnAStreamBeforeTheChannelIsReady) {
   NEED_GPUS(1);
   for (int n : {1, 2}) {
