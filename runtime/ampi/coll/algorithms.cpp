@@ -6,17 +6,18 @@
 // Algorithms (n members), chosen by size and n (thresholds in coll.h; the table and the
 // reasons in runtime/ampi/README.md, "Collective algorithms"):
 //   Barrier          dissemination: ceil(log2 n) rounds of one zero-byte message each way
-//   Bcast            binomial tree rooted at root; long vectors: scatter + ring allgather
+//   Bcast            binomial tree rooted at root; long vectors: scatter + ring allgather;
+//                    3-4 crowded members and short vectors: flat (the root to all)
 //   Reduce           binomial tree; a non-commutative op combines in rank order on a tree
 //                    rooted at 0, which then sends the result to root; 3-4 crowded members
 //                    and short vectors: flat (all to the root); medium vectors and
-//                    commutative ops: Rabenseifner (reduce-scatter by recursive halving,
+//                    commutative ops, members not crowded: Rabenseifner (reduce-scatter by recursive halving,
 //                    binomial gather of the blocks); long ones: a segmented binomial tree
 //   Allreduce        recursive doubling; n not a power of two: the first 2*(n - 2^k) ranks
 //                    pair up first (the even one hands its data to the odd one and gets the
 //                    result at the end); combines lower ranks' data on the left, so
-//                    non-commutative ops are right; large vectors and commutative ops:
-//                    Rabenseifner (reduce-scatter, then allgather by recursive doubling);
+//                    non-commutative ops are right; larger vectors (crowded: from 16 KiB)
+//                    and commutative ops: Rabenseifner (reduce-scatter, then allgather by recursive doubling);
 //                    two members and long vectors: the halves pipelined in segments
 //   Allgather(v)     Bruck's for small equal blocks (3-4 crowded members: all at once),
 //                    else a ring
@@ -205,6 +206,12 @@ int pof2_below(int n) {  // the largest power of two <= n
 // Few members on crowded cores and a short message: Reduce and Allgather in one hop (every
 // member to the root, to every other), since each hop waits for a PE to be scheduled. What
 // every member knows alike.
+// From which size Reduce and Allreduce take Rabenseifner's algorithm (reduce-scatter, then
+// gather or allgather: twice the steps of a tree, half the bytes). On crowded cores every
+// step waits for a PE to be scheduled, so fewer steps win longer (coll.h).
+std::size_t reduce_rsg_min() { return crowded() ? kReduceScatterGatherCrowdedMin : kReduceScatterGatherMin; }
+std::size_t allreduce_rsg_min() { return crowded() ? kAllreduceRsgCrowdedMin : kReduceScatterGatherMin; }
+
 bool flat_chosen(int n, std::size_t bytes) {
   return n > 2 && n <= kFlatMaxRanks && bytes <= kFlatMaxBytes && crowded();
 }
@@ -459,7 +466,7 @@ int reduce_alg(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MP
   if (flat_chosen(n, bytes)) return reduce_flat(sendbuf, recvbuf, count, t, op, root, c, tag);
   if (commutative && bytes >= kReduceSegmentedMin)
     return reduce_segmented(sendbuf, recvbuf, count, t, op, root, c, tag);
-  if (commutative && count >= pof2_below(n) && bytes >= kReduceScatterGatherMin)
+  if (commutative && count >= pof2_below(n) && bytes >= reduce_rsg_min())
     return reduce_rabenseifner(sendbuf, recvbuf, count, t, op, root, c, tag);
   const int troot = commutative ? root : 0;  // rank order needs a tree whose blocks are rank ranges
   const int vr = (r - troot + n) % n;
@@ -515,7 +522,7 @@ int allreduce_host(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
     return allreduce_pair(recvbuf, count, t, op, c, tag);
   const bool commutative = op_commutative(op);
   const int pof2 = pof2_below(n);
-  if (commutative && count >= pof2 && static_cast<std::size_t>(count) * type_size(t) >= kReduceScatterGatherMin)
+  if (commutative && count >= pof2 && static_cast<std::size_t>(count) * type_size(t) >= allreduce_rsg_min())
     return allreduce_rabenseifner(recvbuf, count, t, op, c, tag);
   const int rem = n - pof2;
   Scratch st(count, t);

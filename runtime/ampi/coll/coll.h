@@ -113,6 +113,13 @@ class Requests {
 // Reduce and Allreduce, commutative ops with count >= the power of two below n:
 // Rabenseifner (reduce-scatter by recursive halving, then a gather or an allgather).
 inline constexpr std::size_t kReduceScatterGatherMin = 2048;
+// The same with crowded cores (more ranks than PEs, or more PEs than cores), where each of
+// Rabenseifner's extra steps waits for a PE to be scheduled (IMB, 2-core VM: Reduce of
+// 4-64 KiB at 4 PEs 1.5-2x faster, at +vp 8 4-5x, by a binomial tree; Allreduce of 2-4 KiB
+// 2x faster at 4 PEs by recursive doubling, 64 KiB slower at +vp 8). Reduce: the tree up
+// to the segmented form.
+inline constexpr std::size_t kReduceScatterGatherCrowdedMin = 128 * 1024;
+inline constexpr std::size_t kAllreduceRsgCrowdedMin = 16 * 1024;
 // Reduce of commutative ops from this size: a segmented binomial tree, segments of
 // kReduceSegment bytes (kept below +ampi-direct-min).
 inline constexpr std::size_t kReduceSegmentedMin = 128 * 1024;
