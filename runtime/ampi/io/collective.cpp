@@ -15,11 +15,13 @@
 #include <ucharm/converse.h>
 
 #include <algorithm>
+#include <memory>
 #include <cerrno>
 #include <climits>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 namespace ampi::io {
@@ -62,6 +64,41 @@ int window_io(File& f, Dir d, std::int64_t lo, std::int64_t hi, char* buf, const
       break;
     }
     k += n;
+  }
+  return MPI_SUCCESS;
+}
+
+// Moves the file's bytes from `off` on to or from the pieces of memory `iov` names, back to
+// back (preadv/pwritev, IOV_MAX at a time): no window buffer and no copy of ours. Beyond
+// the end of the file a read gives zeros.
+int vector_io(File& f, Dir d, std::int64_t off, std::vector<iovec>& iov, const char* fn) {
+  std::size_t i = 0;
+  while (i < iov.size()) {
+    const int cnt = static_cast<int>(std::min<std::size_t>(iov.size() - i, IOV_MAX));
+    const ssize_t n = d == Dir::Write ? ::pwritev(f.fd, &iov[i], cnt, off) : ::preadv(f.fd, &iov[i], cnt, off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return file_error(&f, errno_class(errno), fn, "%s: %s at byte %lld: %s", f.path.c_str(),
+                        d == Dir::Write ? "write" : "read", static_cast<long long>(off), std::strerror(errno));
+    }
+    if (n == 0) {
+      if (d == Dir::Write)
+        return file_error(&f, MPI_ERR_IO, fn, "%s: write at byte %lld moved nothing", f.path.c_str(),
+                          static_cast<long long>(off));
+      for (; i < iov.size(); ++i) std::memset(iov[i].iov_base, 0, iov[i].iov_len);  // beyond the end
+      break;
+    }
+    off += n;
+    for (auto left = static_cast<std::size_t>(n); left > 0;) {  // past what moved (maybe inside an entry)
+      if (left >= iov[i].iov_len) {
+        left -= iov[i].iov_len;
+        ++i;
+      } else {
+        iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + left;
+        iov[i].iov_len -= left;
+        left = 0;
+      }
+    }
   }
   return MPI_SUCCESS;
 }
@@ -174,8 +211,10 @@ int two_phase(File& f, Dir d, const std::vector<Seg>& segs, char* data, const in
   reqs.clear();
 
   // 5. The pieces (and for writes their data) go to the aggregators.
+  // An aggregator's own data never travels: for a write its pieces are read from `data`, for
+  // a read its answer is written straight there (no message to itself, no copy of it).
   std::vector<std::vector<Piece>> theirs(my_agg >= 0 ? static_cast<std::size_t>(n) : 0);
-  std::vector<std::vector<char>> their_data(theirs.size());
+  std::vector<std::unique_ptr<char[]>> their_data(theirs.size());  // uninitialized: filled whole
   auto too_big = [](std::int64_t b) { return b > INT_MAX; };
   if (my_agg >= 0)
     for (int r = 0; r < n; ++r) {
@@ -187,10 +226,10 @@ int two_phase(File& f, Dir d, const std::vector<Seg>& segs, char* data, const in
       reqs.emplace_back();
       irecv(theirs[static_cast<std::size_t>(r)].data(), static_cast<int>(np * sizeof(Piece)), MPI_BYTE, r, tags[2], c,
             Ctx::Coll, &reqs.back());
-      if (d == Dir::Write) {
-        their_data[static_cast<std::size_t>(r)].resize(static_cast<std::size_t>(nb));
+      if (d == Dir::Write && r != me) {
+        their_data[static_cast<std::size_t>(r)].reset(new char[static_cast<std::size_t>(nb)]);
         reqs.emplace_back();
-        irecv(their_data[static_cast<std::size_t>(r)].data(), static_cast<int>(nb), MPI_BYTE, r, tags[2], c, Ctx::Coll,
+        irecv(their_data[static_cast<std::size_t>(r)].get(), static_cast<int>(nb), MPI_BYTE, r, tags[2], c, Ctx::Coll,
               &reqs.back());
       }
     }
@@ -200,7 +239,7 @@ int two_phase(File& f, Dir d, const std::vector<Seg>& segs, char* data, const in
     const int dest = aggs[static_cast<std::size_t>(a)];
     reqs.emplace_back();
     isend(v.data(), static_cast<int>(v.size() * sizeof(Piece)), MPI_BYTE, dest, tags[2], c, Ctx::Coll, &reqs.back());
-    if (d == Dir::Write) {
+    if (d == Dir::Write && a != my_agg) {
       reqs.emplace_back();
       isend(data + slice_at[static_cast<std::size_t>(a)], static_cast<int>(slice_len[static_cast<std::size_t>(a)]), MPI_BYTE,
             dest, tags[2], c, Ctx::Coll, &reqs.back());
@@ -210,7 +249,7 @@ int two_phase(File& f, Dir d, const std::vector<Seg>& segs, char* data, const in
   std::vector<MPI_Request> answers;
   if (d == Dir::Read)
     for (int a = 0; a < na; ++a) {
-      if (pieces[static_cast<std::size_t>(a)].empty()) continue;
+      if (pieces[static_cast<std::size_t>(a)].empty() || a == my_agg) continue;
       answers.emplace_back();
       irecv(data + slice_at[static_cast<std::size_t>(a)], static_cast<int>(slice_len[static_cast<std::size_t>(a)]), MPI_BYTE,
             aggs[static_cast<std::size_t>(a)], tags[3], c, Ctx::Coll, &answers.back());
@@ -226,16 +265,19 @@ int two_phase(File& f, Dir d, const std::vector<Seg>& segs, char* data, const in
       char* p;  // the piece's bytes: the sender's data (writes) or the answer (reads)
     };
     std::vector<Ref> refs;
-    std::vector<std::vector<char>> replies(static_cast<std::size_t>(n));
+    std::vector<std::unique_ptr<char[]>> replies(static_cast<std::size_t>(n));  // filled whole by the reads
     for (int r = 0; r < n; ++r) {
       const auto& v = theirs[static_cast<std::size_t>(r)];
       if (v.empty()) continue;
       char* base;
-      if (d == Dir::Write) {
-        base = their_data[static_cast<std::size_t>(r)].data();
+      if (r == me) {
+        base = data + slice_at[static_cast<std::size_t>(my_agg)];  // this member's own slice
+      } else if (d == Dir::Write) {
+        base = their_data[static_cast<std::size_t>(r)].get();
       } else {
-        replies[static_cast<std::size_t>(r)].resize(static_cast<std::size_t>(counts_in[2 * static_cast<std::size_t>(r) + 1]));
-        base = replies[static_cast<std::size_t>(r)].data();
+        replies[static_cast<std::size_t>(r)].reset(
+            new char[static_cast<std::size_t>(counts_in[2 * static_cast<std::size_t>(r) + 1])]);
+        base = replies[static_cast<std::size_t>(r)].get();
       }
       std::int64_t k = 0;
       for (const Piece& p : v) {
@@ -246,6 +288,7 @@ int two_phase(File& f, Dir d, const std::vector<Seg>& segs, char* data, const in
     std::stable_sort(refs.begin(), refs.end(), [](const Ref& a, const Ref& b) { return a.off < b.off; });
     const std::int64_t window = hint_int(f, "cb_buffer_size", 16 << 20);
     std::vector<char> buf;
+    std::vector<iovec> iov;
     std::size_t first = 0;  // the first ref that may reach into the current window
     std::int64_t lo = refs.empty() ? 0 : refs.front().off;
     std::int64_t end = 0;
@@ -263,6 +306,25 @@ int two_phase(File& f, Dir d, const std::vector<Seg>& segs, char* data, const in
         if (refs[i].off > covered) holes = true;
         covered = std::max(covered, std::min(hi, refs[i].off + refs[i].len));
         top = std::max(top, std::min(hi, refs[i].off + refs[i].len));
+      }
+      // Pieces back to back, none overlapping another and none leaving a hole (the usual
+      // case: members' views interleave): the kernel moves them in place.
+      iov.clear();
+      std::int64_t at_end = lo;
+      bool dense = !holes;
+      for (std::size_t i = first; dense && i < refs.size() && refs[i].off < top; ++i) {
+        const Ref& r = refs[i];
+        const std::int64_t a = std::max(lo, r.off), b = std::min(top, r.off + r.len);
+        if (b <= a) continue;
+        if (a != at_end) dense = false;  // a hole or an overlap
+        iov.push_back(iovec{r.p + (a - r.off), static_cast<std::size_t>(b - a)});
+        at_end = b;
+      }
+      if (dense && at_end == top) {
+        Lock lock(f, d == Dir::Write, lo, top);
+        io_rc = vector_io(f, d, lo, iov, fn);
+        lo = top;
+        continue;
       }
       buf.resize(static_cast<std::size_t>(top - lo));
       {
@@ -287,11 +349,18 @@ int two_phase(File& f, Dir d, const std::vector<Seg>& segs, char* data, const in
       lo = top;
     }
     // Reads: every member gets its answer (zeros where the read failed).
+    if (d == Dir::Read && io_rc)
+      for (int r = 0; r < n; ++r) {
+        const auto bytes = static_cast<std::size_t>(counts_in[2 * static_cast<std::size_t>(r) + 1]);
+        if (theirs[static_cast<std::size_t>(r)].empty()) continue;
+        std::memset(r == me ? data + slice_at[static_cast<std::size_t>(my_agg)] : replies[static_cast<std::size_t>(r)].get(),
+                    0, bytes);
+      }
     if (d == Dir::Read)
       for (int r = 0; r < n; ++r) {
-        if (theirs[static_cast<std::size_t>(r)].empty()) continue;
+        if (theirs[static_cast<std::size_t>(r)].empty() || r == me) continue;
         reqs.emplace_back();
-        isend(replies[static_cast<std::size_t>(r)].data(), static_cast<int>(replies[static_cast<std::size_t>(r)].size()),
+        isend(replies[static_cast<std::size_t>(r)].get(), static_cast<int>(counts_in[2 * static_cast<std::size_t>(r) + 1]),
               MPI_BYTE, r, tags[3], c, Ctx::Coll, &reqs.back());
       }
     if (int rc = wait_all(static_cast<int>(reqs.size()), reqs.data(), nullptr); rc && !io_rc) io_rc = exchange_error(f, rc, fn);

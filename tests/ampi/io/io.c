@@ -285,6 +285,19 @@ static void test_access(struct env* e) {
   const int other = (t->rank + 1) % t->size;
   CHECK_MPI(t, MPI_File_read_at_all(fh, (MPI_Offset)other * N * 8, got, N, MPI_DOUBLE, &st));
   for (int i = 0; i < N; i++) CHECK(t, got[i] == other * 1e4 + i);
+  /* Collective reads that overlap: every rank reads the same two ranks' data, and a range
+   * running past the end of the file (zeros beyond it, the count says so). */
+  {
+    double both[200];
+    CHECK_MPI(t, MPI_File_read_at_all(fh, 0, both, t->size >= 2 ? 2 * N : N, MPI_DOUBLE, &st));
+    for (int i = 0; i < (t->size >= 2 ? 2 * N : N); i++) CHECK(t, both[i] == (i / N) * 1e4 + i % N);
+    const MPI_Offset last = (MPI_Offset)(t->size - 1) * N * 8;
+    for (int i = 0; i < 2 * N; i++) both[i] = -1;
+    CHECK_MPI(t, MPI_File_read_at_all(fh, last, both, 2 * N, MPI_DOUBLE, &st));
+    MPI_Get_count(&st, MPI_DOUBLE, &cnt);
+    CHECK_EQ(t, cnt, N);
+    for (int i = 0; i < N; i++) CHECK(t, both[i] == (t->size - 1) * 1e4 + i);
+  }
   /* Reading past the end: the count says how much came. */
   MPI_Offset end = (MPI_Offset)t->size * N * 8;
   CHECK_MPI(t, MPI_File_read_at(fh, end - 3 * 8, got, 10, MPI_DOUBLE, &st));
