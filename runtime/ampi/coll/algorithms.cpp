@@ -11,13 +11,15 @@
 //   Reduce           binomial tree; a non-commutative op combines in rank order on a tree
 //                    rooted at 0, which then sends the result to root; 3-4 crowded members
 //                    and short vectors: flat (all to the root); medium vectors and
-//                    commutative ops, members not crowded: Rabenseifner (reduce-scatter by recursive halving,
-//                    binomial gather of the blocks); long ones: a segmented binomial tree
+//                    commutative ops, members not crowded: Rabenseifner (reduce-scatter
+//                    by recursive halving, binomial gather of the blocks); long ones: a
+//                    segmented binomial tree
 //   Allreduce        recursive doubling; n not a power of two: the first 2*(n - 2^k) ranks
 //                    pair up first (the even one hands its data to the odd one and gets the
 //                    result at the end); combines lower ranks' data on the left, so
 //                    non-commutative ops are right; larger vectors (crowded: from 16 KiB)
-//                    and commutative ops: Rabenseifner (reduce-scatter, then allgather by recursive doubling);
+//                    and commutative ops: Rabenseifner (reduce-scatter, then allgather by
+//                    recursive doubling);
 //                    two members and long vectors: the halves pipelined in segments
 //   Allgather(v)     Bruck's for small equal blocks (3-4 crowded members: all at once),
 //                    else a ring
@@ -203,15 +205,15 @@ int pof2_below(int n) {  // the largest power of two <= n
   return p;
 }
 
-// Few members on crowded cores and a short message: Reduce and Allgather in one hop (every
-// member to the root, to every other), since each hop waits for a PE to be scheduled. What
-// every member knows alike.
 // From which size Reduce and Allreduce take Rabenseifner's algorithm (reduce-scatter, then
 // gather or allgather: twice the steps of a tree, half the bytes). On crowded cores every
 // step waits for a PE to be scheduled, so fewer steps win longer (coll.h).
 std::size_t reduce_rsg_min() { return crowded() ? kReduceScatterGatherCrowdedMin : kReduceScatterGatherMin; }
 std::size_t allreduce_rsg_min() { return crowded() ? kAllreduceRsgCrowdedMin : kReduceScatterGatherMin; }
 
+// Few members on crowded cores and a short message: Reduce, Bcast and Allgather in one hop
+// (every member to the root, the root to every member, every member to every other), since
+// each hop waits for a PE to be scheduled. What every member knows alike.
 bool flat_chosen(int n, std::size_t bytes) {
   return n > 2 && n <= kFlatMaxRanks && bytes <= kFlatMaxBytes && crowded();
 }

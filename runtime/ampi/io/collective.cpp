@@ -15,10 +15,10 @@
 #include <ucharm/converse.h>
 
 #include <algorithm>
-#include <memory>
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <memory>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -351,8 +351,8 @@ int two_phase(File& f, Dir d, const std::vector<Seg>& segs, char* data, const in
     // Reads: every member gets its answer (zeros where the read failed).
     if (d == Dir::Read && io_rc)
       for (int r = 0; r < n; ++r) {
-        const auto bytes = static_cast<std::size_t>(counts_in[2 * static_cast<std::size_t>(r) + 1]);
         if (theirs[static_cast<std::size_t>(r)].empty()) continue;
+        const auto bytes = static_cast<std::size_t>(counts_in[2 * static_cast<std::size_t>(r) + 1]);
         std::memset(r == me ? data + slice_at[static_cast<std::size_t>(my_agg)] : replies[static_cast<std::size_t>(r)].get(),
                     0, bytes);
       }
