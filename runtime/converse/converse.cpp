@@ -672,7 +672,12 @@ void CsdScheduler(int maxmsgs) {
 void ConverseInit(int argc, char** argv, void (*start)(int, char**), int usched, int initret) {
   PeState& s = pe_state();
   s.start_time = std::chrono::steady_clock::now();
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach the launcher as they are printed
+  // Lines reach the launcher as they are printed, each in one write: other PEs' lines
+  // cannot split it. The buffer is given, not left to glibc: a stream made unbuffered
+  // before (python -u, PYTHONUNBUFFERED) keeps its one-byte buffer through setvbuf with
+  // none, and each printf then leaves in pieces.
+  static char stdout_line_buffer[BUFSIZ];
+  std::setvbuf(stdout, stdout_line_buffer, _IOLBF, sizeof stdout_line_buffer);
   if (auto err = parse_runtime_options(argc, argv, s.options)) {
     std::fprintf(stderr, "ucharm: %s\n", err->c_str());
     std::exit(2);

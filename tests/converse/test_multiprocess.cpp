@@ -428,6 +428,11 @@ TEST(Launcher, VerboseBannerShowsPesUcxTransportsAndBinding) {
   expect_ok(nb, "binding none (+nobind)");
 }
 
+TEST(Launcher, LinesStayWholeWhenStdoutWasUnbuffered) {
+  Result r = job(2, {"stdoutlines"}, 30);
+  expect_ok(r, "stdoutlines ok");
+}
+
 TEST(Launcher, PrefixesOutputWithTheRank) {
   Result r = job(2, {"hello"}, 30, {"--prefix"});
   expect_ok(r, "[0] hello from PE 0 of 2");

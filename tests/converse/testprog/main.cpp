@@ -33,7 +33,10 @@ namespace stream { void start(const Args&); }
 namespace sched { void start(const Args&); }
 namespace idle { void start(const Args&); }
 namespace wait { void start(const Args&); }
-namespace hello { void start(const Args&); }
+namespace hello {
+void start(const Args&);
+void stdoutlines(const Args&);
+}  // namespace hello
 namespace order { void start(const Args&); }
 namespace flood { void start(const Args&); }
 namespace startbcast { void start(const Args&); }
@@ -89,6 +92,7 @@ constexpr Mode kModes[] = {
     {"streamnogpu", fail::streamnogpu},
     {"wait", wait::start},
     {"hello", hello::start},
+    {"stdoutlines", hello::stdoutlines},
     {"order", order::start},
     {"flood", flood::start},
     {"startbcast", startbcast::start},
@@ -136,4 +140,8 @@ void start(int argc, char** argv) {
 }  // namespace
 }  // namespace testprog
 
-int main(int argc, char** argv) { ConverseInit(argc, argv, testprog::start); }
+int main(int argc, char** argv) {
+  // As `python -u` leaves it: stdout unbuffered before the runtime starts.
+  if (argc > 1 && std::string_view(argv[1]) == "stdoutlines") std::setvbuf(stdout, nullptr, _IONBF, BUFSIZ);
+  ConverseInit(argc, argv, testprog::start);
+}
