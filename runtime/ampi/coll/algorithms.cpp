@@ -208,8 +208,13 @@ int pof2_below(int n) {  // the largest power of two <= n
 // From which size Reduce and Allreduce take Rabenseifner's algorithm (reduce-scatter, then
 // gather or allgather: twice the steps of a tree, half the bytes). On crowded cores every
 // step waits for a PE to be scheduled, so fewer steps win longer (coll.h).
-std::size_t reduce_rsg_min() { return crowded() ? kReduceScatterGatherCrowdedMin : kReduceScatterGatherMin; }
-std::size_t allreduce_rsg_min() { return crowded() ? kAllreduceRsgCrowdedMin : kReduceScatterGatherMin; }
+std::size_t reduce_rsg_min(int n) {
+  return n == 2 || crowded() ? kReduceScatterGatherCrowdedMin : kReduceScatterGatherMin;
+}
+std::size_t allreduce_rsg_min(int n) {
+  if (n == 2) return kAllreduceRsgPairMin;
+  return crowded() ? kAllreduceRsgCrowdedMin : kReduceScatterGatherMin;
+}
 
 // Few members on crowded cores and a short message: Reduce, Bcast and Allgather in one hop
 // (every member to the root, the root to every member, every member to every other), since
@@ -468,7 +473,7 @@ int reduce_alg(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MP
   if (flat_chosen(n, bytes)) return reduce_flat(sendbuf, recvbuf, count, t, op, root, c, tag);
   if (commutative && bytes >= kReduceSegmentedMin)
     return reduce_segmented(sendbuf, recvbuf, count, t, op, root, c, tag);
-  if (commutative && count >= pof2_below(n) && bytes >= reduce_rsg_min())
+  if (commutative && count >= pof2_below(n) && bytes >= reduce_rsg_min(n))
     return reduce_rabenseifner(sendbuf, recvbuf, count, t, op, root, c, tag);
   const int troot = commutative ? root : 0;  // rank order needs a tree whose blocks are rank ranges
   const int vr = (r - troot + n) % n;
@@ -524,7 +529,7 @@ int allreduce_host(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
     return allreduce_pair(recvbuf, count, t, op, c, tag);
   const bool commutative = op_commutative(op);
   const int pof2 = pof2_below(n);
-  if (commutative && count >= pof2 && static_cast<std::size_t>(count) * type_size(t) >= allreduce_rsg_min())
+  if (commutative && count >= pof2 && static_cast<std::size_t>(count) * type_size(t) >= allreduce_rsg_min(n))
     return allreduce_rabenseifner(recvbuf, count, t, op, c, tag);
   const int rem = n - pof2;
   Scratch st(count, t);

@@ -120,6 +120,11 @@ inline constexpr std::size_t kReduceScatterGatherMin = 2048;
 // to the segmented form.
 inline constexpr std::size_t kReduceScatterGatherCrowdedMin = 128 * 1024;
 inline constexpr std::size_t kAllreduceRsgCrowdedMin = 16 * 1024;
+// Two members: Rabenseifner's two half-size steps against one whole exchange (IMB, 2-core
+// VM, 2 PEs): Reduce by the tree 1.2-2x faster at 2-64 KiB (the tree up to the segmented
+// form), Allreduce by recursive doubling 1.3-1.5x faster at 2-8 KiB, the same at 16-128 KiB,
+// slower from 256 KiB.
+inline constexpr std::size_t kAllreduceRsgPairMin = 32 * 1024;
 // Reduce of commutative ops from this size: a segmented binomial tree, segments of
 // kReduceSegment bytes (kept below +ampi-direct-min).
 inline constexpr std::size_t kReduceSegmentedMin = 128 * 1024;
