@@ -271,6 +271,30 @@ void CmiSyncSend(int pe, std::size_t size, const void* msg) {
   send_owned(pe, m);
 }
 
+void CmiSyncVectorSend(int pe, int n, const int* sizes, char* const* comps) {
+  check_pe(pe, "CmiSyncVectorSend");
+  std::size_t size = 0;
+  for (int i = 0; i < n; ++i) {
+    if (sizes[i] < 0) CmiAbort("CmiSyncVectorSend: part %d has a negative size (%d)", i, sizes[i]);
+    size += static_cast<std::size_t>(sizes[i]);
+  }
+  if (n < 1 || static_cast<std::size_t>(sizes[0]) < CmiMsgHeaderSizeBytes)
+    CmiAbort("CmiSyncVectorSend: the first part must hold the %zu-byte header", CmiMsgHeaderSizeBytes);
+  check_size(size, "CmiSyncVectorSend");
+  stamp(comps[0], size);
+  if (n == 2 && pe != pe_state().my_pe && !(hdr(comps[0])->flags & CmiMsgExpedited) &&
+      lrts::LrtsSendVector(pe, comps[0], static_cast<std::size_t>(sizes[0]), comps[1],
+                           static_cast<std::size_t>(sizes[1])))
+    return;
+  void* m = CmiAlloc(size);
+  char* at = static_cast<char*>(m);
+  for (int i = 0; i < n; ++i) {
+    std::memcpy(at, comps[i], static_cast<std::size_t>(sizes[i]));
+    at += sizes[i];
+  }
+  send_owned(pe, m);
+}
+
 void CmiSyncSendAndFree(int pe, std::size_t size, void* msg) {
   check_pe(pe, "CmiSyncSendAndFree");
   check_size(size, "CmiSyncSendAndFree");

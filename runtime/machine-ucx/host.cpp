@@ -33,6 +33,7 @@
 #include <ucharm/machine.h>
 #include <ucharm/tag.h>
 
+#include <sched.h>
 #include <sys/epoll.h>
 #include <ucp/api/ucp.h>
 #include <unistd.h>
@@ -78,6 +79,7 @@ void send_done(void* request, ucs_status_t status, void*) {
   if (r->slot) --m.own_waits;
   else --m.small_sends_open;
   if (r->kind == ReqKind::FragmentSend) piece_sent(static_cast<LargeSend*>(r->msg));
+  else if (r->kind == ReqKind::VectorSend) --*static_cast<int*>(r->msg);
   else if (r->msg) m.hooks.release(r->msg);
   ucp_request_free(request);
 }
@@ -167,6 +169,54 @@ void post_send(int pe, void* buf, std::size_t bytes, tag::Tag t, LargeSend* whol
   if (r->slot) ++m.own_waits;
   else ++m.small_sends_open;
   ++m.pending_sends;
+}
+
+// One UCX send of the caller's buffers `iov[0..n)` (`bytes` in all); *left counts it
+// until UCX no longer needs them or `iov` (FAST_CMPL: once copied out, for copy protocols).
+void post_vector(int pe, const ucp_dt_iov_t* iov, std::size_t n, std::size_t bytes, tag::Tag t, int* left) {
+  Machine& m = M();
+  const bool am = bytes <= kAmMax && tag::type_of(t) == tag::MsgType::Eager;
+  ucp_request_param_t p = am ? m.host_am_params : m.host_send_params;
+  const void* buf = iov[0].buffer;  // one entry: sent as contiguous bytes
+  std::size_t count = bytes;
+  if (n > 1) {  // UCX reads `iov` until the send completes: the caller keeps it
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+    p.datatype = ucp_dt_make_iov();
+    buf = iov;
+    count = n;
+  }
+  ucs_status_ptr_t sp = am ? ucp_am_send_nbx(endpoint(pe), kHostAm, &t, sizeof t, buf, count, &p)
+                           : ucp_tag_send_nbx(endpoint(pe), buf, count, t, &p);
+  if (sp == nullptr) return;
+  if (UCS_PTR_IS_ERR(sp)) {
+    if (m.shutting_down) return;
+    peer_lost(pe, ucs_status_string(UCS_PTR_STATUS(sp)));
+  }
+  auto* r = static_cast<RequestState*>(sp);
+  r->kind = ReqKind::VectorSend;
+  r->msg = left;
+  r->pe = pe;
+  r->slot = 1;  // our own transfer: the PE progresses for it
+  ++m.own_waits;
+  ++m.pending_sends;
+  ++*left;
+}
+
+// The entries of `iov` (n of them) that cover bytes [off, off + len) of their
+// concatenation, into `out` (room for n); returns how many.
+std::size_t iov_range(const ucp_dt_iov_t* iov, std::size_t n, std::size_t off, std::size_t len, ucp_dt_iov_t* out) {
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < n && len > 0; ++i) {
+    if (off >= iov[i].length) {
+      off -= iov[i].length;
+      continue;
+    }
+    const std::size_t take = std::min(iov[i].length - off, len);
+    out[k++] = {static_cast<char*>(iov[i].buffer) + off, take};
+    len -= take;
+    off = 0;
+  }
+  return k;
 }
 
 // Sends now, taking the link's next sequence number and credit.
@@ -526,6 +576,46 @@ void LrtsSend(int pe, void* msg, std::size_t bytes, bool urgent) {
   else l.backlog_head = b;
   l.backlog_tail = b;
   m.backlog_bytes += bytes;
+}
+
+bool LrtsSendVector(int pe, const void* head, std::size_t head_bytes, const void* data, std::size_t data_bytes) {
+  Machine& m = M();
+  Link& l = m.links[static_cast<std::size_t>(pe)];
+  if (l.backlog_head || l.in_flight >= m.window_units || m.shutting_down) return false;
+  const std::size_t bytes = head_bytes + data_bytes;
+  const std::uint32_t seq = l.send_seq;
+  l.send_seq = static_cast<std::uint32_t>(tag::EagerTag::next_seq(seq));
+  l.in_flight += cost_units(bytes);
+  const auto me = static_cast<std::uint64_t>(m.info.my_pe);
+  const ucp_dt_iov_t iov[2] = {{const_cast<void*>(head), head_bytes}, {const_cast<void*>(data), data_bytes}};
+  const std::size_t n = data_bytes ? 2 : 1;
+  int left = 0;
+  if (bytes <= m.opt.eager_size) {
+    post_vector(pe, iov, n, bytes, tag::EagerTag::make(me, seq, false), &left);
+  } else {  // as transmit: the announcement, then the data (in fragments inside a host)
+    const std::size_t frag = m.large_fragment;
+    const bool pieces = frag > 0 && bytes > frag && m.boot->is_local(pe);
+    auto* size = static_cast<std::uint64_t*>(m.hooks.alloc(sizeof(std::uint64_t)));
+    *size = announce_word(bytes, pieces ? frag : 0);
+    post_send(pe, size, sizeof *size, tag::EagerTag::make(me, seq, true));
+    const tag::Tag t = tag::LargeTag::make(me, seq);
+    const std::size_t piece = pieces ? frag : bytes;
+    ucp_dt_iov_t first[2];  // the first piece's entries (the later ones lie within `data`)
+    for (std::size_t off = 0; off < bytes; off += piece) {
+      const std::size_t len = std::min(piece, bytes - off);
+      ucp_dt_iov_t one[1];
+      ucp_dt_iov_t* part = off == 0 ? first : one;
+      const std::size_t k = iov_range(iov, n, off, len, part);
+      post_vector(pe, part, k, len, t, &left);  // a single entry is not kept by UCX
+    }
+  }
+  // Until UCX has copied the buffers out (it holds them only while the peer's FIFO is
+  // full, or for a rendezvous the peer serves from its own progress).
+  for (int idle = 0; left > 0;) {
+    if (LrtsProgress() > 0) idle = 0;
+    else if (++idle > 64) sched_yield();  // crowded cores: let the peer run
+  }
+  return true;
 }
 
 std::size_t LrtsBackloggedBytes() { return M().backlog_bytes; }

@@ -22,13 +22,13 @@ namespace ucharm::machine::detail {
 inline constexpr const char* kAddressKey = "ucharm.ucp.addr";
 inline constexpr const char* kHostKey = "ucharm.host";  // this PE's host name (LrtsPeHosts)
 
-enum class ReqKind : std::uint8_t { Send, FragmentSend, Eager, Large, OpSend, DeviceRecv, ChannelRecv };
+enum class ReqKind : std::uint8_t { Send, FragmentSend, VectorSend, Eager, Large, OpSend, DeviceRecv, ChannelRecv };
 
 // Per-request state lives in the space UCX reserves in front of each request
 // (ucp_params_t::request_size): nothing is allocated per message.
 struct RequestState {
-  void* msg;     // the send buffer (null for a credit), a fragment's LargeSend, or a
-                 // Large receive's Held record
+  void* msg;     // the send buffer (null for a credit), a fragment's LargeSend, a
+                 // vector send's count of parts in flight, or a Large receive's Held record
   int pe;        // destination of a send (for error reports); source of a Large receive
   int slot;      // pre-posted receive slot (Eager)
   ReqKind kind;

@@ -176,6 +176,18 @@ TEST_P(ConverseJob, MessagesBetweenTwoPesArriveInSendOrderAtEverySize) {
   expect_ok(whole, "order ok");
 }
 
+// CmiSyncVectorSend (the two-part sends go straight from the caller's buffers where the
+// link allows) keeps the link's order with the other sends, at every size and with each
+// large-message protocol, and the parts may be reused as soon as it returns.
+TEST_P(ConverseJob, VectorSendsKeepOrderAndTheirBuffersAreFreeOnReturn) {
+  for (const char* opt : {"", "+eager-size=1k", "+large-fragment=5k", "+large-fragment=0"}) {
+    std::vector<std::string> args = {"order", "vector"};
+    if (*opt) args.emplace_back(opt);
+    Result r = job(n(), args, 90);
+    expect_ok(r, "order ok: 240 messages from each PE to each PE in order (vector sends)");
+  }
+}
+
 // Peak resident memory of the largest PE, from the flood mode's report.
 long flood_peak_mib(const Result& r) {
   auto at = r.out.find("peak resident memory of a PE ");

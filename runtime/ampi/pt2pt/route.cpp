@@ -181,6 +181,22 @@ void wire_send(Rank* r, int dest_world, void* msg) {
   CmiSyncSendAndFree(g_routes.pe[d], CmiMsgSize(msg), msg);
 }
 
+void wire_head(WireHead& head, const WireHeader& h) {
+  *CmiMsgHeaderOf(head.bytes) = CmiMsgHeader{0, 0, 0, 0, 0};
+  CmiSetHandler(head.bytes, WireHandler::handler());
+  wire(head.bytes) = h;
+}
+
+void wire_send_vector(Rank* r, int dest_world, WireHead& head, const void* data, std::size_t bytes) {
+  const auto d = static_cast<std::size_t>(dest_world);
+  WireHeader& h = wire(head.bytes);
+  h.sender = r->world_rank();
+  h.seq = r->p2p().send_seq[d]++;
+  const int sizes[2] = {static_cast<int>(sizeof head.bytes), static_cast<int>(bytes)};
+  char* const comps[2] = {head.bytes, static_cast<char*>(const_cast<void*>(data))};
+  CmiSyncVectorSend(g_routes.pe[d], 2, sizes, comps);
+}
+
 void wire_send_unordered(int dest_world, void* msg) {
   CmiSyncSendAndFree(g_routes.pe[static_cast<std::size_t>(dest_world)], CmiMsgSize(msg), msg);
 }

@@ -16,6 +16,7 @@
 #include "pt2pt/wire.h"
 #include "rank.h"
 
+#include <climits>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -212,8 +213,14 @@ void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeF
   wire_send(r, dest_world, msg);
 }
 
-void send_inline(Rank* r, const void* data, std::size_t bytes, int dest, int tag, Comm& c, Ctx ctx) {
+void send_inline(Rank* r, const void* data, std::size_t bytes, int dest, int tag, Comm& c, Ctx ctx, bool from_buffer) {
   const int dest_world = c.members[static_cast<std::size_t>(dest)];
+  if (from_buffer && bytes >= kVectorSendMin && bytes <= INT_MAX / 2) {  // the header here, the data where it is
+    WireHead head;
+    wire_head(head, WireHeader{c.ctx(ctx), c.rank, tag, 0, 0, dest_world, 0});
+    wire_send_vector(r, dest_world, head, data, bytes);
+    return;
+  }
   void* msg = wire_alloc(sizeof(WireHeader) + bytes);
   wire(msg) = WireHeader{c.ctx(ctx), c.rank, tag, 0, 0, dest_world, 0};
   if (bytes) std::memcpy(payload(msg) + sizeof(WireHeader), data, bytes);
@@ -297,6 +304,10 @@ int send_with(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFac
     MPI_Request h;
     isend_with(r, buf, count, t, f, dest, tag, c, ctx, &h);
     return wait_all(1, &h, nullptr);
+  }
+  if (!on_device && f.contiguous) {  // blocking: the data may go from the buffer
+    send_inline(r, static_cast<const char*>(buf) + f.lb, static_cast<std::size_t>(count) * f.size, dest, tag, c, ctx);
+    return MPI_SUCCESS;
   }
   start_send(r, buf, count, t, f, dest, tag, c, ctx, 0, 0, on_device, false);
   return MPI_SUCCESS;

@@ -41,6 +41,19 @@ void wire_free(void* msg);
 // Sends a message of rank r to world rank `dest` (header filled but for its pair number
 // and sender, which this sets): MPI order holds whatever path it takes.
 void wire_send(Rank* r, int dest_world, void* msg);
+// A message's Converse header and WireHeader, for a send whose data stays where it is.
+struct WireHead {
+  alignas(8) char bytes[CmiMsgHeaderSizeBytes + sizeof(WireHeader)];
+};
+// Sends of at least this many bytes of contiguous host data go from the caller's buffer
+// (wire_send_vector) when they are blocking; below it, copying into a message costs less
+// than describing two parts to UCX.
+inline constexpr std::size_t kVectorSendMin = 2048;
+// Fills `head` (handler, header) for wire_send_vector.
+void wire_head(WireHead& head, const WireHeader& h);
+// wire_send of the message `head` + `bytes` at `data`, returning once `data` may be
+// reused (CmiSyncVectorSend: copied by UCX alone where the link can take it at once).
+void wire_send_vector(Rank* r, int dest_world, WireHead& head, const void* data, std::size_t bytes);
 // An acknowledgement or completion (kSyncAck): no number, no order.
 void wire_send_unordered(int dest_world, void* msg);
 // The PE this PE's table names for a rank (sends go there).

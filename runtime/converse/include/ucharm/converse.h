@@ -57,6 +57,12 @@ int CmiRegisterHandler(CmiHandler h);
 // the local queue.
 void CmiSyncSend(int pe, std::size_t size, const void* msg);  // copies; msg stays yours
 void CmiSyncSendAndFree(int pe, std::size_t size, void* msg);  // takes msg
+// Sends one message made of `n` parts (sizes[i] bytes at comps[i], concatenated; comps[0]
+// begins with the header, its handler set) and returns once every part may be reused, as
+// Charm++'s. Two parts to another PE go straight from the buffers where the link can take
+// them at once (the data is copied once, by UCX, instead of twice); otherwise the parts are
+// copied into one message. Writes the size and source PE into comps[0]'s header.
+void CmiSyncVectorSend(int pe, int n, const int* sizes, char* const* comps);
 // Sends a message that arrived here on to `pe`, keeping its header's source PE (the PE
 // that first sent it): a layer that forwards (the core's location manager) still knows
 // whose message it is. Takes msg.

@@ -77,6 +77,15 @@ int LrtsNumPes();
 // link's order (a large one, above the eager size, keeps its place in the order).
 void LrtsSend(int pe, void* msg, std::size_t bytes, bool urgent = false);
 
+// Sends one message made of `head` and `data` (head_bytes + data_bytes, delivered as
+// LrtsSend's are, in the same order) to `pe` straight from the caller's buffers, and
+// returns once they may be reused: UCX has copied them out (shared memory) or sent them.
+// It may progress this PE meanwhile (while the peer's FIFO is full, or for a rendezvous).
+// Returns false, having sent nothing, where the message could not leave at once in its
+// link's order: a backlog or a full window (the caller copies and uses LrtsSend). Not for
+// urgent messages nor for this PE.
+bool LrtsSendVector(int pe, const void* head, std::size_t head_bytes, const void* data, std::size_t data_bytes);
+
 // Bytes waiting for flow-control credit on all links. The layer above bounds it by
 // progressing (which lets receivers return credit) while it is over its limit.
 std::size_t LrtsBackloggedBytes();
