@@ -52,7 +52,7 @@ int checked_send(const char* fn, const void* buf, int count, MPI_Datatype t, int
   Comm* c;
   TypeFacts f;
   if (int rc = check_send(fn, buf, count, t, dest, tag, comm, c, f)) [[unlikely]] return rc;
-  if (dest != MPI_PROC_NULL && inline_send_ok(buf, count, f)) [[likely]] {  // buffered or not: copied now
+  if (dest != MPI_PROC_NULL && inline_send_ok(buf, count, f, *c, dest)) [[likely]] {  // buffered: copied now
     send_inline(current_rank(), static_cast<const char*>(buf) + f.lb, static_cast<std::size_t>(count) * f.size, dest,
                 tag, *c, Ctx::P2P, !buffered);
     return MPI_SUCCESS;

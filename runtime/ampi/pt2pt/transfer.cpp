@@ -16,7 +16,6 @@
 #include "pt2pt/wire.h"
 #include "rank.h"
 
-#include <climits>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -173,6 +172,11 @@ void proc_null_status(MPI_Status* st) {
 // which takes host memory as well) rather than copied into the message: device buffers
 // (unless +ampi-staging), and contiguous host data of +ampi-direct-min bytes or more. The
 // send then completes when the transfer has left the buffer.
+bool blocking_from_buffer(int dest_world) {
+  const int pe = route_pe(dest_world), me = CmiMyPe();
+  return pe != me && CmiPhysicalNodeID(pe) == CmiPhysicalNodeID(me) && !CmiOversubscribed();
+}
+
 bool goes_direct(int count, const TypeFacts& f, bool on_device) {
   if (count <= 0) return false;
   if (on_device) return !staging_forced();
@@ -215,7 +219,7 @@ void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeF
 
 void send_inline(Rank* r, const void* data, std::size_t bytes, int dest, int tag, Comm& c, Ctx ctx, bool from_buffer) {
   const int dest_world = c.members[static_cast<std::size_t>(dest)];
-  if (from_buffer && bytes >= kVectorSendMin && bytes <= INT_MAX / 2) {  // the header here, the data where it is
+  if (from_buffer && bytes >= kVectorSendMin && bytes <= kVectorSendMax) {  // the header here, the data where it is
     WireHead head;
     wire_head(head, WireHeader{c.ctx(ctx), c.rank, tag, 0, 0, dest_world, 0});
     wire_send_vector(r, dest_world, head, data, bytes);
@@ -300,12 +304,15 @@ int send_with(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFac
               Ctx ctx) {
   if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
   const bool on_device = count > 0 && is_device(buf);
-  if (goes_direct(count, f, on_device)) {  // the buffer is busy until the transfer is done
-    MPI_Request h;
+  const bool host_contiguous = !on_device && f.contiguous;
+  if (goes_direct(count, f, on_device) &&
+      !(host_contiguous && static_cast<std::size_t>(count) * f.size <= kVectorSendMax &&
+        blocking_from_buffer(c.members[static_cast<std::size_t>(dest)]))) {
+    MPI_Request h;  // the buffer is busy until the transfer is done
     isend_with(r, buf, count, t, f, dest, tag, c, ctx, &h);
     return wait_all(1, &h, nullptr);
   }
-  if (!on_device && f.contiguous) {  // blocking: the data may go from the buffer
+  if (host_contiguous) {  // blocking: the data may go from the buffer
     send_inline(r, static_cast<const char*>(buf) + f.lb, static_cast<std::size_t>(count) * f.size, dest, tag, c, ctx);
     return MPI_SUCCESS;
   }
