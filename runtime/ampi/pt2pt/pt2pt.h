@@ -49,15 +49,18 @@ void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeF
 // at once); false (a buffered send, which must not wait on the receiver): always copied.
 void send_inline(Rank* r, const void* data, std::size_t bytes, int dest, int tag, Comm& c, Ctx ctx,
                  bool from_buffer = true);
-// Whether a blocking send of this many bytes of contiguous host data to world rank
-// `dest_world` goes through send_inline even from +ampi-direct-min: to another PE of this
-// host, not oversubscribed, the data is copied once by UCX through shared memory (fragments
-// of a vector send) and the send waits for that alone; a zero-copy transfer waits for the
-// receiver's matching receive and is a CMA rendezvous there (1 MiB one-way 77 against
-// 156 us on the development VM).
+// Whether a blocking send of contiguous host data to world rank `dest_world` goes through
+// send_inline even from +ampi-direct-min: to another PE of this host, not oversubscribed,
+// the data is copied once by UCX through shared memory (fragments of a vector send) and the
+// send waits for that alone; a zero-copy transfer waits for the receiver's matching receive
+// and is a CMA rendezvous there (1 MiB one-way 75 against 114 us on the development VM).
+// Not with more ranks than PEs: the vector send holds the PE while UCX copies, where a
+// transfer lets the PE's other ranks run (+vp 8 Allreduce of 1 MiB 1.6x slower).
 bool blocking_from_buffer(int dest_world);
-// The largest message so sent (CmiSyncVectorSend counts its parts in int).
-inline constexpr std::size_t kVectorSendMax = std::size_t{1} << 30;
+// The largest message sent from the user's buffer (CmiSyncVectorSend counts its parts in
+// int); with more ranks than PEs, kVectorSendShared: a larger one would hold the PE, and
+// its other ranks, while UCX copies it out (+vp 8 Allreduce of 1 MiB 1.2x slower).
+inline constexpr std::size_t kVectorSendMax = std::size_t{1} << 30, kVectorSendShared = 64 * 1024;
 // Whether send_inline may take a blocking send of `count` items of a type with facts `f`
 // from `buf` to rank `dest` of c.
 inline bool inline_send_ok(const void* buf, int count, const TypeFacts& f, const Comm& c, int dest) {

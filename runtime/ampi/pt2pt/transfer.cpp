@@ -173,8 +173,10 @@ void proc_null_status(MPI_Status* st) {
 // (unless +ampi-staging), and contiguous host data of +ampi-direct-min bytes or more. The
 // send then completes when the transfer has left the buffer.
 bool blocking_from_buffer(int dest_world) {
+  const Rank* r = current_rank();
   const int pe = route_pe(dest_world), me = CmiMyPe();
-  return pe != me && CmiPhysicalNodeID(pe) == CmiPhysicalNodeID(me) && !CmiOversubscribed();
+  return r && r->world_size() <= CmiNumPes() && pe != me && CmiPhysicalNodeID(pe) == CmiPhysicalNodeID(me) &&
+         !CmiOversubscribed();
 }
 
 bool goes_direct(int count, const TypeFacts& f, bool on_device) {
@@ -219,7 +221,8 @@ void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeF
 
 void send_inline(Rank* r, const void* data, std::size_t bytes, int dest, int tag, Comm& c, Ctx ctx, bool from_buffer) {
   const int dest_world = c.members[static_cast<std::size_t>(dest)];
-  if (from_buffer && bytes >= kVectorSendMin && bytes <= kVectorSendMax) {  // the header here, the data where it is
+  if (from_buffer && bytes >= kVectorSendMin &&
+      bytes <= (r->world_size() > CmiNumPes() ? kVectorSendShared : kVectorSendMax)) {  // the header here, the data where it is
     WireHead head;
     wire_head(head, WireHeader{c.ctx(ctx), c.rank, tag, 0, 0, dest_world, 0});
     wire_send_vector(r, dest_world, head, data, bytes);
