@@ -613,7 +613,8 @@ bool LrtsSendVector(int pe, const void* head, std::size_t head_bytes, const void
   // full, or for a rendezvous the peer serves from its own progress).
   for (int idle = 0; left > 0;) {
     if (LrtsProgress() > 0) idle = 0;
-    else if (++idle > 64) sched_yield();  // crowded cores: let the peer run
+    else if (idle < 64) ++idle;
+    else sched_yield();  // crowded cores: let the peer run
   }
   return true;
 }
