@@ -42,11 +42,11 @@ bool goes_direct(int count, const TypeFacts& f, bool on_device);
 void start_send(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFacts& f, int dest, int tag, Comm& c,
                 Ctx ctx, MPI_Request sync_req, MPI_Request device_req, bool on_device, bool device);
 // The common send: `bytes` of contiguous host data at `data` (below +ampi-direct-min, or
-// blocking_from_buffer) as one message to `dest` of c (not MPI_PROC_NULL). What start_send does for it, without its
-// other cases.
-// `from_buffer`: a blocking send, which may wait for the data to leave `data` (from
-// kVectorSendMin bytes it goes from there, copied by UCX alone, when the link can take it
-// at once); false (a buffered send, which must not wait on the receiver): always copied.
+// blocking_from_buffer) as one message to `dest` of c (not MPI_PROC_NULL). What start_send
+// does for it, without its other cases. `from_buffer`: a blocking send, which may wait for
+// the data to leave `data` (from kVectorSendMin bytes it goes from there, copied by UCX
+// alone, when the link can take it at once); false (a buffered send, which must not wait
+// on the receiver): always copied.
 void send_inline(Rank* r, const void* data, std::size_t bytes, int dest, int tag, Comm& c, Ctx ctx,
                  bool from_buffer = true);
 // Whether a blocking send of contiguous host data to world rank `dest_world` goes through

@@ -167,11 +167,6 @@ void proc_null_status(MPI_Status* st) {
   if (st) st->MPI_SOURCE = MPI_PROC_NULL;
 }
 
-// Starts a send. `sync_req`: the request an Ssend's acknowledgement completes (0: none).
-// Whether a send's data travels as its own zero-copy transfer (a Converse device transfer,
-// which takes host memory as well) rather than copied into the message: device buffers
-// (unless +ampi-staging), and contiguous host data of +ampi-direct-min bytes or more. The
-// send then completes when the transfer has left the buffer.
 bool blocking_from_buffer(int dest_world) {
   const Rank* r = current_rank();
   const int pe = route_pe(dest_world), me = CmiMyPe();
@@ -179,6 +174,11 @@ bool blocking_from_buffer(int dest_world) {
          !CmiOversubscribed();
 }
 
+// Starts a send. `sync_req`: the request an Ssend's acknowledgement completes (0: none).
+// Whether a send's data travels as its own zero-copy transfer (a Converse device transfer,
+// which takes host memory as well) rather than copied into the message: device buffers
+// (unless +ampi-staging), and contiguous host data of +ampi-direct-min bytes or more. The
+// send then completes when the transfer has left the buffer.
 bool goes_direct(int count, const TypeFacts& f, bool on_device) {
   if (count <= 0) return false;
   if (on_device) return !staging_forced();
