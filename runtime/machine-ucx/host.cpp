@@ -219,34 +219,47 @@ std::size_t iov_range(const ucp_dt_iov_t* iov, std::size_t n, std::size_t off, s
   return k;
 }
 
-// Sends now, taking the link's next sequence number and credit.
-void transmit(int pe, void* msg, std::size_t bytes) {
-  Machine& m = M();
-  Link& l = m.links[static_cast<std::size_t>(pe)];
+// The link's next sequence number, its credit taken for `bytes`.
+std::uint32_t take_seq(Link& l, std::size_t bytes) {
   const std::uint32_t seq = l.send_seq;
   l.send_seq = static_cast<std::uint32_t>(tag::EagerTag::next_seq(seq));
   l.in_flight += cost_units(bytes);
+  return seq;
+}
+
+// Announces a large message (above the eager size) of sequence number `seq`; returns the
+// size of the pieces its data goes in under LargeTag (`bytes`: one piece). Fragments only
+// between PEs of one host (shared-memory copies; a network's zero-copy rendezvous is the
+// better protocol between hosts).
+std::size_t announce_large(int pe, std::uint32_t seq, std::size_t bytes) {
+  Machine& m = M();
+  const std::size_t frag = m.large_fragment;
+  const bool pieces = frag > 0 && bytes > frag && m.boot->is_local(pe);
+  auto* size = static_cast<std::uint64_t*>(m.hooks.alloc(sizeof(std::uint64_t)));
+  *size = announce_word(bytes, pieces ? frag : 0);
+  post_send(pe, size, sizeof *size, tag::EagerTag::make(static_cast<std::uint64_t>(m.info.my_pe), seq, true));
+  return pieces ? frag : bytes;
+}
+
+// Sends now, taking the link's next sequence number and credit.
+void transmit(int pe, void* msg, std::size_t bytes) {
+  Machine& m = M();
+  const std::uint32_t seq = take_seq(m.links[static_cast<std::size_t>(pe)], bytes);
   const auto me = static_cast<std::uint64_t>(m.info.my_pe);
   if (bytes <= m.opt.eager_size) {
     post_send(pe, msg, bytes, tag::EagerTag::make(me, seq, false));
     return;
   }
-  // Fragments only between PEs of one host (shared-memory copies; a network's zero-copy
-  // rendezvous is the better protocol between hosts).
-  const std::size_t frag = m.large_fragment;
-  const bool pieces = frag > 0 && bytes > frag && m.boot->is_local(pe);
-  auto* size = static_cast<std::uint64_t*>(m.hooks.alloc(sizeof(std::uint64_t)));
-  *size = announce_word(bytes, pieces ? frag : 0);
-  post_send(pe, size, sizeof *size, tag::EagerTag::make(me, seq, true));
+  const std::size_t piece = announce_large(pe, seq, bytes);
   const tag::Tag t = tag::LargeTag::make(me, seq);
-  if (!pieces) return post_send(pe, msg, bytes, t);
+  if (piece == bytes) return post_send(pe, msg, bytes, t);
   // Same tag for every piece: UCX matches one sender's messages in send order, so the
   // receiver's receives (posted in offset order) take the pieces in order.
   LargeSend* whole = m.large_sends.take();
-  *whole = LargeSend{msg, static_cast<std::uint32_t>((bytes + frag - 1) / frag), nullptr};
+  *whole = LargeSend{msg, static_cast<std::uint32_t>((bytes + piece - 1) / piece), nullptr};
   auto* base = static_cast<char*>(msg);
-  for (std::size_t off = 0; off < bytes; off += frag)
-    post_send(pe, base + off, std::min(frag, bytes - off), t, whole);
+  for (std::size_t off = 0; off < bytes; off += piece)
+    post_send(pe, base + off, std::min(piece, bytes - off), t, whole);
 }
 
 // Sends what waits on `pe`'s link while its window allows.
@@ -583,23 +596,16 @@ bool LrtsSendVector(int pe, const void* head, std::size_t head_bytes, const void
   Link& l = m.links[static_cast<std::size_t>(pe)];
   if (l.backlog_head || l.in_flight >= m.window_units || m.shutting_down) return false;
   const std::size_t bytes = head_bytes + data_bytes;
-  const std::uint32_t seq = l.send_seq;
-  l.send_seq = static_cast<std::uint32_t>(tag::EagerTag::next_seq(seq));
-  l.in_flight += cost_units(bytes);
+  const std::uint32_t seq = take_seq(l, bytes);
   const auto me = static_cast<std::uint64_t>(m.info.my_pe);
   const ucp_dt_iov_t iov[2] = {{const_cast<void*>(head), head_bytes}, {const_cast<void*>(data), data_bytes}};
   const std::size_t n = data_bytes ? 2 : 1;
   int left = 0;
   if (bytes <= m.opt.eager_size) {
     post_vector(pe, iov, n, bytes, tag::EagerTag::make(me, seq, false), &left);
-  } else {  // as transmit: the announcement, then the data (in fragments inside a host)
-    const std::size_t frag = m.large_fragment;
-    const bool pieces = frag > 0 && bytes > frag && m.boot->is_local(pe);
-    auto* size = static_cast<std::uint64_t*>(m.hooks.alloc(sizeof(std::uint64_t)));
-    *size = announce_word(bytes, pieces ? frag : 0);
-    post_send(pe, size, sizeof *size, tag::EagerTag::make(me, seq, true));
+  } else {  // as transmit: the announcement, then the data in pieces
+    const std::size_t piece = announce_large(pe, seq, bytes);
     const tag::Tag t = tag::LargeTag::make(me, seq);
-    const std::size_t piece = pieces ? frag : bytes;
     ucp_dt_iov_t first[2];  // the first piece's entries (the later ones lie within `data`)
     for (std::size_t off = 0; off < bytes; off += piece) {
       const std::size_t len = std::min(piece, bytes - off);
