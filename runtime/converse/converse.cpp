@@ -126,6 +126,21 @@ void hook_deliver(void* msg, std::size_t bytes, int src) {
 
 void hook_release(void* msg) { CmiFree(msg); }
 
+// Only on an empty queue: a message waiting there from the same sender would otherwise
+// be handled after a later one that its handler already took (a matched receive, say).
+void* hook_place(void* head, std::size_t head_bytes, std::size_t bytes, int) {
+  PeState& s = pe_state();
+  CmiMsgHeader* h = hdr(head);
+  if (s.exiting || !s.queue.empty() || h->size != bytes || head_bytes < CmiMsgHeaderSizeBytes ||
+      h->handler >= s.placements.size())
+    return nullptr;
+  CmiPlaceFn fn = s.placements[h->handler];
+  if (!fn) return nullptr;
+  void* at = fn(head, head_bytes);
+  if (at) h->flags |= CmiMsgPlaced;
+  return at;
+}
+
 [[noreturn]] void hook_peer_failed(int pe, const char* why) {
   CmiAbort("lost PE %d (%s): its process died or became unreachable", pe, why);
 }
@@ -261,6 +276,14 @@ int CmiRegisterHandler(CmiHandler h) {
   return static_cast<int>(hs.size() - 1);
 }
 
+void CmiRegisterPlacement(int handler, CmiPlaceFn fn) {
+  auto& ps = pe_state().placements;
+  if (handler < 0 || static_cast<std::size_t>(handler) >= pe_state().handlers.size())
+    CmiAbort("CmiRegisterPlacement: %d is not a registered handler", handler);
+  if (ps.size() <= static_cast<std::size_t>(handler)) ps.resize(static_cast<std::size_t>(handler) + 1, nullptr);
+  ps[static_cast<std::size_t>(handler)] = fn;
+}
+
 // ---- sends -----------------------------------------------------------------------------
 
 void CmiSyncSend(int pe, std::size_t size, const void* msg) {
@@ -313,6 +336,7 @@ void CmiRegisterOption(const char* name, int takes_value) {
 
 void CmiForwardAndFree(int pe, void* msg) {
   check_pe(pe, "CmiForwardAndFree");
+  if (hdr(msg)->flags & CmiMsgPlaced) CmiAbort("CmiForwardAndFree: a placed message holds only its first part");
   const std::size_t size = CmiMsgSize(msg);
   const int src = CmiMsgSourcePe(msg);
   if (CmiGetReference(msg) > 1) {  // shared: forward a copy
@@ -718,7 +742,7 @@ void ConverseInit(int argc, char** argv, void (*start)(int, char**), int usched,
   mo.flow_window = s.options.flow_window;
   mo.large_fragment = s.options.large_fragment;
   mo.bind = s.options.bind;
-  lrts::LrtsInit(mo, lrts::Hooks{hook_alloc, hook_deliver, hook_release, hook_peer_failed});
+  lrts::LrtsInit(mo, lrts::Hooks{hook_alloc, hook_deliver, hook_release, hook_peer_failed, hook_place});
   s.my_pe = lrts::LrtsMyPe();
   s.num_pes = lrts::LrtsNumPes();
   // With more PEs than cores, an idle PE that polls takes the core a busy one needs:

@@ -26,6 +26,7 @@ struct PeState {
   MsgPool pool;
   MsgQueue queue;
   std::vector<CmiHandler> handlers;
+  std::vector<CmiPlaceFn> placements;  // by handler; CmiRegisterPlacement
   bool stop_scheduler = false;
   bool exiting = false;
   bool in_backlog_wait = false;  // a send is waiting for flow-control credit

@@ -51,6 +51,8 @@ namespace {
 constexpr std::int64_t cost_units(std::size_t bytes) { return static_cast<std::int64_t>((bytes + 511) >> 8); }
 
 constexpr unsigned kHostAm = 0;         // the active-message id of small host messages
+constexpr unsigned kHostAmHead = 1;     // ... of an announcement carrying its message's head
+constexpr std::size_t kMaxHead = 256;   // the largest head an announcement carries
 constexpr std::size_t kAmMax = 4096;    // below UCX's 8 KiB shared-memory segment: one fragment
 
 // A large message's announcement: its size (low 40 bits) and the size of the fragments
@@ -104,8 +106,8 @@ void eager_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t* i
 }
 
 // A small host message arrived (inside ucp_worker_progress): copy it out of UCX's buffer.
-ucs_status_t am_arrived(void*, const void* header, std::size_t header_length, void* data, std::size_t length,
-                        const ucp_am_recv_param_t* param) {
+ucs_status_t am_take(const void* header, std::size_t header_length, void* data, std::size_t length,
+                     const ucp_am_recv_param_t* param, bool with_head) {
   Machine& m = M();
   if (m.shutting_down) return UCS_OK;  // after the exit fence nothing is delivered
   if (header_length != sizeof(tag::Tag) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || length > kAmMax)
@@ -118,8 +120,16 @@ ucs_status_t am_arrived(void*, const void* header, std::size_t header_length, vo
     buf = m.hooks.alloc(length);
     std::memcpy(buf, data, length);
   }
-  m.arrived.push_back({buf, length, t});  // reserved: no allocation in steady state
+  m.arrived.push_back({buf, length, t, with_head});  // reserved: no allocation in steady state
   return UCS_OK;
+}
+ucs_status_t am_arrived(void*, const void* header, std::size_t header_length, void* data, std::size_t length,
+                        const ucp_am_recv_param_t* param) {
+  return am_take(header, header_length, data, length, param, false);
+}
+ucs_status_t am_head_arrived(void*, const void* header, std::size_t header_length, void* data, std::size_t length,
+                             const ucp_am_recv_param_t* param) {
+  return am_take(header, header_length, data, length, param, true);
 }
 
 void large_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t*, void*) {
@@ -142,11 +152,11 @@ void large_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t*, 
 
 // One UCX send of `bytes` at `buf` (released through the hooks once sent; null: nothing
 // to release). With `whole`, `buf` is a fragment of whole's message, released with the last.
-void post_send(int pe, void* buf, std::size_t bytes, tag::Tag t, LargeSend* whole = nullptr) {
+void post_send(int pe, void* buf, std::size_t bytes, tag::Tag t, LargeSend* whole = nullptr, unsigned am = kHostAm) {
   Machine& m = M();
   ucs_status_ptr_t sp;
   if (!whole && bytes <= kAmMax && tag::type_of(t) == tag::MsgType::Eager) {
-    sp = ucp_am_send_nbx(endpoint(pe), kHostAm, &t, sizeof t, buf, bytes, &m.host_am_params);
+    sp = ucp_am_send_nbx(endpoint(pe), am, &t, sizeof t, buf, bytes, &m.host_am_params);
   } else {
     sp = ucp_tag_send_nbx(endpoint(pe), buf, bytes, t, &m.host_send_params);
   }
@@ -227,18 +237,24 @@ std::uint32_t take_seq(Link& l, std::size_t bytes) {
   return seq;
 }
 
-// Announces a large message (above the eager size) of sequence number `seq`; returns the
-// size of the pieces its data goes in under LargeTag (`bytes`: one piece). Fragments only
-// between PEs of one host (shared-memory copies; a network's zero-copy rendezvous is the
-// better protocol between hosts).
-std::size_t announce_large(int pe, std::uint32_t seq, std::size_t bytes) {
+// Announces a large message (above the eager size) of `bytes` and sequence number `seq`;
+// with a head (its first `head_bytes`, which then travel in the announcement) the data
+// under LargeTag is the rest. Returns the size of the pieces that data goes in (all of
+// it: one piece). Fragments only between PEs of one host (shared-memory copies; a
+// network's zero-copy rendezvous is the better protocol between hosts).
+std::size_t announce_large(int pe, std::uint32_t seq, std::size_t bytes, const void* head = nullptr,
+                           std::size_t head_bytes = 0) {
   Machine& m = M();
   const std::size_t frag = m.large_fragment;
-  const bool pieces = frag > 0 && bytes > frag && m.boot->is_local(pe);
-  auto* size = static_cast<std::uint64_t*>(m.hooks.alloc(sizeof(std::uint64_t)));
-  *size = announce_word(bytes, pieces ? frag : 0);
-  post_send(pe, size, sizeof *size, tag::EagerTag::make(static_cast<std::uint64_t>(m.info.my_pe), seq, true));
-  return pieces ? frag : bytes;
+  const std::size_t data = bytes - head_bytes;
+  const bool pieces = frag > 0 && data > frag && m.boot->is_local(pe);
+  auto* word = static_cast<std::uint64_t*>(m.hooks.alloc(sizeof(std::uint64_t) + head_bytes));
+  *word = announce_word(bytes, pieces ? frag : 0);
+  if (head_bytes) std::memcpy(word + 1, head, head_bytes);
+  post_send(pe, word, sizeof *word + head_bytes,
+            tag::EagerTag::make(static_cast<std::uint64_t>(m.info.my_pe), seq, true), nullptr,
+            head_bytes ? kHostAmHead : kHostAm);
+  return pieces ? frag : data;
 }
 
 // Sends now, taking the link's next sequence number and credit.
@@ -351,18 +367,17 @@ Held* hold(Link& l, std::uint32_t seq, void* msg, std::size_t bytes, bool ready)
   return h;
 }
 
-// Posts the exact-tag receives for the data of an announced large message: one, or one
-// per fragment of `frag` bytes, in offset order.
-void receive_large(int src, Held* h, std::size_t frag) {
+// Posts the exact-tag receives for the data of an announced large message (`len` bytes
+// into `base`): one, or one per fragment of `frag` bytes, in offset order.
+void receive_large(int src, Held* h, char* base, std::size_t len, std::size_t frag) {
   Machine& m = M();
   ucp_tag_recv_info_t tinfo{};
   ucp_request_param_t p = host_recv_params(large_done, &tinfo);
   const tag::Tag t = tag::LargeTag::make(static_cast<std::uint64_t>(src), h->seq);
-  const std::size_t piece = frag > 0 ? frag : h->bytes;
-  h->pieces_left = static_cast<std::uint32_t>((h->bytes + piece - 1) / piece);
-  auto* base = static_cast<char*>(h->msg);
-  for (std::size_t off = 0; off < h->bytes; off += piece) {
-    ucs_status_ptr_t sp = ucp_tag_recv_nbx(m.worker, base + off, std::min(piece, h->bytes - off), t,
+  const std::size_t piece = frag > 0 ? frag : len;
+  h->pieces_left = static_cast<std::uint32_t>((len + piece - 1) / piece);
+  for (std::size_t off = 0; off < len; off += piece) {
+    ucs_status_ptr_t sp = ucp_tag_recv_nbx(m.worker, base + off, std::min(piece, len - off), t,
                                            tag::kFullMask, &p);
     if (sp == nullptr) {
       if (--h->pieces_left == 0) h->ready = true;
@@ -379,10 +394,41 @@ void receive_large(int src, Held* h, std::size_t frag) {
   }
 }
 
+// An announcement with its message's head (`bytes` past the word) from `src`: when the
+// message is next in the link's order, the layer above may name where its data goes
+// (Hooks::place: a receive posted there, say); else the whole message is received as usual.
+void take_announced_head(int src, Link& l, std::uint32_t seq, const char* buf, std::size_t bytes) {
+  Machine& m = M();
+  std::uint64_t word;
+  std::memcpy(&word, buf, sizeof word);
+  const std::size_t size = word & ((std::uint64_t{1} << kSizeBits) - 1);
+  const std::size_t head_bytes = bytes - sizeof word;
+  if (bytes <= sizeof word || head_bytes >= size)
+    fatal(fmt::format("received a malformed large-message announcement from PE {} ({} bytes for a {}-byte "
+                      "message): a foreign or corrupted message", src, bytes, size));
+  void* msg = nullptr;
+  char* data = nullptr;
+  if (m.hooks.place && !l.held && seq == l.recv_seq) {
+    void* head = m.hooks.alloc(head_bytes);
+    std::memcpy(head, buf + sizeof word, head_bytes);
+    data = static_cast<char*>(m.hooks.place(head, head_bytes, size, src));
+    if (data) msg = head;
+    else m.hooks.release(head);
+  }
+  if (!msg) {
+    msg = m.hooks.alloc(size);
+    std::memcpy(msg, buf + sizeof word, head_bytes);
+    data = static_cast<char*>(msg) + head_bytes;
+  }
+  Held* h = hold(l, seq, msg, size, false);
+  receive_large(src, h, data, size - head_bytes, static_cast<std::size_t>(word >> kSizeBits) << 10);
+  deliver_held(src);
+}
+
 // An EAGER-tagged message (in a slot's buffer, or copied from an active message) is in:
 // deliver it, or hold it until the link's earlier messages are in. Returns whether it took
 // `buf`; a credit return's or an announcement's buffer stays the caller's.
-bool take_message(void* buf, std::size_t bytes, tag::Tag t) {
+bool take_message(void* buf, std::size_t bytes, tag::Tag t, bool with_head = false) {
   Machine& m = M();
   const auto src = static_cast<int>(tag::EagerTag::src_pe(t));
   if (src < 0 || src >= m.info.num_pes)
@@ -390,6 +436,10 @@ bool take_message(void* buf, std::size_t bytes, tag::Tag t) {
                       m.info.num_pes));
   const auto seq = static_cast<std::uint32_t>(tag::EagerTag::seq(t));
   Link& l = m.links[static_cast<std::size_t>(src)];
+  if (with_head) {
+    take_announced_head(src, l, seq, static_cast<const char*>(buf), bytes);
+    return false;
+  }
   if (tag::EagerTag::announce(t) && bytes == 0) {  // returned credit, in the sequence field
     l.in_flight -= static_cast<std::int64_t>(tag::EagerTag::seq(t));
     send_backlog(src);
@@ -404,7 +454,7 @@ bool take_message(void* buf, std::size_t bytes, tag::Tag t) {
     std::memcpy(&word, buf, sizeof word);
     const std::size_t size = word & ((std::uint64_t{1} << kSizeBits) - 1);
     Held* h = hold(l, seq, m.hooks.alloc(size), size, false);
-    receive_large(src, h, static_cast<std::size_t>(word >> kSizeBits) << 10);
+    receive_large(src, h, static_cast<char*>(h->msg), size, static_cast<std::size_t>(word >> kSizeBits) << 10);
     deliver_held(src);
     return false;
   }
@@ -464,7 +514,7 @@ int drain() {
   m.completed.clear();
   for (std::size_t k = 0; k < m.arrived.size(); ++k, ++n) {
     const Arrived a = m.arrived[k];
-    if (!take_message(a.buf, a.bytes, a.tag) && a.buf) m.hooks.release(a.buf);
+    if (!take_message(a.buf, a.bytes, a.tag, a.with_head) && a.buf) m.hooks.release(a.buf);
   }
   m.arrived.clear();
   for (std::size_t k = 0; k < m.large_done.size(); ++k, ++n) deliver_held(m.large_done[k]);
@@ -515,6 +565,9 @@ void post_host_receives() {
   hp.id = kHostAm;
   hp.cb = am_arrived;
   hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+  check(ucp_worker_set_am_recv_handler(m.worker, &hp), "ucp_worker_set_am_recv_handler");
+  hp.id = kHostAmHead;
+  hp.cb = am_head_arrived;
   check(ucp_worker_set_am_recv_handler(m.worker, &hp), "ucp_worker_set_am_recv_handler");
   m.arrived.reserve(1024);
   constexpr std::size_t kDefaultFragment = 128 * 1024;  // FAST_CMPL copies up to it (measured)
@@ -603,6 +656,13 @@ bool LrtsSendVector(int pe, const void* head, std::size_t head_bytes, const void
   int left = 0;
   if (bytes <= m.opt.eager_size) {
     post_vector(pe, iov, n, bytes, tag::EagerTag::make(me, seq, false), &left);
+  } else if (head_bytes <= kMaxHead && data_bytes > 0) {  // the head in the announcement
+    const std::size_t piece = announce_large(pe, seq, bytes, head, head_bytes);
+    const tag::Tag t = tag::LargeTag::make(me, seq);
+    for (std::size_t off = 0; off < data_bytes; off += piece) {
+      const ucp_dt_iov_t one{static_cast<char*>(const_cast<void*>(data)) + off, std::min(piece, data_bytes - off)};
+      post_vector(pe, &one, 1, one.length, t, &left);
+    }
   } else {  // as transmit: the announcement, then the data in pieces
     const std::size_t piece = announce_large(pe, seq, bytes);
     const tag::Tag t = tag::LargeTag::make(me, seq);

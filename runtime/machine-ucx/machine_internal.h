@@ -98,6 +98,7 @@ struct Arrived {
   void* buf;  // null for an empty message (a credit return)
   std::size_t bytes;
   std::uint64_t tag;  // as Completed::tag (sent as the AM header)
+  bool with_head;     // an announcement carrying its message's head (LrtsSendVector)
 };
 
 // A host message that arrived ahead of an earlier one from the same PE, or a large

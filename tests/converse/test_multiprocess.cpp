@@ -188,6 +188,29 @@ TEST_P(ConverseJob, VectorSendsKeepOrderAndTheirBuffersAreFreeOnReturn) {
   }
 }
 
+// An idle receiver's placement is asked about every large two-part message, and the data
+// of those it places lands there, intact and flagged (fragments or not).
+TEST_P(ConverseJob, PlacementTakesLargeMessagesIntoItsBuffers) {
+  for (const char* opt : {"", "+large-fragment=5k", "+large-fragment=0"}) {
+    std::vector<std::string> args = {"place"};
+    if (*opt) args.emplace_back(opt);
+    Result r = job(n(), args, 60);
+    expect_ok(r, "place ok");
+    if (n() > 1) EXPECT_NE(r.out.find("placed 8 of 16 messages"), std::string::npos) << describe(r);
+  }
+}
+
+// With placements registered in the flood of the order mode, every other large two-part
+// message may be placed (where the receiver's queue is empty): order and data hold either way.
+TEST_P(ConverseJob, PlacedMessagesKeepOrderAndTheirDataLandsInThePlace) {
+  for (const char* opt : {"", "+eager-size=1k", "+large-fragment=5k"}) {
+    std::vector<std::string> args = {"order", "vector", "place"};
+    if (*opt) args.emplace_back(opt);
+    Result r = job(n(), args, 90);
+    expect_ok(r, "order ok: 240 messages from each PE to each PE in order (vector sends)");
+  }
+}
+
 // Peak resident memory of the largest PE, from the flood mode's report.
 long flood_peak_mib(const Result& r) {
   auto at = r.out.find("peak resident memory of a PE ");

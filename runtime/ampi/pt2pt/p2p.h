@@ -20,6 +20,7 @@ enum MsgFlag : std::uint16_t {
   kDevice = 1u << 2,   // the data comes as a device transfer (ext.device_tag), not inline
   kSendDone = 1u << 3, // with kSyncAck: a direct send's data has left (ext.sender_req: 0 or its request)
   kPulled = 1u << 4,   // with kSyncAck: a direct message's data was pulled for a move (migrate.cpp)
+  kPlaced = 1u << 5,   // set on arrival: the data went into the matched receive (`tag`: its request)
 };
 // `seq` and `sender` keep MPI's order when ranks move (route.cpp): each message of the
 // pair (sender, dest) of world ranks has the next number of that pair; the receiver
@@ -169,6 +170,8 @@ class P2p {
   void unpost(MPI_Request h);  // a posted receive taken back (MPI_Cancel)
   // The first-posted receive matching a message, taken off its queue; 0 when none.
   MPI_Request take_posted(std::uint32_t context, int src, int tag);
+  // The same, left on its queue.
+  MPI_Request find_posted(std::uint32_t context, int src, int tag);
 
   // unexpected messages, in arrival order
   void push_unexpected(void* msg);

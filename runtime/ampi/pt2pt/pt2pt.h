@@ -31,6 +31,11 @@ namespace pt2pt {
 void copy_any(void* dst, const void* src, std::size_t n);
 // Delivers `msg` (matched) into receive request `h`; takes the message.
 void deliver(Rank* r, MPI_Request h, void* msg);
+// A message of `bytes` data whose data is still coming, next in its pair's order: matched
+// now if a posted contiguous host receive with room takes it (*taken: that request, which
+// completes in placed_arrived); returns where the data goes, or nullptr.
+char* place(Rank* r, const WireHeader& h, std::size_t bytes, MPI_Request* taken);
+void placed_arrived(Rank* r, MPI_Request h);
 void fill_status_from_msg(MPI_Status* st, void* msg, MPI_Comm comm);
 void empty_status(MPI_Status* st);
 void proc_null_status(MPI_Status* st);

@@ -323,11 +323,11 @@ void P2p::unpost(MPI_Request h) {
   table_unpost(h);
 }
 
-MPI_Request P2p::take_posted(std::uint32_t context, int src, int tag) {
+MPI_Request P2p::find_posted(std::uint32_t context, int src, int tag) {
   if (solo_) {  // the only posted receive
     const Request& q = req(solo_);
     if (q.context == context && (q.peer == MPI_ANY_SOURCE || q.peer == src) && (q.tag == MPI_ANY_TAG || q.tag == tag))
-      return std::exchange(solo_, 0);
+      return solo_;
     return 0;
   }
   if (!posted_in_table_) return 0;
@@ -340,8 +340,13 @@ MPI_Request P2p::take_posted(std::uint32_t context, int src, int tag) {
     const std::uint64_t s = req(l->head).seq;
     if (!best || s < best_seq) best = l->head, best_seq = s;
   }
-  if (best) table_unpost(best);
   return best;
+}
+
+MPI_Request P2p::take_posted(std::uint32_t context, int src, int tag) {
+  const MPI_Request h = find_posted(context, src, tag);
+  if (h) unpost(h);
+  return h;
 }
 
 // ---- unexpected messages ---------------------------------------------------------------------------

@@ -52,7 +52,7 @@ struct Routes {
   std::vector<void*> held;
   std::vector<std::uint32_t> moves;  // by world rank: the move count `pe` is from (see Where)
   std::vector<Where> early_moves;        // news of moves before the table existed
-  long long forwarded = 0, kept_early = 0;       // what the test hooks report
+  long long forwarded = 0, kept_early = 0, placed = 0;  // what the test hooks report
   void* spare = nullptr;  // the last message freed through wire_free; at least spare_size bytes
   std::size_t spare_size = 0;
 };
@@ -69,6 +69,9 @@ void release_held() {
 void absent(void* msg) {
   Routes& t = g_routes;
   const auto dest = static_cast<std::size_t>(pt2pt::wire(msg).dest);
+  if (pt2pt::wire(msg).flags & kPlaced)  // its rank could not move before the data was in
+    CkAbort("AMPI: the data of a message to rank %zu was placed, but the rank is not on PE %d (a bug)", dest,
+            CmiMyPe());
   if (t.pe.empty() || t.pe[dest] == CmiMyPe()) {  // not built yet, or on its way here
     t.held.push_back(msg);
     return;
@@ -108,6 +111,31 @@ void drain_early(Rank* r) {
   }
 }
 
+// on_wire's placement (CmiRegisterPlacement): a large message from the user's buffer
+// (wire_send_vector), next on its link and on this PE, is matched before its data comes,
+// so that a posted receive takes the data straight into its buffer (no copy out of a
+// Converse message). Only where the match is certain now: the rank is here and staying,
+// and the message is next in its pair's order.
+void* place_wire(void* head, std::size_t head_bytes) {
+  const WireHeader& h = pt2pt::wire(head);
+  if (head_bytes != CmiMsgHeaderSizeBytes + sizeof(WireHeader) || h.flags != 0) return nullptr;
+  const auto dest = static_cast<std::size_t>(h.dest);
+  Rank* r = dest < g_routes.local.size() ? g_routes.local[dest].rank : nullptr;
+  if (!r) return nullptr;
+  P2p& p = r->p2p();
+  const auto sender = static_cast<std::size_t>(h.sender);
+  if (p.moving || !p.early.empty() || sender >= p.recv_seq.size() || h.seq != p.recv_seq[sender]) return nullptr;
+  MPI_Request req = 0;
+  char* at = pt2pt::place(r, h, CmiMsgSize(head) - head_bytes, &req);
+  if (!at) return nullptr;
+  ++p.recv_seq[sender];  // matched: on_wire completes it without taking a number
+  WireHeader& w = pt2pt::wire(head);
+  w.flags = kPlaced;
+  w.tag = req;
+  ++g_routes.placed;
+  return at;
+}
+
 }  // namespace
 
 namespace pt2pt {
@@ -121,7 +149,13 @@ void on_wire(void* msg) {
     return;
   }
   P2p& p = r->p2p();
-  if (h.flags & (kSyncAck | kDevice)) [[unlikely]] {
+  if (h.flags & (kSyncAck | kDevice | kPlaced)) [[unlikely]] {
+    if (h.flags & kPlaced) {  // its data is in its receive's buffer (place_wire)
+      const MPI_Request req = h.tag;
+      CmiFree(msg);  // not wire_free: the block holds the head only
+      placed_arrived(r, req);
+      return;
+    }
     if (h.flags & kSyncAck) {  // acknowledgements and completions: no order
       on_message(r, msg);
       return;
@@ -270,6 +304,7 @@ void route_add(Rank* r) {
       t.pe[i] = ck::ElementProxy<Rank>(r->array_ref(), ck::index(static_cast<int>(i))).home_pe();
     t.local.assign(n, Local{});
     t.moves.assign(n, 0);
+    CmiRegisterPlacement(pt2pt::WireHandler::handler(), place_wire);
     for (const Where& x : std::exchange(t.early_moves, {})) apply(x);
   }
   const auto w = static_cast<std::size_t>(r->world_rank());
@@ -323,9 +358,11 @@ int p2p_route_of(int world_rank) {
 
 // Test hooks (tests/ampi/progs/p2p_forward.c finds them with dlsym): this PE's table entry
 // for a rank, set to a PE it is not on (messages then go there and are forwarded back) or
-// back; what this PE forwarded and kept early so far. Not MPI: no checks beyond the ranges.
+// back; what this PE forwarded and kept early so far, and how many messages' data went
+// straight into their receive (place_wire). Not MPI: no checks beyond the ranges.
 #pragma GCC visibility push(default)
 extern "C" {
+long long AMPIX_Placed_count(void) { return ampi::g_routes.placed; }
 int AMPIX_Route_get(int world_rank) { return ampi::p2p_route_of(world_rank); }
 int AMPIX_Route_set(int world_rank, int pe) {
   using namespace ampi;

@@ -75,6 +75,33 @@ void send_ack(Rank* r, Request& q) {
   q.ack_world = -1;
 }
 
+char* place(Rank* r, const WireHeader& h, std::size_t bytes, MPI_Request* taken) {
+  P2p& p = r->p2p();
+  const MPI_Request req = p.find_posted(h.context, h.src, h.tag);
+  if (!req) return nullptr;
+  Request& q = p.req(req);
+  if (q.device || !q.facts.contiguous || q.ext_kind != ReqExtKind::None ||
+      static_cast<std::size_t>(q.count) * q.facts.size < bytes)
+    return nullptr;  // deliver() copies (device, derived layout) or reports the truncation
+  p.unpost(req);
+  q.status.MPI_SOURCE = h.src;
+  q.status.MPI_TAG = h.tag;
+  q.status.MPI_ERROR = MPI_SUCCESS;
+  q.status.MPI_COMM = q.comm;
+  status_set_bytes(q.status, static_cast<long long>(bytes));
+  q.matched = true;
+  ++p.direct_in;  // a move waits until the data is in
+  *taken = req;
+  return static_cast<char*>(q.buf) + q.facts.lb;
+}
+
+void placed_arrived(Rank* r, MPI_Request h) {
+  P2p& p = r->p2p();
+  --p.direct_in;
+  p.complete(h);
+  p.note_progress();
+}
+
 // Delivers `msg` (matched) into receive request `h`; takes the message.
 void deliver(Rank* r, MPI_Request h, void* msg) {
   P2p& p = r->p2p();
@@ -129,7 +156,8 @@ void device_arrived(Rank* r, MPI_Request h) {
   P2p& p = r->p2p();
   Request& q = p.req(h);
   if (q.device_stage) {
-    if (q.status.MPI_ERROR == MPI_SUCCESS && q.status.ucharm_bytes > 0)
+    // Truncated into host memory: the part that fits, as an inline message gives it.
+    if ((q.status.MPI_ERROR == MPI_SUCCESS || !q.device) && q.status.ucharm_bytes > 0)
       type_unpack(q.device_stage, static_cast<std::size_t>(q.status.ucharm_bytes), q.buf, q.count, q.type);
     std::free(q.device_stage);
     q.device_stage = nullptr;

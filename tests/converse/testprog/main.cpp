@@ -38,6 +38,7 @@ void start(const Args&);
 void stdoutlines(const Args&);
 }  // namespace hello
 namespace order { void start(const Args&); }
+namespace place { void start(const Args&); }
 namespace flood { void start(const Args&); }
 namespace startbcast { void start(const Args&); }
 namespace rndvidle { void start(const Args&); }
@@ -94,6 +95,7 @@ constexpr Mode kModes[] = {
     {"hello", hello::start},
     {"stdoutlines", hello::stdoutlines},
     {"order", order::start},
+    {"place", place::start},
     {"flood", flood::start},
     {"startbcast", startbcast::start},
     {"rndvidle", rndvidle::start},

@@ -27,6 +27,7 @@ enum CmiMsgFlag : std::uint16_t {
   CmiMsgExpedited = 1u << 0,     // bypasses the queue order
   CmiMsgBroadcast = 1u << 1,     // travels along the broadcast spanning tree
   CmiMsgBroadcastAll = 1u << 2,  // ... and the root runs it too
+  CmiMsgPlaced = 1u << 3,        // the data went where a placement said (CmiRegisterPlacement)
 };
 
 // Allocates a message of `bytes` (header included), reference count 1.
@@ -63,6 +64,15 @@ void CmiSyncSendAndFree(int pe, std::size_t size, void* msg);  // takes msg
 // them at once (the data is copied once, by UCX, instead of twice); otherwise the parts are
 // copied into one message. Writes the size and source PE into comps[0]'s header.
 void CmiSyncVectorSend(int pe, int n, const int* sizes, char* const* comps);
+// Placement: where the second part of a large two-part message (above the eager size, as
+// CmiSyncVectorSend sends it) lands on the receiving PE. The handler's placement is asked
+// when the message is next in its sender's order and this PE's queue is empty, before its
+// data arrives: `head` is the first part (writable; its header's size is the whole
+// message's), and the result is where the remaining CmiMsgSize(head) - head_bytes bytes are
+// received (host memory), or nullptr for the message as usual. Given a place, the handler
+// later runs with the first part alone, flagged CmiMsgPlaced, once the data is there.
+using CmiPlaceFn = void* (*)(void* head, std::size_t head_bytes);
+void CmiRegisterPlacement(int handler, CmiPlaceFn fn);
 // Sends a message that arrived here on to `pe`, keeping its header's source PE (the PE
 // that first sent it): a layer that forwards (the core's location manager) still knows
 // whose message it is. Takes msg.

@@ -39,6 +39,12 @@ struct Hooks {
   void (*release)(void* msg);
   // A peer was lost (its process died or became unreachable). Must not return.
   [[noreturn]] void (*peer_failed)(int pe, const char* why);
+  // Optional (null: never asked). A large message sent by LrtsSendVector is next in its
+  // link's order: `head` (alloc'd, head_bytes long, owned by the machine) holds its first
+  // part and `bytes` is the whole message's size. Returns where the rest (bytes -
+  // head_bytes) is to be received, or nullptr for the usual whole message. Given a place,
+  // the machine later delivers `head` alone, as a message of `bytes`.
+  void* (*place)(void* head, std::size_t head_bytes, std::size_t bytes, int src);
 };
 
 // What start-up found; for the verbose banner.
@@ -83,7 +89,8 @@ void LrtsSend(int pe, void* msg, std::size_t bytes, bool urgent = false);
 // It may progress this PE meanwhile (while the peer's FIFO is full, or for a rendezvous).
 // Returns false, having sent nothing, where the message could not leave at once in its
 // link's order: a backlog or a full window (the caller copies and uses LrtsSend). Not for
-// urgent messages nor for this PE.
+// urgent messages nor for this PE. Above the eager size the head travels in the
+// announcement, so the receiver may place the data (Hooks::place) before it comes.
 bool LrtsSendVector(int pe, const void* head, std::size_t head_bytes, const void* data, std::size_t data_bytes);
 
 // Bytes waiting for flow-control credit on all links. The layer above bounds it by
