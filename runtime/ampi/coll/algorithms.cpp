@@ -403,7 +403,9 @@ int allreduce_pair(void* recvbuf, int count, MPI_Datatype t, MPI_Op op, Comm& c,
 // tree rooted at root in segments of about kReduceSegment bytes. A member combines segment s
 // of its children into its own and sends it on at once, so the levels of the tree work on
 // different segments at the same time; the segments stay below +ampi-direct-min, so each
-// send copies into its message and the sender goes on at once. The root combines into
+// send is a blocking one that returns at once: from the buffer where the link takes it
+// (the parent's receive, if posted, gets the data straight), else copied into its message.
+// The root combines into
 // recvbuf; a segment comes into a small temporary that stays in the cache. Each member
 // sends the vector once and combines it once per child.
 int reduce_segmented(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t, MPI_Op op, int root, Comm& c,
@@ -424,20 +426,16 @@ int reduce_segmented(const void* sendbuf, void* recvbuf, int count, MPI_Datatype
   const int parent = vr ? (vr - (vr & -vr) + root) % n : -1;
   // Flow control: every kReduceWindow-th segment goes as a synchronous send, and the next
   // one waits until that one is matched, so at most about two windows of a member's
-  // segments wait at its parent however long the vector (each copied into its message).
-  Requests q(kReduceWindow);
+  // segments wait at its parent however long the vector.
   MPI_Request sync = MPI_REQUEST_NULL;
   auto up = [&](const void* p, int s) {
-    if (s % kReduceWindow != kReduceWindow - 1) return isend(p, len(s), t, parent, tag, c, Ctx::Coll, q.next());
-    int e = q.wait();
-    if (const int w = wait_all(1, &sync, nullptr); !e) e = w;
-    if (e) return e;
+    if (s % kReduceWindow != kReduceWindow - 1) return send(p, len(s), t, parent, tag, c, Ctx::Coll);
+    if (const int e = wait_all(1, &sync, nullptr)) return e;
     return issend(p, len(s), t, parent, tag, c, Ctx::Coll, &sync);
   };
   auto finish = [&](int e) {
-    const int w = q.wait();
     const int v = wait_all(1, &sync, nullptr);
-    return e ? e : w ? w : v;
+    return e ? e : v;
   };
   int e = MPI_SUCCESS;
   if (nc == 0) {  // a leaf sends its input as it is

@@ -129,7 +129,10 @@ inline constexpr std::size_t kAllreduceRsgPairMin = 32 * 1024;
 // kReduceSegment bytes (kept below +ampi-direct-min).
 inline constexpr std::size_t kReduceSegmentedMin = 128 * 1024;
 inline constexpr std::size_t kReduceSegment = 64 * 1024, kReduceSegmentFloor = 8 * 1024;
-inline constexpr int kReduceWindow = 8;  // segments per synchronous send (flow control)
+// Segments per synchronous send (flow control). With the other segments sent blocking from
+// the buffer, 32 against 8 copied by nonblocking sends, IMB Reduce of 1 MiB (2-core VM,
+// alternating runs, medians): 2 ranks 125 -> 82 us, 4 ranks 334 -> 179 us.
+inline constexpr int kReduceWindow = 32;
 // Allreduce of two members from this size: the halves pipelined in segments of
 // kAllreducePairSegment bytes (allreduce_pair).
 inline constexpr std::size_t kAllreducePairMin = 1024 * 1024, kAllreducePairSegment = 256 * 1024;
