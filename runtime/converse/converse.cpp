@@ -318,6 +318,19 @@ void CmiSyncVectorSend(int pe, int n, const int* sizes, char* const* comps) {
   send_owned(pe, m);
 }
 
+bool CmiVectorSendNoCopy(int pe, const int* sizes, char* const* comps, void* done_msg) {
+  check_pe(pe, "CmiVectorSendNoCopy");
+  if (sizes[0] < static_cast<int>(CmiMsgHeaderSizeBytes) || sizes[1] < 0)
+    CmiAbort("CmiVectorSendNoCopy: parts of %d and %d bytes (the first holds the %zu-byte header)", sizes[0],
+             sizes[1], CmiMsgHeaderSizeBytes);
+  if (pe == pe_state().my_pe || (hdr(comps[0])->flags & CmiMsgExpedited)) return false;
+  const std::size_t size = static_cast<std::size_t>(sizes[0]) + static_cast<std::size_t>(sizes[1]);
+  check_size(size, "CmiVectorSendNoCopy");
+  stamp(comps[0], size);
+  return lrts::LrtsSendVectorLater(pe, comps[0], static_cast<std::size_t>(sizes[0]), comps[1],
+                                   static_cast<std::size_t>(sizes[1]), lrts::Completion{enqueue_done, done_msg});
+}
+
 void CmiSyncSendAndFree(int pe, std::size_t size, void* msg) {
   check_pe(pe, "CmiSyncSendAndFree");
   check_size(size, "CmiSyncSendAndFree");

@@ -83,6 +83,9 @@ void run_exit_hook(int code);
 extern PeState g_pe_state;
 inline PeState& pe_state() { return g_pe_state; }
 void thread_resume_handler(void* msg);
+// A completion message (or nullptr) into this PE's queue: the machine's Completion for the
+// operations whose callers pass one (device transfers, CmiVectorSendNoCopy).
+void enqueue_done(void* msg);
 void print_banner();
 void device_init();
 // Pollers (rma.cpp): runs them (true: one found work); an idle PE's short sleep.

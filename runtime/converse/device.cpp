@@ -10,11 +10,12 @@
 namespace lrts = ucharm::machine;
 
 namespace ucharm::converse {
-namespace {
 
 void enqueue_done(void* msg) {
   if (msg) CsdEnqueue(msg);
 }
+
+namespace {
 
 lrts::MemoryType mem_of(const void* p) { return lrts::LrtsMemoryType(p); }
 

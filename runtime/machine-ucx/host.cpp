@@ -71,6 +71,14 @@ void piece_sent(LargeSend* whole) {
   m.large_sends.give(whole);
 }
 
+// One piece of a vector send has left the caller's buffers.
+void vector_piece_sent(VectorWait* w) {
+  Machine& m = M();
+  if (--w->left > 0 || !w->pooled) return;
+  m.done.push_back({w->done, nullptr, DeviceRecvType::Converse});
+  m.vector_waits.give(w);
+}
+
 // ---- callbacks: record only -------------------------------------------------------
 
 void send_done(void* request, ucs_status_t status, void*) {
@@ -81,7 +89,7 @@ void send_done(void* request, ucs_status_t status, void*) {
   if (r->slot) --m.own_waits;
   else --m.small_sends_open;
   if (r->kind == ReqKind::FragmentSend) piece_sent(static_cast<LargeSend*>(r->msg));
-  else if (r->kind == ReqKind::VectorSend) --*static_cast<int*>(r->msg);
+  else if (r->kind == ReqKind::VectorSend) vector_piece_sent(static_cast<VectorWait*>(r->msg));
   else if (r->msg) m.hooks.release(r->msg);
   ucp_request_free(request);
 }
@@ -181,9 +189,9 @@ void post_send(int pe, void* buf, std::size_t bytes, tag::Tag t, LargeSend* whol
   ++m.pending_sends;
 }
 
-// One UCX send of the caller's buffers `iov[0..n)` (`bytes` in all); *left counts it
+// One UCX send of the caller's buffers `iov[0..n)` (`bytes` in all); `w` counts it
 // until UCX no longer needs them or `iov` (FAST_CMPL: once copied out, for copy protocols).
-void post_vector(int pe, const ucp_dt_iov_t* iov, std::size_t n, std::size_t bytes, tag::Tag t, int* left) {
+void post_vector(int pe, const ucp_dt_iov_t* iov, std::size_t n, std::size_t bytes, tag::Tag t, VectorWait* w) {
   Machine& m = M();
   const bool am = bytes <= kAmMax && tag::type_of(t) == tag::MsgType::Eager;
   ucp_request_param_t p = am ? m.host_am_params : m.host_send_params;
@@ -204,12 +212,12 @@ void post_vector(int pe, const ucp_dt_iov_t* iov, std::size_t n, std::size_t byt
   }
   auto* r = static_cast<RequestState*>(sp);
   r->kind = ReqKind::VectorSend;
-  r->msg = left;
+  r->msg = w;
   r->pe = pe;
   r->slot = 1;  // our own transfer: the PE progresses for it
   ++m.own_waits;
   ++m.pending_sends;
-  ++*left;
+  ++w->left;
 }
 
 // The entries of `iov` (n of them) that cover bytes [off, off + len) of their
@@ -255,6 +263,18 @@ std::size_t announce_large(int pe, std::uint32_t seq, std::size_t bytes, const v
             tag::EagerTag::make(static_cast<std::uint64_t>(m.info.my_pe), seq, true), nullptr,
             head_bytes ? kHostAmHead : kHostAm);
   return pieces ? frag : data;
+}
+
+// A large message of sequence number `seq` from the caller's buffers, the head in its
+// announcement and the data in pieces under LargeTag; `w` counts the pieces in flight.
+void send_headed(int pe, std::uint32_t seq, const void* head, std::size_t head_bytes, const void* data,
+                 std::size_t data_bytes, VectorWait* w) {
+  const std::size_t piece = announce_large(pe, seq, head_bytes + data_bytes, head, head_bytes);
+  const tag::Tag t = tag::LargeTag::make(static_cast<std::uint64_t>(M().info.my_pe), seq);
+  for (std::size_t off = 0; off < data_bytes; off += piece) {
+    const ucp_dt_iov_t one{static_cast<char*>(const_cast<void*>(data)) + off, std::min(piece, data_bytes - off)};
+    post_vector(pe, &one, 1, one.length, t, w);  // a single entry is not kept by UCX
+  }
 }
 
 // Sends now, taking the link's next sequence number and credit.
@@ -653,16 +673,11 @@ bool LrtsSendVector(int pe, const void* head, std::size_t head_bytes, const void
   const auto me = static_cast<std::uint64_t>(m.info.my_pe);
   const ucp_dt_iov_t iov[2] = {{const_cast<void*>(head), head_bytes}, {const_cast<void*>(data), data_bytes}};
   const std::size_t n = data_bytes ? 2 : 1;
-  int left = 0;
+  VectorWait w;
   if (bytes <= m.opt.eager_size) {
-    post_vector(pe, iov, n, bytes, tag::EagerTag::make(me, seq, false), &left);
+    post_vector(pe, iov, n, bytes, tag::EagerTag::make(me, seq, false), &w);
   } else if (head_bytes <= kMaxHead && data_bytes > 0) {  // the head in the announcement
-    const std::size_t piece = announce_large(pe, seq, bytes, head, head_bytes);
-    const tag::Tag t = tag::LargeTag::make(me, seq);
-    for (std::size_t off = 0; off < data_bytes; off += piece) {
-      const ucp_dt_iov_t one{static_cast<char*>(const_cast<void*>(data)) + off, std::min(piece, data_bytes - off)};
-      post_vector(pe, &one, 1, one.length, t, &left);
-    }
+    send_headed(pe, seq, head, head_bytes, data, data_bytes, &w);
   } else {  // as transmit: the announcement, then the data in pieces
     const std::size_t piece = announce_large(pe, seq, bytes);
     const tag::Tag t = tag::LargeTag::make(me, seq);
@@ -672,15 +687,34 @@ bool LrtsSendVector(int pe, const void* head, std::size_t head_bytes, const void
       ucp_dt_iov_t one[1];
       ucp_dt_iov_t* part = off == 0 ? first : one;
       const std::size_t k = iov_range(iov, n, off, len, part);
-      post_vector(pe, part, k, len, t, &left);  // a single entry is not kept by UCX
+      post_vector(pe, part, k, len, t, &w);  // a single entry is not kept by UCX
     }
   }
   // Until UCX has copied the buffers out (it holds them only while the peer's FIFO is
   // full, or for a rendezvous the peer serves from its own progress).
-  for (int idle = 0; left > 0;) {
+  for (int idle = 0; w.left > 0;) {
     if (LrtsProgress() > 0) idle = 0;
     else if (idle < 64) ++idle;
     else sched_yield();  // crowded cores: let the peer run
+  }
+  return true;
+}
+
+bool LrtsSendVectorLater(int pe, const void* head, std::size_t head_bytes, const void* data, std::size_t data_bytes,
+                         Completion done) {
+  Machine& m = M();
+  Link& l = m.links[static_cast<std::size_t>(pe)];
+  const std::size_t bytes = head_bytes + data_bytes;
+  if (bytes <= m.opt.eager_size || head_bytes > kMaxHead || data_bytes == 0 || l.backlog_head ||
+      l.in_flight >= m.window_units || m.shutting_down)
+    return false;
+  const std::uint32_t seq = take_seq(l, bytes);
+  VectorWait* w = m.vector_waits.take();
+  *w = VectorWait{0, done, true, nullptr};
+  send_headed(pe, seq, head, head_bytes, data, data_bytes, w);
+  if (w->left == 0) {  // all copied out already
+    m.done.push_back({done, nullptr, DeviceRecvType::Converse});
+    m.vector_waits.give(w);
   }
   return true;
 }

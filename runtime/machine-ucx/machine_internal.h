@@ -113,6 +113,16 @@ struct Held {
   Held* next_free;
 };
 
+// The caller's buffers of a vector send, while UCX may read them: the pieces in flight.
+// LrtsSendVector waits with one on its stack; LrtsSendVectorLater's are pooled, and their
+// completion is queued (Machine::done) when the last piece has left.
+struct VectorWait {
+  int left = 0;
+  Completion done{};
+  bool pooled = false;
+  VectorWait* next_free = nullptr;
+};
+
 // A large host message sent in fragments: its buffer is released when the last is sent
 // (UCX does not promise that sends complete in order). Pooled.
 struct LargeSend {
@@ -180,6 +190,7 @@ struct Machine {
   ChunkPool<Held> held_pool;
   ChunkPool<Backlogged> backlog_pool;
   ChunkPool<LargeSend> large_sends;
+  ChunkPool<VectorWait> vector_waits;
   std::size_t large_fragment = 0;        // Options::large_fragment resolved (0: no fragments)
   std::vector<int> large_done;           // sources whose large receive completed
   bool credit_on_delivery = false;  // LrtsCreditOnDelivery

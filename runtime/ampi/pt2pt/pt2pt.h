@@ -66,6 +66,9 @@ bool blocking_from_buffer(int dest_world);
 // int); with more ranks than PEs, kVectorSendShared: a larger one would hold the PE, and
 // its other ranks, while UCX copies it out (+vp 8 Allreduce of 1 MiB 1.2x slower).
 inline constexpr std::size_t kVectorSendMax = std::size_t{1} << 30, kVectorSendShared = 64 * 1024;
+// Nonblocking sends from this size go from the user's buffer (the machine layer's eager
+// size, 32 KiB by default: CmiVectorSendNoCopy takes only larger messages).
+inline constexpr std::size_t kNoCopySendMin = 32 * 1024;
 // Whether send_inline may take a blocking send of `count` items of a type with facts `f`
 // from `buf` to rank `dest` of c.
 inline bool inline_send_ok(const void* buf, int count, const TypeFacts& f, const Comm& c, int dest) {

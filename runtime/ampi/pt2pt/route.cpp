@@ -231,6 +231,18 @@ void wire_send_vector(Rank* r, int dest_world, WireHead& head, const void* data,
   CmiSyncVectorSend(g_routes.pe[d], 2, sizes, comps);
 }
 
+bool wire_send_nocopy(Rank* r, int dest_world, WireHead& head, const void* data, std::size_t bytes, void* done) {
+  const auto d = static_cast<std::size_t>(dest_world);
+  WireHeader& h = wire(head.bytes);
+  h.sender = r->world_rank();
+  h.seq = r->p2p().send_seq[d];
+  const int sizes[2] = {static_cast<int>(sizeof head.bytes), static_cast<int>(bytes)};
+  char* const comps[2] = {head.bytes, static_cast<char*>(const_cast<void*>(data))};
+  if (!CmiVectorSendNoCopy(g_routes.pe[d], sizes, comps, done)) return false;
+  ++r->p2p().send_seq[d];
+  return true;
+}
+
 void wire_send_unordered(int dest_world, void* msg) {
   CmiSyncSendAndFree(g_routes.pe[static_cast<std::size_t>(dest_world)], CmiMsgSize(msg), msg);
 }

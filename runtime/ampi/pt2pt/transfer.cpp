@@ -309,6 +309,30 @@ void on_message(Rank* r, void* msg) {
 }
 
 // ---- the runtime's point-to-point ------------------------------------------------------------------
+namespace {
+// A nonblocking send of contiguous host data above the eager size from the user's buffer
+// (CmiVectorSendNoCopy): no copy into a message, and the receiver may place the data
+// straight into its posted receive; request h completes when UCX no longer reads the
+// buffer. Not where goes_direct's rendezvous is the better one (`direct`: from
+// +ampi-direct-min, unless blocking_from_buffer says a send from the buffer wins there).
+// False: nothing sent.
+bool send_nocopy(Rank* r, const void* buf, int count, const TypeFacts& f, int dest, int tag, Comm& c, Ctx ctx,
+                 MPI_Request h, bool direct) {
+  const std::size_t bytes = static_cast<std::size_t>(count) * f.size;
+  const int dest_world = c.members[static_cast<std::size_t>(dest)];
+  if (bytes < kNoCopySendMin || bytes > kVectorSendMax || (direct && !blocking_from_buffer(dest_world))) return false;
+  WireHead head;
+  wire_head(head, WireHeader{c.ctx(ctx), c.rank, tag, 0, 0, dest_world, 0});
+  void* done = completion_msg(r, h, kSyncAck | kSendDone);
+  if (!wire_send_nocopy(r, dest_world, head, static_cast<const char*>(buf) + f.lb, bytes, done)) {
+    wire_free(done);
+    return false;
+  }
+  ++r->p2p().direct_out;  // a move waits until UCX has let go of the buffer
+  return true;
+}
+}  // namespace
+
 namespace pt2pt {
 int isend_with(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFacts& f, int dest, int tag, Comm& c,
                Ctx ctx, MPI_Request* req) {
@@ -325,6 +349,10 @@ int isend_with(Rank* r, const void* buf, int count, MPI_Datatype t, const TypeFa
   MPI_Request h = p.alloc(ReqKind::Send);
   empty_status(&p.req(h).status);
   p.req(h).on_device = on_device;
+  if (!on_device && f.contiguous && send_nocopy(r, buf, count, f, dest, tag, c, ctx, h, device)) {
+    *req = h;
+    return MPI_SUCCESS;
+  }
   start_send(r, buf, count, t, f, dest, tag, c, ctx, 0, device ? h : 0, on_device, device);
   if (!device) p.mark_complete(h);  // the data is in the message: the buffer is free
   *req = h;

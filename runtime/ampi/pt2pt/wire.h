@@ -54,6 +54,10 @@ void wire_head(WireHead& head, const WireHeader& h);
 // wire_send of the message `head` + `bytes` at `data`, returning once `data` may be
 // reused (CmiSyncVectorSend: copied by UCX alone where the link can take it at once).
 void wire_send_vector(Rank* r, int dest_world, WireHead& head, const void* data, std::size_t bytes);
+// wire_send_vector without the copy or the wait, for a message above the eager size
+// (CmiVectorSendNoCopy): `data` is read until `done` runs here. False, having sent nothing
+// (and taken no number), where it cannot.
+bool wire_send_nocopy(Rank* r, int dest_world, WireHead& head, const void* data, std::size_t bytes, void* done);
 // An acknowledgement or completion (kSyncAck): no number, no order.
 void wire_send_unordered(int dest_world, void* msg);
 // The PE this PE's table names for a rank (sends go there).

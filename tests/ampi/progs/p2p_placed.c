@@ -1,10 +1,12 @@
-/* Large blocking sends whose data the receiving PE places straight into the posted receive
- * (matched when the message is announced, before its data comes: no copy out of a Converse
- * message). Rank 0 sends, rank 1 receives and echoes, at sizes above the eager size, into
- * receives of the exact size, of more room, by ANY_SOURCE and ANY_TAG, persistent, and
+/* Large sends from the user's buffer whose data the receiving PE places straight into the
+ * posted receive (matched when the message is announced, before its data comes: no copy out
+ * of a Converse message). Rank 0 sends, blocking or by Isend + Wait (its buffer overwritten
+ * as soon as the send completes), rank 1 receives and echoes, at sizes above the eager size,
+ * into receives of the exact size, of more room, by ANY_SOURCE and ANY_TAG, persistent, and
  * Irecv + Wait; then receives the placement must leave to the usual path: too little room
- * (MPI_ERR_TRUNCATE), a strided datatype. Every count and every byte is checked. With the
- * argument "expect-placed" (2 ranks on 2 PEs) rank 1's PE must have placed some. */
+ * (MPI_ERR_TRUNCATE), a strided datatype, and Isends from 8 buffers that are overwritten
+ * before the receives are posted. Every count and every byte is checked. With the argument
+ * "expect-placed" (2 ranks on 2 PEs) rank 1's PE must have placed some. */
 #include "check.h"
 
 #include <dlfcn.h>
@@ -36,13 +38,21 @@ int main(int argc, char** argv) {
   const int me = t.rank;
   int k = 0;
   if (me <= 1) {
-    /* ways of receiving: 0 exact, 1 more room, 2 ANY_SOURCE, 3 ANY_TAG, 4 persistent, 5 Irecv */
-    for (int way = 0; way < 6; way++) {
+    /* ways of receiving: 0 exact, 1 more room, 2 ANY_SOURCE, 3 ANY_TAG, 4 persistent, 5 Irecv;
+     * the sender uses Isend + Wait in the second round of them */
+    for (int way = 0; way < 12; way++) {
       for (int s = 0; s < kN; s++, k++) {
         const int n = kSizes[s];
         if (me == 0) {
           fill(out, n, k);
-          CHECK_MPI(&t, MPI_Send(out, n, MPI_BYTE, 1, k, MPI_COMM_WORLD));
+          if (way < 6) {
+            CHECK_MPI(&t, MPI_Send(out, n, MPI_BYTE, 1, k, MPI_COMM_WORLD));
+          } else {
+            MPI_Request r;
+            CHECK_MPI(&t, MPI_Isend(out, n, MPI_BYTE, 1, k, MPI_COMM_WORLD, &r));
+            CHECK_MPI(&t, MPI_Wait(&r, MPI_STATUS_IGNORE));
+            memset(out, 0xEE, (size_t)n);  /* the send is complete: the buffer is ours */
+          }
           MPI_Status st;
           memset(in, 0, (size_t)n);
           CHECK_MPI(&t, MPI_Recv(in, n, MPI_BYTE, 1, k, MPI_COMM_WORLD, &st));
@@ -52,11 +62,12 @@ int main(int argc, char** argv) {
         }
         MPI_Status st;
         memset(in, 0, (size_t)n + 64);
-        const int room = way == 1 ? n + 64 : n;
-        if (way <= 3) {
-          CHECK_MPI(&t, MPI_Recv(in, room, MPI_BYTE, way == 2 ? MPI_ANY_SOURCE : 0, way == 3 ? MPI_ANY_TAG : k,
+        const int how = way % 6;
+        const int room = how == 1 ? n + 64 : n;
+        if (how <= 3) {
+          CHECK_MPI(&t, MPI_Recv(in, room, MPI_BYTE, how == 2 ? MPI_ANY_SOURCE : 0, how == 3 ? MPI_ANY_TAG : k,
                                  MPI_COMM_WORLD, &st));
-        } else if (way == 4) {
+        } else if (how == 4) {
           MPI_Request r;
           CHECK_MPI(&t, MPI_Recv_init(in, room, MPI_BYTE, 0, k, MPI_COMM_WORLD, &r));
           CHECK_MPI(&t, MPI_Start(&r));
@@ -74,7 +85,7 @@ int main(int argc, char** argv) {
         CHECK_EQ(&t, st.MPI_TAG, k);
         const int bad = first_bad(in, n, k);
         CHECK(&t, bad < 0, "message %d (%d bytes, way %d): byte %d differs", k, n, way, bad);
-        CHECK(&t, way != 1 || in[n] == 0, "message %d: bytes past it were written", k);
+        CHECK(&t, how != 1 || in[n] == 0, "message %d: bytes past it were written", k);
         CHECK_MPI(&t, MPI_Send(in, n, MPI_BYTE, 0, k, MPI_COMM_WORLD));
       }
     }
@@ -114,6 +125,29 @@ int main(int argc, char** argv) {
           break;
         }
       MPI_Type_free(&every_other);
+    }
+  }
+  /* Isends from 8 buffers, complete and overwritten before the receiver posts anything */
+  enum { kBurst = 8, kBurstBytes = 100003 };
+  if (me == 0) {
+    MPI_Request r[kBurst];
+    for (int b = 0; b < kBurst; b++) {
+      fill(out + (size_t)b * kBurstBytes, kBurstBytes, k + b);
+      CHECK_MPI(&t, MPI_Isend(out + (size_t)b * kBurstBytes, kBurstBytes, MPI_BYTE, 1, k + b, MPI_COMM_WORLD, &r[b]));
+    }
+    CHECK_MPI(&t, MPI_Waitall(kBurst, r, MPI_STATUSES_IGNORE));
+    memset(out, 0xEE, (size_t)kBurst * kBurstBytes);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (me == 1) {
+    for (int b = 0; b < kBurst; b++) {
+      MPI_Status st;
+      int got = -1;
+      CHECK_MPI(&t, MPI_Recv(in, kBurstBytes, MPI_BYTE, 0, k + b, MPI_COMM_WORLD, &st));
+      MPI_Get_count(&st, MPI_BYTE, &got);
+      CHECK_EQ(&t, got, kBurstBytes);
+      const int bad = first_bad(in, kBurstBytes, k + b);
+      CHECK(&t, bad < 0, "burst message %d: byte %d differs", b, bad);
     }
   }
   MPI_Barrier(MPI_COMM_WORLD);

@@ -64,6 +64,12 @@ void CmiSyncSendAndFree(int pe, std::size_t size, void* msg);  // takes msg
 // them at once (the data is copied once, by UCX, instead of twice); otherwise the parts are
 // copied into one message. Writes the size and source PE into comps[0]'s header.
 void CmiSyncVectorSend(int pe, int n, const int* sizes, char* const* comps);
+// CmiSyncVectorSend of two parts without a copy or a wait, for a message above the eager
+// size to another PE: comps[0] is the caller's again at return, comps[1] must stay as it is
+// until `done_msg` (yours, or nullptr) runs here through the scheduler. Returns false,
+// having sent nothing, where it cannot (the eager size or less, a first part over 256
+// bytes, a link waiting for credit, this PE, an expedited message): send otherwise then.
+bool CmiVectorSendNoCopy(int pe, const int* sizes, char* const* comps, void* done_msg);
 // Placement: where the second part of a large two-part message (above the eager size, as
 // CmiSyncVectorSend sends it) lands on the receiving PE. The handler's placement is asked
 // when the message is next in its sender's order and this PE's queue is empty, before its

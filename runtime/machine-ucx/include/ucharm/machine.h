@@ -92,6 +92,13 @@ void LrtsSend(int pe, void* msg, std::size_t bytes, bool urgent = false);
 // urgent messages nor for this PE. Above the eager size the head travels in the
 // announcement, so the receiver may place the data (Hooks::place) before it comes.
 bool LrtsSendVector(int pe, const void* head, std::size_t head_bytes, const void* data, std::size_t data_bytes);
+struct Completion;
+// LrtsSendVector without the wait, for a message above the eager size whose head (at most
+// 256 bytes) travels in its announcement: `head` is the caller's again at return, `data`
+// once `done` has run (from a later LrtsProgress). False, having sent nothing, where it
+// cannot: the eager size or less, a larger head, a backlog or a full window.
+bool LrtsSendVectorLater(int pe, const void* head, std::size_t head_bytes, const void* data, std::size_t data_bytes,
+                         Completion done);
 
 // Bytes waiting for flow-control credit on all links. The layer above bounds it by
 // progressing (which lets receivers return credit) while it is over its limit.
