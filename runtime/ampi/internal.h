@@ -218,6 +218,9 @@ void rank_poll();
 int isend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx, MPI_Request* req);
 int irecv(void* buf, int count, MPI_Datatype t, int src, int tag, Comm& c, Ctx ctx, MPI_Request* req);
 int send(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx);
+// Whether that blocking send returns without the receiver (copied, or taken from the buffer
+// by UCX), so that it costs no more than an isend and a later wait.
+bool send_returns_at_once(const void* buf, int count, MPI_Datatype t, int dest, const Comm& c);
 int recv(void* buf, int count, MPI_Datatype t, int src, int tag, Comm& c, Ctx ctx, MPI_Status* st);
 // Waits for all (MPI_REQUEST_NULL entries are skipped) and frees them; statuses may be null.
 int wait_all(int n, MPI_Request* reqs, MPI_Status* statuses);

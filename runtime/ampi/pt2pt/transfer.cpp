@@ -441,6 +441,12 @@ int send(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c,
   return send_with(current_rank(), buf, count, t, f, dest, tag, c, ctx);
 }
 
+bool send_returns_at_once(const void* buf, int count, MPI_Datatype t, int dest, const Comm& c) {
+  TypeFacts f;
+  type_facts(t, f);
+  return inline_send_ok(buf, count, f, c, dest);
+}
+
 int issend(const void* buf, int count, MPI_Datatype t, int dest, int tag, Comm& c, Ctx ctx, MPI_Request* req) {
   if (dest == MPI_PROC_NULL) return isend(buf, count, t, dest, tag, c, ctx, req);
   Rank* r = current_rank();
