@@ -62,6 +62,16 @@ constexpr int kSizeBits = 40;
 constexpr std::uint64_t announce_word(std::size_t bytes, std::size_t fragment) {
   return static_cast<std::uint64_t>(bytes) | (static_cast<std::uint64_t>(fragment >> 10) << kSizeBits);
 }
+struct Announced {
+  std::size_t bytes, fragment;
+};
+// The word at the start of an announcement's buffer.
+Announced read_announcement(const void* buf) {
+  std::uint64_t word;
+  std::memcpy(&word, buf, sizeof word);
+  return {static_cast<std::size_t>(word & ((std::uint64_t{1} << kSizeBits) - 1)),
+          static_cast<std::size_t>(word >> kSizeBits) << 10};
+}
 
 // One fragment of a large message has been sent.
 void piece_sent(LargeSend* whole) {
@@ -419,29 +429,27 @@ void receive_large(int src, Held* h, char* base, std::size_t len, std::size_t fr
 // (Hooks::place: a receive posted there, say); else the whole message is received as usual.
 void take_announced_head(int src, Link& l, std::uint32_t seq, const char* buf, std::size_t bytes) {
   Machine& m = M();
-  std::uint64_t word;
-  std::memcpy(&word, buf, sizeof word);
-  const std::size_t size = word & ((std::uint64_t{1} << kSizeBits) - 1);
-  const std::size_t head_bytes = bytes - sizeof word;
-  if (bytes <= sizeof word || head_bytes >= size)
+  const auto [size, fragment] = read_announcement(buf);
+  const std::size_t head_bytes = bytes - sizeof(std::uint64_t);
+  if (bytes <= sizeof(std::uint64_t) || head_bytes >= size)
     fatal(fmt::format("received a malformed large-message announcement from PE {} ({} bytes for a {}-byte "
                       "message): a foreign or corrupted message", src, bytes, size));
   void* msg = nullptr;
   char* data = nullptr;
   if (m.hooks.place && !l.held && seq == l.recv_seq) {
     void* head = m.hooks.alloc(head_bytes);
-    std::memcpy(head, buf + sizeof word, head_bytes);
+    std::memcpy(head, buf + sizeof(std::uint64_t), head_bytes);
     data = static_cast<char*>(m.hooks.place(head, head_bytes, size, src));
     if (data) msg = head;
     else m.hooks.release(head);
   }
   if (!msg) {
     msg = m.hooks.alloc(size);
-    std::memcpy(msg, buf + sizeof word, head_bytes);
+    std::memcpy(msg, buf + sizeof(std::uint64_t), head_bytes);
     data = static_cast<char*>(msg) + head_bytes;
   }
   Held* h = hold(l, seq, msg, size, false);
-  receive_large(src, h, data, size - head_bytes, static_cast<std::size_t>(word >> kSizeBits) << 10);
+  receive_large(src, h, data, size - head_bytes, fragment);
   deliver_held(src);
 }
 
@@ -470,11 +478,9 @@ bool take_message(void* buf, std::size_t bytes, tag::Tag t, bool with_head = fal
     return true;
   }
   if (tag::EagerTag::announce(t)) {
-    std::uint64_t word;
-    std::memcpy(&word, buf, sizeof word);
-    const std::size_t size = word & ((std::uint64_t{1} << kSizeBits) - 1);
+    const auto [size, fragment] = read_announcement(buf);
     Held* h = hold(l, seq, m.hooks.alloc(size), size, false);
-    receive_large(src, h, static_cast<char*>(h->msg), size, static_cast<std::size_t>(word >> kSizeBits) << 10);
+    receive_large(src, h, static_cast<char*>(h->msg), size, fragment);
     deliver_held(src);
     return false;
   }
